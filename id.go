@@ -1,0 +1,53 @@
+package cairn
+
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
+// MaxIDLen is the longest session ID or namespace accepted.
+const MaxIDLen = 128
+
+// NewID returns a random, time-ordered session ID (a UUIDv7 in its
+// canonical text form), so that IDs made later sort later.
+func NewID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		// NewV7 fails only when the system's random source does.
+		panic(fmt.Sprintf("cairn: new id: %v", err))
+	}
+	return id.String()
+}
+
+// ValidateID reports whether id is a valid session ID: 1 to 128 characters
+// of A-Z, a-z, 0-9, '_' and '-'. The error wraps ErrInvalidID and names the
+// first offending character, so "../x" or "a/b" are refused before they
+// reach any store.
+func ValidateID(id string) error {
+	return validateName("session id", id)
+}
+
+// ValidateNamespace applies the session ID rules to a namespace name.
+func ValidateNamespace(ns string) error {
+	return validateName("namespace", ns)
+}
+
+func validateName(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: %s is empty", ErrInvalidID, what)
+	}
+	if len(s) > MaxIDLen {
+		return fmt.Errorf("%w: %s is %d characters long, the limit is %d", ErrInvalidID, what, len(s), MaxIDLen)
+	}
+	for i := 0; i < len(s); i++ {
+		if !idByte(s[i]) {
+			return fmt.Errorf("%w: %s %q has %q at position %d (allowed: A-Z a-z 0-9 _ -)", ErrInvalidID, what, s, rune(s[i]), i)
+		}
+	}
+	return nil
+}
+
+func idByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}

@@ -1,0 +1,166 @@
+package cairn
+
+import (
+	"context"
+	"time"
+)
+
+// Store is where sessions live. Every backend implements the same contract
+// and passes the conformance suite in store/storetest.
+//
+// All methods are safe for concurrent use by many goroutines and, for the
+// shared backends, by many processes. Every method returns ErrClosed after
+// Close.
+type Store interface {
+	// Create makes a new, empty session (last seq 0). It returns
+	// ErrInvalidID for an ID that breaks the rules and ErrExists when the
+	// store already holds a live session with that ID. A zero CreatedAt is
+	// set to the store's clock.
+	Create(ctx context.Context, meta SessionMeta) error
+
+	// Append adds events to the end of a session's history, all or
+	// nothing, in one round trip or transaction where the backend allows.
+	// It succeeds only if the session's last seq equals expectSeq and the
+	// events carry seqs expectSeq+1, expectSeq+2, …; otherwise it returns
+	// ErrConflict (someone else appended first) or an error wrapping
+	// ErrInvalidEvent. It returns ErrNotFound for a missing, deleted or
+	// expired session (an append never brings a session back) and
+	// ErrTooLarge past the store's limits. When two writers race at the
+	// same expectSeq exactly one wins. Its cost does not grow with the
+	// length of the history.
+	Append(ctx context.Context, id string, expectSeq int64, events ...Event) error
+
+	// Load returns a session's info and its events with seq >= fromSeq,
+	// in seq order (fromSeq 0 or 1: all). It returns ErrNotFound for a
+	// missing, deleted or expired session.
+	Load(ctx context.Context, id string, fromSeq int64) (*Record, error)
+
+	// List returns infos of live sessions, most recently updated first,
+	// filtered and paged by opts.
+	List(ctx context.Context, opts ListOptions) (*ListPage, error)
+
+	// Delete erases a session and everything derived from it. It returns
+	// ErrNotFound if there was nothing to delete. An Append that arrives
+	// afterwards gets ErrNotFound.
+	Delete(ctx context.Context, id string) error
+
+	// Close releases the store's resources. It is safe to call twice.
+	Close() error
+}
+
+// Sweeper is an optional Store ability: purge expired sessions now rather
+// than waiting for the backend's own expiry. Stores without it purge
+// expired sessions lazily; either way they are invisible once expired.
+type Sweeper interface {
+	// Sweep deletes every expired session of the namespace and returns
+	// how many it deleted.
+	Sweep(ctx context.Context) (int, error)
+}
+
+// SessionMeta is what Create records about a new session.
+type SessionMeta struct {
+	ID        string            `json:"id"`
+	CreatedAt time.Time         `json:"created_at"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+// Status is where a session stands, as List reports it.
+type Status string
+
+// Session statuses.
+const (
+	StatusNew         Status = "new"               // created, no run yet
+	StatusRunning     Status = "running"           // a run started and has not ended
+	StatusInterrupted Status = "interrupted"       // a run was interrupted and can be resumed
+	StatusAwaiting    Status = "awaiting_approval" // a run waits for a person's decision
+	StatusCompleted   Status = "completed"         // the last run completed
+	StatusFailed      Status = "failed"            // the last run failed
+	StatusMaxSteps    Status = "max_steps"         // the last run hit its step limit
+)
+
+// SessionInfo summarises a session for listing.
+type SessionInfo struct {
+	ID           string            `json:"id"`
+	FirstMessage string            `json:"first_message"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	Status       Status            `json:"status"`
+	Steps        int               `json:"steps"`
+	Labels       map[string]string `json:"labels"`
+	LastSeq      int64             `json:"last_seq"`
+}
+
+// Record is a loaded session: its info and its events in seq order.
+type Record struct {
+	Info   SessionInfo
+	Events []Event
+}
+
+// ListOptions filters and pages List. Zero values mean "no filter".
+type ListOptions struct {
+	Status        []Status          // any of these statuses
+	Labels        map[string]string // all of these labels, with these values
+	UpdatedAfter  time.Time         // updated strictly after
+	UpdatedBefore time.Time         // updated strictly before
+	Limit         int               // page size; 0 means DefaultListLimit
+	Cursor        string            // from a previous page's Next
+}
+
+// DefaultListLimit is the page size of List when Limit is 0.
+const DefaultListLimit = 100
+
+// ListPage is one page of List. Next is empty on the last page.
+type ListPage struct {
+	Sessions []SessionInfo
+	Next     string
+}
+
+// StoreOptions are the options every backend takes.
+type StoreOptions struct {
+	// Namespace isolates sessions: a store sees only its namespace's.
+	// Empty means DefaultNamespace. Same rules as a session ID.
+	Namespace string
+	// TTL expires sessions this long after their last update; 0: never.
+	TTL time.Duration
+	// Now is the store's clock, for updated times and expiry; nil means
+	// time.Now. Tests inject a clock here.
+	Now func() time.Time
+	// Limits bound event size and events per append.
+	Limits Limits
+}
+
+// DefaultNamespace is the namespace of a store opened without one.
+const DefaultNamespace = "default"
+
+// WithDefaults fills in the defaults and validates the namespace.
+func (o StoreOptions) WithDefaults() (StoreOptions, error) {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if err := ValidateNamespace(o.Namespace); err != nil {
+		return o, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.TTL < 0 {
+		o.TTL = 0
+	}
+	o.Limits = o.Limits.withDefaults()
+	return o, nil
+}
+
+// ExpiresAt returns when a session updated at t expires, or the zero time
+// when the store has no TTL.
+func (o StoreOptions) ExpiresAt(t time.Time) time.Time {
+	if o.TTL <= 0 {
+		return time.Time{}
+	}
+	return t.Add(o.TTL)
+}
+
+// Expired reports whether a session that expires at exp has expired at now.
+// A zero exp never expires.
+func Expired(exp, now time.Time) bool {
+	return !exp.IsZero() && !now.Before(exp)
+}

@@ -1,0 +1,249 @@
+// Package memory is the reference cairn store: sessions kept in the
+// process's memory, for tests and volatile use. It implements every part of
+// the store contract and is the model the other backends are checked against.
+//
+// Its URL is "memory:". Every store opened by URL in one process shares one
+// set of sessions, separated by namespace; New makes a private one.
+package memory
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// DB holds sessions of every namespace. Stores opened on one DB with
+// different namespaces never see each other's sessions.
+type DB struct {
+	mu         sync.Mutex
+	namespaces map[string]map[string]*session
+}
+
+type session struct {
+	info    cairn.SessionInfo
+	events  []cairn.Event
+	expires time.Time
+}
+
+// NewDB returns an empty DB.
+func NewDB() *DB { return &DB{namespaces: map[string]map[string]*session{}} }
+
+var shared = NewDB()
+
+func init() {
+	cairn.Register("memory", func(_ context.Context, _ *url.URL, opts cairn.StoreOptions) (cairn.Store, error) {
+		return shared.Open(opts)
+	})
+}
+
+// Store is a cairn.Store on a DB, seeing one namespace.
+type Store struct {
+	db     *DB
+	opts   cairn.StoreOptions
+	mu     sync.Mutex
+	closed bool
+}
+
+var (
+	_ cairn.Store   = (*Store)(nil)
+	_ cairn.Sweeper = (*Store)(nil)
+)
+
+// New returns a store on a DB of its own.
+func New(opts cairn.StoreOptions) (*Store, error) { return NewDB().Open(opts) }
+
+// Open returns a store on db that sees the namespace of opts.
+func (db *DB) Open(opts cairn.StoreOptions) (*Store, error) {
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, opts: opts}, nil
+}
+
+// ns returns the namespace's sessions, with db.mu held by the caller.
+func (s *Store) ns() map[string]*session {
+	m := s.db.namespaces[s.opts.Namespace]
+	if m == nil {
+		m = map[string]*session{}
+		s.db.namespaces[s.opts.Namespace] = m
+	}
+	return m
+}
+
+func (s *Store) check() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return cairn.ErrClosed
+	}
+	return nil
+}
+
+// live returns the session if it exists and has not expired, with db.mu held.
+func (s *Store) live(id string) *session {
+	ss := s.ns()[id]
+	if ss == nil {
+		return nil
+	}
+	if cairn.Expired(ss.expires, s.opts.Now()) {
+		delete(s.ns(), id)
+		return nil
+	}
+	return ss
+}
+
+// Create implements cairn.Store.
+func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(meta.ID); err != nil {
+		return err
+	}
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	if s.live(meta.ID) != nil {
+		return cairn.ErrExists
+	}
+	now := s.opts.Now().UTC()
+	created := meta.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	s.ns()[meta.ID] = &session{
+		info: cairn.SessionInfo{
+			ID: meta.ID, CreatedAt: created.UTC(), UpdatedAt: now, Status: cairn.StatusNew,
+			Labels: cloneLabels(meta.Labels),
+		},
+		expires: s.opts.ExpiresAt(now),
+	}
+	return nil
+}
+
+// Append implements cairn.Store.
+func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	ss := s.live(id)
+	if ss == nil {
+		return cairn.ErrNotFound
+	}
+	if ss.info.LastSeq != expectSeq {
+		return cairn.ErrConflict
+	}
+	now := s.opts.Now().UTC()
+	ss.events = append(ss.events, events...)
+	cairn.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), now)
+	ss.expires = s.opts.ExpiresAt(now)
+	return nil
+}
+
+// Load implements cairn.Store.
+func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return nil, err
+	}
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	ss := s.live(id)
+	if ss == nil {
+		return nil, cairn.ErrNotFound
+	}
+	from := max(fromSeq, 1)
+	var evs []cairn.Event
+	if from <= int64(len(ss.events)) {
+		evs = slices.Clone(ss.events[from-1:])
+	}
+	info := ss.info
+	info.Labels = cloneLabels(info.Labels)
+	return &cairn.Record{Info: info, Events: evs}, nil
+}
+
+// List implements cairn.Store.
+func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	s.db.mu.Lock()
+	var all []cairn.SessionInfo
+	for id := range s.ns() {
+		if ss := s.live(id); ss != nil {
+			info := ss.info
+			info.Labels = cloneLabels(info.Labels)
+			all = append(all, info)
+		}
+	}
+	s.db.mu.Unlock()
+	return cairn.PageInfos(all, opts)
+}
+
+// Delete implements cairn.Store.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return err
+	}
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	if s.live(id) == nil {
+		return cairn.ErrNotFound
+	}
+	delete(s.ns(), id)
+	return nil
+}
+
+// Sweep implements cairn.Sweeper.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	n := 0
+	now := s.opts.Now()
+	for id, ss := range s.ns() {
+		if cairn.Expired(ss.expires, now) {
+			delete(s.ns(), id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Close implements cairn.Store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+func cloneLabels(l map[string]string) map[string]string {
+	if l == nil {
+		return map[string]string{}
+	}
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}

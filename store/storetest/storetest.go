@@ -1,0 +1,132 @@
+// Package storetest is the conformance suite of the cairn store contract.
+// Every backend runs all of it by adding one test function:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+//			s, err := mybackend.Open(t.Context(), dsn, opts)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+//
+// The suite checks ordering, all-or-nothing appends, seq conflicts under
+// many concurrent writers, replay equality after a reopen, listing with its
+// order, fields, filters and cursor, deletion, TTL on a controlled clock,
+// namespaces, limits and every sentinel error.
+package storetest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Opener opens a store with the given options. Within one test (one t),
+// every call must reach the same stored data, so that a second call is a
+// reopen: a store opened on the same database, folder or server. The opener
+// registers the store's Close with t.Cleanup. Options it does not set
+// itself (the backend's address) it takes from its own configuration.
+type Opener func(t *testing.T, opts cairn.StoreOptions) cairn.Store
+
+// Run runs the whole conformance suite against the stores open returns.
+// Each test uses a namespace of its own, so a shared server can run the
+// suite while holding other data.
+func Run(t *testing.T, open Opener) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, *harness)
+	}{
+		{"Create", testCreate},
+		{"CreateExists", testCreateExists},
+		{"InvalidID", testInvalidID},
+		{"AppendLoad", testAppendLoad},
+		{"LoadFrom", testLoadFrom},
+		{"AppendConflict", testAppendConflict},
+		{"AppendNotFound", testAppendNotFound},
+		{"AppendInvalid", testAppendInvalid},
+		{"AppendAtomic", testAppendAtomic},
+		{"Limits", testLimits},
+		{"ConcurrentAppend", testConcurrentAppend},
+		{"ConcurrentSessions", testConcurrentSessions},
+		{"ReplayEquality", testReplayEquality},
+		{"LongHistory", testLongHistory},
+		{"List", testList},
+		{"ListPaging", testListPaging},
+		{"ListFilters", testListFilters},
+		{"Delete", testDelete},
+		{"TTL", testTTL},
+		{"Namespaces", testNamespaces},
+		{"Closed", testClosed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.fn(t, newHarness(t, open))
+		})
+	}
+}
+
+// harness opens stores for one test in a namespace of its own.
+type harness struct {
+	open  Opener
+	ns    string
+	clock *Clock
+}
+
+func newHarness(t *testing.T, open Opener) *harness {
+	return &harness{open: open, ns: "st_" + randHex(6), clock: NewClock()}
+}
+
+// store opens a store on the test's namespace with the test's clock.
+func (h *harness) store(t *testing.T) cairn.Store {
+	return h.storeWith(t, cairn.StoreOptions{})
+}
+
+func (h *harness) storeWith(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	t.Helper()
+	if opts.Namespace == "" {
+		opts.Namespace = h.ns
+	}
+	opts.Now = h.clock.Now
+	s := h.open(t, opts)
+	if s == nil {
+		t.Fatal("opener returned a nil store")
+	}
+	return s
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newSession creates a session with a fresh ID and returns the ID.
+func newSession(t *testing.T, s cairn.Store, labels map[string]string) string {
+	t.Helper()
+	id := "s-" + randHex(8)
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id, Labels: labels}); err != nil {
+		t.Fatalf("Create(%s): %v", id, err)
+	}
+	return id
+}
+
+func mustAppend(t *testing.T, s cairn.Store, id string, expect int64, events ...cairn.Event) {
+	t.Helper()
+	if err := s.Append(t.Context(), id, expect, events...); err != nil {
+		t.Fatalf("Append(%s, expect %d, %d events): %v", id, expect, len(events), err)
+	}
+}
+
+func mustLoad(t *testing.T, s cairn.Store, id string) *cairn.Record {
+	t.Helper()
+	rec, err := s.Load(t.Context(), id, 0)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", id, err)
+	}
+	return rec
+}
