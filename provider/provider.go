@@ -1,0 +1,64 @@
+// Package provider defines what cairn needs from a language model, and its
+// subpackages adapt real ones: openai (and every OpenAI-compatible server),
+// anthropic, offline (deterministic, no key) and script (replays a JSON
+// script, for tests and demos).
+//
+// A Model is stateless: everything it needs comes in the Request, which the
+// agent builds from the session's State. That is what lets any process
+// resume a session with any model.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Model answers one model call (a think step).
+type Model interface {
+	// ID names the model as "provider:name", for example
+	// "openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5", "offline".
+	ID() string
+	// Generate makes one model call. It streams text to req.OnText when
+	// that is set and returns the complete response. Transient provider
+	// failures (429, 5xx) are retried inside with backoff, honouring
+	// Retry-After; the error returned is final.
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Request is everything a model call needs.
+type Request struct {
+	// Messages is the conversation so far, as State.Messages holds it:
+	// system, user, assistant (with tool calls) and tool messages.
+	Messages []cairn.Message
+	// Tools are the tools the model may call.
+	Tools []Tool
+	// Responses is the number of model responses recorded since the
+	// session's last memory.reset: the script model's position.
+	Responses int
+	// Variables are the session variables, for models that read them.
+	Variables map[string]json.RawMessage
+	// OnText, when set, receives the response text as it streams.
+	OnText func(delta string)
+}
+
+// Tool describes a tool to the model.
+type Tool struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage // JSON Schema of the arguments object
+}
+
+// Response is a completed model call.
+type Response struct {
+	Text         string
+	ToolCalls    []cairn.ToolCall // each with a unique ID
+	Usage        cairn.Usage
+	FinishReason string // "stop", "tool_calls", "length", …
+	Model        string // the model that answered, as the provider names it
+}
+
+// ErrScriptEnded is returned by the script model past its last step.
+var ErrScriptEnded = errors.New("script model: no steps left")
