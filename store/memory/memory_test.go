@@ -28,3 +28,13 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+func BenchmarkAppend(b *testing.B) {
+	storetest.BenchmarkAppend(b, func(b *testing.B, opts cairn.StoreOptions) cairn.Store {
+		s, err := memory.New(opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
+}
