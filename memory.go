@@ -223,11 +223,15 @@ func parseDocument(data []byte) (*document, []int64, error) {
 				return fail(key, fmt.Sprintf("is %q, want %q", doc.Format, DocumentFormat), nil)
 			}
 		case "version":
-			var n json.Number
-			if err := dec.Decode(&n); err != nil {
-				return fail(key, "must be a number", err)
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return fail(key, "", err)
 			}
+			n := json.Number(raw)
 			v, err := n.Int64()
+			if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+				return fail(key, "must be a number", nil)
+			}
 			if err != nil || v < 1 {
 				return fail(key, fmt.Sprintf("is %s, want a whole number from 1", n), nil)
 			}
@@ -272,7 +276,7 @@ func parseDocument(data []byte) (*document, []int64, error) {
 		return fail("", "", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fail("", "trailing data after the document", err)
+		return nil, nil, &MemoryLoadError{Index: -1, Offset: dec.InputOffset(), Msg: "trailing data after the document", Err: err}
 	}
 	for _, k := range []string{"format", "version", "events"} {
 		if !seen[k] {

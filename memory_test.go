@@ -1,0 +1,217 @@
+package cairn_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+func sampleMemory(t *testing.T) *cairn.Memory {
+	t.Helper()
+	evs := append(storetest.Conversation(0, "r1", "What is 2*(3+4)?"), storetest.UserTurn(16, "r2", "thanks")...)
+	m, err := cairn.NewMemory(evs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Session = &cairn.SessionMeta{ID: "review-pr-42", CreatedAt: evs[0].At, Labels: map[string]string{"team": "a"}}
+	return m
+}
+
+func TestMemory_DumpLoadRoundTrip(t *testing.T) {
+	m := sampleMemory(t)
+	doc, err := m.DumpJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cairn.LoadJSON(doc)
+	if err != nil {
+		t.Fatalf("LoadJSON of a dumped memory: %v", err)
+	}
+	again, err := got.DumpJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(doc, again) {
+		t.Fatalf("dump → load → dump changed the document:\n%s\n---\n%s", doc, again)
+	}
+	s1, _ := m.State()
+	s2, _ := got.State()
+	a, _ := s1.Snapshot()
+	b, _ := s2.Snapshot()
+	if !bytes.Equal(a, b) {
+		t.Fatalf("snapshots differ:\n%s\n%s", a, b)
+	}
+	if got.Session == nil || got.Session.ID != "review-pr-42" || got.Session.Labels["team"] != "a" {
+		t.Fatalf("session meta lost: %+v", got.Session)
+	}
+}
+
+// TestLoadJSON_Golden loads the golden documents of every format version.
+func TestLoadJSON_Golden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/golden/v*.json")
+	if len(files) == 0 {
+		t.Fatal("no golden documents in testdata/golden")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := cairn.LoadJSON(data)
+			if err != nil {
+				t.Fatalf("LoadJSON: %v", err)
+			}
+			st, err := m.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, _ := st.Snapshot()
+			want, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".snapshot")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(snap, bytes.TrimSpace(want)) {
+				t.Fatalf("snapshot of %s:\n got %s\nwant %s", f, snap, want)
+			}
+		})
+	}
+}
+
+func TestLoadJSON_Rejects(t *testing.T) {
+	good, err := sampleMemory(t).DumpJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(good)
+	replace := func(old, new string) string {
+		if !strings.Contains(doc, old) {
+			t.Fatalf("sample document lacks %q", old)
+		}
+		return strings.Replace(doc, old, new, 1)
+	}
+	cases := []struct {
+		name  string
+		input string
+		index int    // want event index, -1 for the document
+		field string // want field
+		msg   string // want in the message
+		is    error  // want errors.Is
+	}{
+		{"empty", "", -1, "", "truncated", nil},
+		{"not an object", "[1,2]", -1, "", "must be a JSON object", nil},
+		{"malformed", `{"format": "cairn.memory",, }`, -1, "", "malformed JSON", nil},
+		{"truncated", doc[:len(doc)/2], -1, "events", "truncated", nil},
+		{"trailing garbage", doc + "xyz", -1, "", "trailing data", nil},
+		{"second document", doc + doc, -1, "", "trailing data", nil},
+		{"wrong format", replace(`"format":"cairn.memory"`, `"format":"other"`), -1, "format", `want "cairn.memory"`, nil},
+		{"newer version", replace(`"version":1`, `"version":99`), -1, "version", "unsupported version 99", nil},
+		{"version zero", replace(`"version":1`, `"version":0`), -1, "version", "whole number", nil},
+		{"version string", replace(`"version":1`, `"version":"1"`), -1, "version", "must be a number", nil},
+		{"unknown top field", replace(`"version":1`, `"version":1,"extra":true`), -1, "extra", "unknown field", nil},
+		{"missing events", `{"format":"cairn.memory","version":1}`, -1, "events", "is missing", nil},
+		{"events not array", `{"format":"cairn.memory","version":1,"events":{}}`, -1, "events", "must be an array", nil},
+		{"bad session id", replace(`"id":"review-pr-42"`, `"id":"../etc"`), -1, "session.id", "invalid session id", cairn.ErrInvalidID},
+		{"unknown kind", replace(`"kind":"memory.reset"`, `"kind":"memory.wipe"`), 1, "kind", `unknown kind "memory.wipe"`, nil},
+		{"seq gap", replace(`"seq":3,`, `"seq":4,`), 2, "seq", "a gap", nil},
+		{"seq repeat", replace(`"seq":3,`, `"seq":2,`), 2, "seq", "a repeat", nil},
+		{"seq string", replace(`"seq":3,`, `"seq":"3",`), 2, "seq", "where a int64 belongs", nil},
+		{"missing run", replace(`"run":"r1","data":{}`, `"data":{}`), 1, "run", "is missing", nil},
+		{"unknown envelope field", replace(`"seq":2,`, `"seq":2,"colour":1,`), 1, "colour", "unknown field", nil},
+		{"bad time", replace(`"at":"2026-01-02T03:04:05.124456789Z"`, `"at":"yesterday"`), 0, "at", "RFC 3339", nil},
+		{"data unknown field", replace(`{"text":"You are a careful assistant."}`, `{"text":"x","tone":"dry"}`), 2, "data.tone", "unknown field", nil},
+		{"data missing field", replace(`{"text":"You are a careful assistant."}`, `{}`), 2, "data.text", "is missing", nil},
+		{"data mistyped", replace(`{"text":"You are a careful assistant."}`, `{"text":42}`), 2, "data.text", "where a string belongs", nil},
+		{"data null", replace(`{"text":"You are a careful assistant."}`, `null`), 2, "data", "JSON object", nil},
+		{"tool call without id", replace(`"id":"call_1",`, ``), 4, "data.tool_calls.0.id", "is missing", nil},
+		{"bad run status", replace(`"status":"completed"`, `"status":"done"`), 15, "data.status", `"done"`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := cairn.LoadJSON([]byte(c.input))
+			if m != nil {
+				t.Errorf("LoadJSON returned a memory along with the error")
+			}
+			le, ok := errors.AsType[*cairn.MemoryLoadError](err)
+			if !ok {
+				t.Fatalf("got %v (%T), want a *MemoryLoadError", err, err)
+			}
+			if le.Index != c.index || le.Field != c.field || !strings.Contains(le.Error(), c.msg) {
+				t.Errorf("got index %d field %q: %v\nwant index %d field %q containing %q", le.Index, le.Field, le, c.index, c.field, c.msg)
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("errors.Is(%v, %v) = false", err, c.is)
+			}
+			if le.Offset > int64(len(c.input)) {
+				t.Errorf("offset %d past the input's %d bytes", le.Offset, len(c.input))
+			}
+		})
+	}
+}
+
+func TestLoadJSON_Offset(t *testing.T) {
+	doc, _ := sampleMemory(t).DumpJSON()
+	bad := strings.Replace(string(doc), `"kind":"memory.reset"`, `"kind":"memory.wipe"`, 1)
+	_, err := cairn.LoadJSON([]byte(bad))
+	le, ok := errors.AsType[*cairn.MemoryLoadError](err)
+	if !ok {
+		t.Fatal(err)
+	}
+	want := int64(strings.Index(bad, `"kind":"memory.wipe"`))
+	if le.Offset != want {
+		t.Fatalf("offset = %d, want %d (the kind field of event 1)", le.Offset, want)
+	}
+}
+
+func TestLoadJSON_TooLarge(t *testing.T) {
+	m, err := cairn.NewMemory(storetest.Padded(1, 5000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := m.DumpJSON()
+	_, err = cairn.LoadJSONWith(doc, cairn.LoadOptions{Limits: cairn.Limits{MaxEventBytes: 4096}})
+	if !errors.Is(err, cairn.ErrTooLarge) {
+		t.Fatalf("5 KB event with a 4 KB limit: got %v, want ErrTooLarge", err)
+	}
+	_, err = cairn.LoadJSONWith(doc, cairn.LoadOptions{MaxDocumentBytes: 1000})
+	if !errors.Is(err, cairn.ErrTooLarge) {
+		t.Fatalf("document over its limit: got %v, want ErrTooLarge", err)
+	}
+}
+
+func TestLoadJSON_Custom(t *testing.T) {
+	doc := `{"format":"cairn.memory","version":1,"events":[
+{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"","data":{"type":"app.search","payload":{"q":"go"}}}]}`
+	m, err := cairn.LoadJSON([]byte(doc))
+	if err != nil {
+		t.Fatalf("custom event: %v", err)
+	}
+	if m.Len() != 1 || m.Event(0).Kind != cairn.KindCustom {
+		t.Fatalf("got %d events", m.Len())
+	}
+}
+
+func TestMemory_Add(t *testing.T) {
+	var m cairn.Memory
+	evs, err := m.Add(cairn.MustEvent(cairn.KindMessageSystem, "r", cairn.MessageSystem{Text: "hi"}),
+		cairn.MustEvent(cairn.KindMessageUser, "r", cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: "yo"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].Seq != 1 || evs[1].Seq != 2 || m.LastSeq() != 2 {
+		t.Fatalf("seqs %d %d last %d, want 1 2 2", evs[0].Seq, evs[1].Seq, m.LastSeq())
+	}
+	bad := cairn.Event{Kind: "nope", Data: []byte(`{}`)}
+	if _, err := m.Add(bad); !errors.Is(err, cairn.ErrInvalidEvent) {
+		t.Fatalf("Add of an unknown kind: got %v, want ErrInvalidEvent", err)
+	}
+	if m.Len() != 2 {
+		t.Fatalf("a refused Add changed the memory: %d events", m.Len())
+	}
+}
