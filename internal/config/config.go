@@ -1,0 +1,334 @@
+// Package config loads cairn's configuration: cairn.toml (found in the
+// working directory, then the user's config folder), environment variables
+// and flags, in that order of increasing precedence. Unknown keys are an
+// error that names the key and its line.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// FileName is the name of the config file.
+const FileName = "cairn.toml"
+
+// Config is the whole configuration.
+type Config struct {
+	Persistence Persistence           `toml:"persistence"`
+	Connections map[string]Connection `toml:"connections"`
+	Agent       Agent                 `toml:"agent"`
+	Model       Model                 `toml:"model"`
+
+	// Source is the file the configuration was read from, "" if none.
+	Source string `toml:"-"`
+}
+
+// Persistence says where sessions are stored.
+type Persistence struct {
+	Enabled    *bool  `toml:"enabled"`
+	Backend    string `toml:"backend"`
+	URL        string `toml:"url"`
+	Connection string `toml:"connection"`
+	Namespace  string `toml:"namespace"`
+	TTLSeconds int64  `toml:"ttl_seconds"`
+	OnError    string `toml:"on_error"`
+}
+
+// Connection is a named store address.
+type Connection struct {
+	URL string `toml:"url"`
+}
+
+// Agent configures the agent that runs sessions.
+type Agent struct {
+	Name         string `toml:"name"`
+	Instructions string `toml:"instructions"`
+	MaxSteps     int    `toml:"max_steps"`
+}
+
+// Model chooses the model.
+type Model struct {
+	Provider string `toml:"provider"`
+	Name     string `toml:"name"`
+	BaseURL  string `toml:"base_url"`
+}
+
+// Defaults.
+const (
+	DefaultURL          = "sqlite:///.cairn/cairn.db"
+	DefaultNamespace    = "default"
+	DefaultAgentName    = "assistant"
+	DefaultInstructions = "You are a helpful assistant."
+	DefaultMaxSteps     = 20
+)
+
+// Default returns the configuration used when nothing is configured: the
+// embedded SQLite store at .cairn/cairn.db and the offline model.
+func Default() *Config {
+	on := true
+	return &Config{
+		Persistence: Persistence{Enabled: &on, Backend: "sqlite", Namespace: DefaultNamespace, OnError: "degrade"},
+		Agent:       Agent{Name: DefaultAgentName, Instructions: DefaultInstructions, MaxSteps: DefaultMaxSteps},
+		Model:       Model{Provider: "offline"},
+	}
+}
+
+// Error is a configuration error with the file and line where it is.
+type Error struct {
+	File string
+	Line int // 0 when not known
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Key != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// Find returns the config file to use: explicit if given, else cairn.toml
+// in the working directory, else in the user's config folder
+// (~/.config/cairn/cairn.toml), else "".
+func Find(explicit string) (string, error) {
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return "", fmt.Errorf("config file %s: %w", explicit, err)
+		}
+		return explicit, nil
+	}
+	if _, err := os.Stat(FileName); err == nil {
+		return FileName, nil
+	}
+	if dir, err := os.UserConfigDir(); err == nil {
+		p := filepath.Join(dir, "cairn", FileName)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", nil
+}
+
+// Load reads the file at path (none if ""), over the defaults.
+func Load(path string) (*Config, error) {
+	cfg := Default()
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if err := Parse(cfg, path, data); err != nil {
+		return nil, err
+	}
+	cfg.Source = path
+	return cfg, nil
+}
+
+// Parse decodes TOML data over cfg strictly: unknown keys and wrong types
+// are errors naming the key and line.
+func Parse(cfg *Config, file string, data []byte) error {
+	md, err := toml.Decode(string(data), cfg)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return &Error{File: file, Line: pe.Position.Line, Msg: pe.Message}
+		}
+		e := &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+		if m := lineRe.FindStringSubmatch(err.Error()); m != nil {
+			e.Line, _ = strconv.Atoi(m[1])
+			e.Key = m[2]
+			if _, rest, ok := strings.Cut(e.Msg, "): "); ok {
+				e.Msg = rest
+			}
+		}
+		return e
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		return &Error{File: file, Line: keyLine(data, k), Key: k.String(), Msg: "unknown key" + hint(k)}
+	}
+	return cfg.Validate(file)
+}
+
+var lineRe = regexp.MustCompile(`line (\d+) \(last key "([^"]*)"\)`)
+
+func hint(k toml.Key) string {
+	if len(k) == 1 {
+		return " (known tables: [persistence], [connections.NAME], [agent], [model])"
+	}
+	return ""
+}
+
+// keyLine finds the line of a key in TOML source: the line that sets the
+// key's last part inside the table that holds it.
+func keyLine(data []byte, k toml.Key) int {
+	table := strings.Join(k[:len(k)-1], ".")
+	name := k[len(k)-1]
+	current := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		l := strings.TrimSpace(line)
+		if strings.HasPrefix(l, "[") {
+			current = strings.Trim(strings.TrimSpace(strings.SplitN(l, "#", 2)[0]), "[] ")
+			if current == strings.Join(k, ".") {
+				return i + 1
+			}
+			continue
+		}
+		if current != table {
+			continue
+		}
+		key, _, ok := strings.Cut(l, "=")
+		if ok && strings.Trim(strings.TrimSpace(key), `"'`) == name {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// Validate checks values that TOML types cannot.
+func (c *Config) Validate(file string) error {
+	p := c.Persistence
+	switch p.Backend {
+	case "", "memory", "file", "sqlite", "postgres", "redis", "mongodb":
+	default:
+		return &Error{File: file, Key: "persistence.backend", Msg: fmt.Sprintf("unknown backend %q (want memory, file, sqlite, postgres, redis or mongodb)", p.Backend)}
+	}
+	switch p.OnError {
+	case "", "degrade", "fail":
+	default:
+		return &Error{File: file, Key: "persistence.on_error", Msg: fmt.Sprintf("is %q; want degrade or fail", p.OnError)}
+	}
+	if p.TTLSeconds < 0 {
+		return &Error{File: file, Key: "persistence.ttl_seconds", Msg: "must not be negative"}
+	}
+	if p.Connection != "" {
+		if _, ok := c.Connections[p.Connection]; !ok {
+			return &Error{File: file, Key: "persistence.connection", Msg: fmt.Sprintf("names %q, but there is no [connections.%s]", p.Connection, p.Connection)}
+		}
+	}
+	switch c.Model.Provider {
+	case "", "offline", "openai", "anthropic", "script":
+	default:
+		return &Error{File: file, Key: "model.provider", Msg: fmt.Sprintf("unknown provider %q (want offline, openai, anthropic or script)", c.Model.Provider)}
+	}
+	if c.Agent.MaxSteps < 0 {
+		return &Error{File: file, Key: "agent.max_steps", Msg: "must not be negative"}
+	}
+	return nil
+}
+
+// ApplyEnv applies the environment variables over the configuration:
+// CAIRN_STORE (a store URL), CAIRN_NAMESPACE, CAIRN_MODEL (PROVIDER:NAME),
+// CAIRN_TTL_SECONDS, CAIRN_ON_ERROR, CAIRN_PERSISTENCE (true/false).
+func (c *Config) ApplyEnv(getenv func(string) string) error {
+	if v := getenv("CAIRN_STORE"); v != "" {
+		c.SetStore(v)
+	}
+	if v := getenv("CAIRN_NAMESPACE"); v != "" {
+		c.Persistence.Namespace = v
+	}
+	if v := getenv("CAIRN_MODEL"); v != "" {
+		c.SetModel(v)
+	}
+	if v := getenv("CAIRN_TTL_SECONDS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return &Error{File: "environment", Key: "CAIRN_TTL_SECONDS", Msg: fmt.Sprintf("is %q; want a whole number of seconds", v)}
+		}
+		c.Persistence.TTLSeconds = n
+	}
+	if v := getenv("CAIRN_ON_ERROR"); v != "" {
+		c.Persistence.OnError = v
+	}
+	if v := getenv("CAIRN_PERSISTENCE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return &Error{File: "environment", Key: "CAIRN_PERSISTENCE", Msg: fmt.Sprintf("is %q; want true or false", v)}
+		}
+		c.Persistence.Enabled = &b
+	}
+	return c.Validate("environment")
+}
+
+// SetStore points persistence at a store URL, replacing any connection.
+func (c *Config) SetStore(url string) {
+	c.Persistence.URL, c.Persistence.Connection = url, ""
+	if scheme, _, ok := strings.Cut(url, ":"); ok {
+		c.Persistence.Backend = backendOf(scheme)
+	}
+}
+
+// SetModel sets the model from "PROVIDER:NAME", "offline" or "script:FILE".
+func (c *Config) SetModel(spec string) {
+	p, n, _ := strings.Cut(spec, ":")
+	c.Model.Provider, c.Model.Name = p, n
+}
+
+func backendOf(scheme string) string {
+	switch scheme {
+	case "postgresql":
+		return "postgres"
+	case "rediss":
+		return "redis"
+	case "mongodb+srv":
+		return "mongodb"
+	}
+	return scheme
+}
+
+// Enabled reports whether sessions are persisted.
+func (c *Config) Enabled() bool { return c.Persistence.Enabled == nil || *c.Persistence.Enabled }
+
+// StoreURL returns the URL of the configured store: the url, else the named
+// connection's, else the backend's default location.
+func (c *Config) StoreURL() string {
+	p := c.Persistence
+	if !c.Enabled() {
+		return "memory:"
+	}
+	if p.URL != "" {
+		return p.URL
+	}
+	if p.Connection != "" {
+		return c.Connections[p.Connection].URL
+	}
+	switch p.Backend {
+	case "memory":
+		return "memory:"
+	case "file":
+		return "file:///.cairn/sessions"
+	case "postgres":
+		return "postgres://127.0.0.1:5432/cairn"
+	case "redis":
+		return "redis://127.0.0.1:6379/0"
+	case "mongodb":
+		return "mongodb://127.0.0.1:27017/cairn"
+	}
+	return DefaultURL
+}
+
+// TTL returns the configured session TTL.
+func (c *Config) TTL() time.Duration { return time.Duration(c.Persistence.TTLSeconds) * time.Second }
+
+// ModelSpec returns the model as "PROVIDER:NAME" (or "offline").
+func (c *Config) ModelSpec() string {
+	if c.Model.Provider == "" || c.Model.Provider == "offline" {
+		return "offline"
+	}
+	return c.Model.Provider + ":" + c.Model.Name
+}
