@@ -1,0 +1,106 @@
+// Command cairn runs agents whose sessions survive restarts, crashes and
+// long pauses, and manages the saved sessions: list, show, resume, export,
+// import, fork, copy between stores, expire and erase.
+//
+// With no configuration it stores sessions in SQLite at .cairn/cairn.db and
+// answers with the offline model, so it works on a fresh machine with no
+// API key and no server.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn/internal/cli"
+	_ "github.com/cairnhq/cairn/store/all"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := cli.NewApp()
+	root := newRoot(app)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return cli.ExitOK
+	}
+	if isUsage(err) {
+		err = &cli.Error{Err: err, Hint: "see `" + commandPath(root, args) + " --help`", Code: cli.ExitUsage}
+	}
+	msg, hint, code := cli.Describe(err)
+	fmt.Fprintf(os.Stderr, "cairn: %s\nhint: %s\n", msg, hint)
+	return code
+}
+
+// isUsage reports whether cobra refused the command line itself.
+func isUsage(err error) bool {
+	var ce *cli.Error
+	if errors.As(err, &ce) {
+		return false
+	}
+	s := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most", "if any flags in the group"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func commandPath(root *cobra.Command, args []string) string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return "cairn"
+	}
+	return cmd.CommandPath()
+}
+
+func newRoot(app *cli.App) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cairn",
+		Short: "Durable memory for AI agents",
+		Long: `cairn runs agents whose sessions survive restarts, crashes and long pauses.
+Every model call, tool call and variable change is saved as an event; any
+process can load a session, rebuild its state and go on.
+
+With no configuration, sessions are stored in SQLite at .cairn/cairn.db and
+the offline model answers, so cairn works with no API key and no server.`,
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&app.Flags.Store, "store", "", "store URL (sqlite:///path, file:///dir, postgres://…, redis://…, mongodb://…, memory:)")
+	f.StringVar(&app.Flags.Namespace, "namespace", "", "namespace of the sessions")
+	f.StringVar(&app.Flags.Config, "config", "", "config file (default: ./cairn.toml, then ~/.config/cairn/cairn.toml)")
+	f.StringVar(&app.Flags.Model, "model", "", "model as PROVIDER:NAME (offline, openai:NAME, anthropic:NAME, script:FILE)")
+	f.BoolVar(&app.Flags.JSON, "json", false, "print machine-readable JSON")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &cli.Error{Err: err, Hint: "see `" + c.CommandPath() + " --help`", Code: cli.ExitUsage}
+	})
+	root.AddCommand(newSessionsCmd(app))
+	addRuntimeCommands(root, app)
+	return root
+}
+
+// args wraps a cobra argument check so that its error is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, a []string) error {
+		if err := check(c, a); err != nil {
+			return &cli.Error{Err: err, Hint: "see `" + c.CommandPath() + " --help`", Code: cli.ExitUsage}
+		}
+		return nil
+	}
+}

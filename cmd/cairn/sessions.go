@@ -1,0 +1,29 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn/internal/cli"
+)
+
+func newSessionsCmd(app *cli.App) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "sessions",
+		Aliases: []string{"session"},
+		Short:   "List, show, resume, export, import, fork, copy and delete saved sessions",
+		Args:    args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, a []string) error {
+			return c.Help()
+		},
+	}
+	c.AddCommand(
+		newListCmd(app),
+		newShowCmd(app),
+		newDeleteCmd(app),
+		newGCCmd(app),
+		newForkCmd(app),
+		newCopyCmd(app),
+	)
+	addSessionRuntimeCommands(c, app)
+	return c
+}

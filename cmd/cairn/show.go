@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/cli"
+)
+
+func newShowCmd(app *cli.App) *cobra.Command {
+	var (
+		transcript bool
+		at         int64
+	)
+	c := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show the state (or transcript) of a session",
+		Long: `Show the state of a session, rebuilt from its events. ID may be a unique
+prefix; the project's store is searched first, then the user-global store.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			loc, err := app.Locate(c.Context(), a[0], true)
+			if err != nil {
+				return err
+			}
+			defer loc.Store.Close()
+			if loc.Global {
+				app.Notef("found %s in the user-global store %s", loc.ID, cairn.RedactURL(loc.URL))
+			}
+			rec, err := loc.Store.Load(c.Context(), loc.ID, 0)
+			if err != nil {
+				return cli.Fail(fmt.Errorf("load %s: %w", loc.ID, err), "`cairn doctor` checks the store")
+			}
+			events := rec.Events
+			if at < 0 || at > rec.Info.LastSeq {
+				return cli.Usage("give a seq from 0 to the last one", "--at %d is outside the session's events 1..%d", at, rec.Info.LastSeq)
+			}
+			if at > 0 {
+				events = events[:at]
+			}
+			st, err := cairn.Fold(events)
+			if err != nil {
+				return cli.Fail(fmt.Errorf("replay %s: %w", loc.ID, err), "the stored history is damaged; `cairn sessions export` saves what can be read")
+			}
+			if app.Flags.JSON {
+				snap, err := st.Snapshot()
+				if err != nil {
+					return err
+				}
+				return cli.WriteJSON(app.Stdout, struct {
+					Info   cairn.SessionInfo `json:"info"`
+					State  json.RawMessage   `json:"state"`
+					Events []cairn.Event     `json:"events"`
+				}{rec.Info, snap, slices.Clip(events)})
+			}
+			if transcript {
+				return cli.Transcript(app.Stdout, events)
+			}
+			return showState(app, rec.Info, st)
+		},
+	}
+	c.Flags().BoolVar(&transcript, "transcript", false, "print the conversation as a readable transcript")
+	c.Flags().Int64Var(&at, "at", 0, "show the session as it was at this seq")
+	return c
+}
+
+func showState(app *cli.App, info cairn.SessionInfo, st *cairn.State) error {
+	p := app.Printf
+	p("session   %s\n", info.ID)
+	p("status    %s\n", st.Status)
+	p("steps     %d (last seq %d)\n", st.Steps, st.LastSeq)
+	p("created   %s\n", info.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+	p("updated   %s\n", info.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
+	if st.Agent != "" {
+		p("agent     %s (model %s)\n", st.Agent, st.Fingerprint.Model)
+	}
+	p("tokens    %d in, %d out\n", st.Usage.InputTokens, st.Usage.OutputTokens)
+	if st.FirstMessage != "" {
+		p("first     %s\n", cli.OneLine(st.FirstMessage, 70))
+	}
+	if len(info.Labels) > 0 {
+		p("labels    %v\n", info.Labels)
+	}
+	if len(st.Variables) > 0 {
+		p("variables\n")
+		keys := make([]string, 0, len(st.Variables))
+		for k := range st.Variables {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p("  %s = %s\n", k, st.Variables[k])
+		}
+	}
+	for _, pc := range st.Pending {
+		note := ""
+		if pc.Started {
+			note = " (started; outcome unknown)"
+		}
+		p("pending   %s(%s) [%s]%s\n", pc.Name, pc.Args, pc.ID, note)
+	}
+	if st.Output != "" {
+		p("output    %s\n", cli.OneLine(st.Output, 70))
+	}
+	if st.Error != nil {
+		p("error     %s: %s\n", st.Error.Code, st.Error.Message)
+	}
+	p("messages  %d (see --transcript)\n", len(st.Messages))
+	return nil
+}

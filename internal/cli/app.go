@@ -1,0 +1,172 @@
+// Package cli is the plumbing of the cairn command: configuration, stores,
+// session lookup and output. The commands themselves live in cmd/cairn.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/config"
+)
+
+// Flags are the global flags of every command.
+type Flags struct {
+	Store     string
+	Namespace string
+	Config    string
+	Model     string
+	JSON      bool
+}
+
+// App carries what every command needs.
+type App struct {
+	Flags  Flags
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+
+	cfg *config.Config
+}
+
+// NewApp returns an App on the process's standard streams and environment.
+func NewApp() *App {
+	return &App{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}
+
+// Config loads the configuration once: file, then environment, then flags.
+func (a *App) Config() (*config.Config, error) {
+	if a.cfg != nil {
+		return a.cfg, nil
+	}
+	explicit := a.Flags.Config
+	if explicit == "" {
+		explicit = a.Getenv("CAIRN_CONFIG")
+	}
+	path, err := config.Find(explicit)
+	if err != nil {
+		return nil, Fail(err, "check the path given with --config or CAIRN_CONFIG")
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, Fail(err, "fix the config file; the keys are documented in the README")
+	}
+	if err := cfg.ApplyEnv(a.Getenv); err != nil {
+		return nil, Fail(err, "fix the environment variable")
+	}
+	if a.Flags.Store != "" {
+		cfg.SetStore(a.Flags.Store)
+	}
+	if a.Flags.Namespace != "" {
+		cfg.Persistence.Namespace = a.Flags.Namespace
+	}
+	if a.Flags.Model != "" {
+		cfg.SetModel(a.Flags.Model)
+	}
+	if err := cfg.Validate("flags"); err != nil {
+		return nil, Usage("see cairn --help for the flags", "%v", err)
+	}
+	a.cfg = cfg
+	return cfg, nil
+}
+
+// StoreOptions returns the options stores are opened with.
+func (a *App) StoreOptions() (cairn.StoreOptions, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return cairn.StoreOptions{}, err
+	}
+	return cairn.StoreOptions{Namespace: cfg.Persistence.Namespace, TTL: cfg.TTL()}, nil
+}
+
+// OpenStore opens the configured store (the project's store).
+func (a *App) OpenStore(ctx context.Context) (cairn.Store, string, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return nil, "", err
+	}
+	u := cfg.StoreURL()
+	s, err := a.OpenURL(ctx, u)
+	return s, u, err
+}
+
+// OpenURL opens a store by URL with the configured namespace and TTL,
+// creating the folder of a local store when it is missing.
+func (a *App) OpenURL(ctx context.Context, rawURL string) (cairn.Store, error) {
+	opts, err := a.StoreOptions()
+	if err != nil {
+		return nil, err
+	}
+	s, err := cairn.Open(ctx, rawURL, opts)
+	if err != nil {
+		return nil, Fail(fmt.Errorf("open store %s: %w", cairn.RedactURL(rawURL), err), storeHint(rawURL, err))
+	}
+	return s, nil
+}
+
+func storeHint(rawURL string, err error) string {
+	if errors.Is(err, cairn.ErrInvalidID) {
+		return "a namespace is 1-128 characters of A-Z a-z 0-9 _ -"
+	}
+	scheme, _, _ := strings.Cut(rawURL, ":")
+	switch scheme {
+	case "postgres", "postgresql":
+		return "is PostgreSQL running and reachable at that address? `cairn doctor` checks"
+	case "redis", "rediss":
+		return "is Redis running and reachable at that address? `cairn doctor` checks"
+	case "mongodb", "mongodb+srv":
+		return "is the MongoDB server running and reachable at that address? `cairn doctor` checks"
+	case "sqlite", "file":
+		return "check that the path is writable"
+	}
+	return "store URLs look like sqlite:///.cairn/cairn.db, file:///path, postgres://…, redis://…, mongodb://…, memory:"
+}
+
+// GlobalStoreURL returns the user-global store: CAIRN_GLOBAL_STORE, else
+// SQLite in the user's data folder (~/.local/share/cairn/cairn.db).
+func (a *App) GlobalStoreURL() string {
+	if v := a.Getenv("CAIRN_GLOBAL_STORE"); v != "" {
+		return v
+	}
+	dir := a.Getenv("XDG_DATA_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	return (&url.URL{Scheme: "sqlite", Path: filepath.Join(dir, "cairn", "cairn.db")}).String()
+}
+
+// Printf writes to stdout.
+func (a *App) Printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
+
+// Warnf writes a warning to stderr.
+func (a *App) Warnf(format string, args ...any) {
+	fmt.Fprintf(a.Stderr, "warning: "+format+"\n", args...)
+}
+
+// Notef writes a note for people to stderr.
+func (a *App) Notef(format string, args ...any) { fmt.Fprintf(a.Stderr, format+"\n", args...) }
+
+// IsTerminal reports whether w is a terminal (a character device).
+func IsTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// Interactive reports whether output for people (colour, progress,
+// streaming) should be shown: stdout is a terminal.
+func (a *App) Interactive() bool { return IsTerminal(a.Stdout) }
