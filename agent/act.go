@@ -1,0 +1,205 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Messages of the error results the agent gives calls it did not run.
+const (
+	// OutcomeUnknown is the result of a started call of a tool that is not
+	// idempotent when the process stopped before its result was recorded.
+	OutcomeUnknown = "outcome unknown: the process stopped while this tool was running"
+	deniedPrefix   = "denied by a person: "
+	undecided      = "not run: the conversation went on without a decision on this call"
+)
+
+// outcome is what running one pending call produced.
+type outcome struct {
+	result    cairn.ToolResult
+	scope     *callScope
+	cancelled bool  // the run was cancelled before the call finished: it stays pending
+	err       error // recording tool.started failed
+}
+
+// act runs the pending tool calls. Calls from one response run
+// concurrently; result i is appended (with any state.set it caused) once it
+// and every earlier one are done, so results are recorded in the model's
+// order. If a call needs approval that nobody gave, nothing runs: the run
+// stops awaiting approval, unless continuing (a new input went on without
+// a decision), where such calls get an error result. It returns a nil
+// Result when the loop goes on.
+func (r *runner) act(ctx context.Context, continuing bool) (*Result, error) {
+	st := r.s.State()
+	if len(st.Pending) == 0 {
+		return nil, nil
+	}
+	var awaiting []cairn.ToolCall
+	for _, p := range st.Pending {
+		if t := r.s.agent.tool(p.Name); t != nil && t.opts.approval {
+			if _, ok := st.Approvals[p.ID]; !ok {
+				awaiting = append(awaiting, p.ToolCall)
+			}
+		}
+	}
+	if len(awaiting) > 0 && !continuing {
+		res := &Result{Status: cairn.StatusAwaiting, Awaiting: awaiting}
+		if r.s.awaitingRecorded() {
+			return res, nil
+		}
+		e := cairn.MustEvent(cairn.KindRunInterrupted, r.runID, cairn.RunInterrupted{Reason: cairn.InterruptApproval, Pending: pendingCalls(st)})
+		if err := r.s.append(ctx, e); err != nil {
+			return res, fmt.Errorf("run session %s: record the wait for approval: %w", r.s.id, err)
+		}
+		return res, nil
+	}
+	if ctx.Err() != nil {
+		return r.interrupt(ctx)
+	}
+	outcomes := make([]chan outcome, len(st.Pending))
+	for i, p := range st.Pending {
+		outcomes[i] = make(chan outcome, 1)
+		go func() { outcomes[i] <- r.call(ctx, p, st, continuing) }()
+	}
+	var stop error
+	cancelled := false
+	for i := range st.Pending {
+		out := <-outcomes[i]
+		switch {
+		case stop != nil || cancelled:
+			// An earlier result could not be recorded: later ones wait
+			// for the resume, to keep the model's order.
+		case out.err != nil:
+			stop = out.err
+		case out.cancelled:
+			cancelled = true
+		default:
+			if err := r.s.append(ctx, resultEvents(r.runID, out)...); err != nil {
+				stop = fmt.Errorf("run session %s: record result of %s: %w", r.s.id, out.result.CallID, err)
+			}
+		}
+	}
+	if stop != nil {
+		return &Result{Status: cairn.StatusFailed}, stop
+	}
+	if cancelled || ctx.Err() != nil {
+		return r.interrupt(ctx)
+	}
+	return nil, nil
+}
+
+func resultEvents(runID string, out outcome) []cairn.Event {
+	events := []cairn.Event{cairn.MustEvent(cairn.KindToolResult, runID, out.result)}
+	if sc := out.scope; sc != nil && (len(sc.set) > 0 || len(sc.deleted) > 0) {
+		set := sc.set
+		if set == nil {
+			set = map[string]json.RawMessage{}
+		}
+		events = append(events, cairn.MustEvent(cairn.KindStateSet, runID, cairn.StateSet{Set: set, Deleted: slices.Clone(sc.deleted)}))
+	}
+	return events
+}
+
+// call runs one pending call, or decides its error result without running it.
+func (r *runner) call(ctx context.Context, p cairn.PendingCall, st *cairn.State, continuing bool) outcome {
+	res := cairn.ToolResult{CallID: p.ID, Name: p.Name, IsError: true}
+	t := r.s.agent.tool(p.Name)
+	decision, decided := st.Approvals[p.ID]
+	switch {
+	case t == nil:
+		res.Output = fmt.Sprintf("unknown tool %q (tools: %s)", p.Name, strings.Join(r.s.agent.toolNames(), ", "))
+	case t.opts.approval && decided && !decision.Approved:
+		res.Output = deniedPrefix + decision.Note
+	case t.opts.approval && !decided && continuing:
+		res.Output = undecided
+	case p.Started && !t.opts.rerun:
+		res.Output = OutcomeUnknown
+	default:
+		return r.run(ctx, t, p, st)
+	}
+	r.observe(ToolEvent{Call: p.ToolCall})
+	r.observe(ToolEvent{Call: p.ToolCall, Done: true, Output: res.Output, IsError: true})
+	return outcome{result: res}
+}
+
+// run runs a tool, recording tool.started first for one that is not idempotent.
+func (r *runner) run(ctx context.Context, t *Tool, p cairn.PendingCall, st *cairn.State) outcome {
+	if ctx.Err() != nil {
+		return outcome{cancelled: true}
+	}
+	if !t.Idempotent() && !p.Started {
+		e := cairn.MustEvent(cairn.KindToolStarted, r.runID, cairn.ToolStarted{CallID: p.ID, Name: p.Name, Args: p.Args})
+		if err := r.s.append(ctx, e); err != nil {
+			return outcome{err: fmt.Errorf("run session %s: record start of %s: %w", r.s.id, p.ID, err)}
+		}
+	}
+	r.observe(ToolEvent{Call: p.ToolCall})
+	scope := &callScope{callID: p.ID, vars: maps.Clone(st.Variables)}
+	begin := time.Now()
+	output, err := r.safeCall(withScope(ctx, scope), t, p)
+	d := time.Since(begin)
+	if err != nil && ctx.Err() != nil {
+		return outcome{cancelled: true}
+	}
+	res := cairn.ToolResult{CallID: p.ID, Name: p.Name, Output: output, DurationMS: d.Milliseconds()}
+	if err != nil {
+		res.Output, res.IsError = err.Error(), true
+		scope = nil // a failed call changes no variable
+	}
+	r.observe(ToolEvent{Call: p.ToolCall, Done: true, Output: res.Output, IsError: res.IsError, Duration: d})
+	return outcome{result: res, scope: scope}
+}
+
+// safeCall runs the tool and turns a panic into an error.
+func (r *runner) safeCall(ctx context.Context, t *Tool, p cairn.PendingCall) (out string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("tool %s panicked: %v", t.name, v)
+			r.s.agent.logger().Error(err.Error(), "session", r.s.id, "call", p.ID, "stack", string(debug.Stack()))
+		}
+	}()
+	return t.call(ctx, p.Args)
+}
+
+func (r *runner) observe(e ToolEvent) {
+	if r.o.observe != nil {
+		r.o.observe(e)
+	}
+}
+
+func (a *Agent) toolNames() []string {
+	names := make([]string, 0, len(a.Tools))
+	for _, t := range a.Tools {
+		names = append(names, t.name)
+	}
+	return names
+}
+
+// awaitingRecorded reports whether the session's last events are a
+// run.interrupted{approval} followed only by decisions: the wait for
+// approval is already recorded.
+func (s *Session) awaitingRecorded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := s.mem.Len() - 1; i >= 0; i-- {
+		e := s.mem.Event(i)
+		switch e.Kind {
+		case cairn.KindApprovalDecided:
+			continue
+		case cairn.KindRunInterrupted:
+			v, err := e.Decode()
+			ri, _ := v.(*cairn.RunInterrupted)
+			return err == nil && ri.Reason == cairn.InterruptApproval
+		}
+		return false
+	}
+	return false
+}

@@ -1,0 +1,297 @@
+package agent_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/provider/script"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+var crashKills = flag.Int("crash.kills", 0, "SIGKILLs the crash test lands (default 50, or $CAIRN_CRASH_KILLS)")
+
+func wantKills() int {
+	if *crashKills > 0 {
+		return *crashKills
+	}
+	if n, err := strconv.Atoi(os.Getenv("CAIRN_CRASH_KILLS")); err == nil && n > 0 {
+		return n
+	}
+	return 50
+}
+
+// crashScript writes a 14-step script whose tool calls append to side, one
+// line per step, with calc and remember calls in parallel.
+func crashScript(t *testing.T, dir, side string) string {
+	var s script.Script
+	for i := range 13 {
+		st := script.Step{Text: fmt.Sprintf("step %d", i), DelayMS: 3 + i%4*3}
+		line, _ := json.Marshal(map[string]string{"path": side, "line": fmt.Sprintf("line %d", i)})
+		st.ToolCalls = append(st.ToolCalls, script.Call{Name: "append_file", Arguments: line})
+		if i%2 == 0 {
+			st.ToolCalls = append(st.ToolCalls, script.Call{Name: "calc", Arguments: json.RawMessage(fmt.Sprintf(`{"expression":"%d*(3+4)"}`, i))})
+		}
+		if i%3 == 0 {
+			st.ToolCalls = append(st.ToolCalls, script.Call{Name: "remember", Arguments: json.RawMessage(fmt.Sprintf(`{"key":"k%d","value":%d}`, i, i))})
+		}
+		s.Steps = append(s.Steps, st)
+	}
+	s.Steps = append(s.Steps, script.Step{Text: "all done", DelayMS: 5})
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func buildCrashProg(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "crashprog")
+	cmd := exec.Command("go", "build", "-o", bin, "./internal/crashprog")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build crashprog: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// response is what the crash test compares of a model response.
+type response struct {
+	Text  string
+	Calls []string
+}
+
+// TestAgent_CrashResume kills a process running a scripted session with
+// SIGKILL at random moments and restarts it until the run completes, and
+// checks that no completed step was repeated and the history stays valid.
+func TestAgent_CrashResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills processes")
+	}
+	bin := buildCrashProg(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "cairn.db")
+	url := "sqlite://" + db
+
+	// The reference: one uninterrupted run.
+	refSide := filepath.Join(dir, "ref.txt")
+	refScript := crashScript(t, t.TempDir(), refSide)
+	if out, err := exec.Command(bin, "-store", url, "-session", "ref", "-script", refScript).CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	ref, _ := checkCrashSession(t, db, "ref", refSide, nil)
+
+	want := wantKills()
+	kills, sessions, unknown := 0, 0, 0
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	for kills < want {
+		sessions++
+		id := fmt.Sprintf("crash-%d", sessions)
+		sdir := t.TempDir()
+		side := filepath.Join(sdir, "side.txt")
+		scr := crashScript(t, sdir, side)
+		for lives := 0; ; lives++ {
+			if lives > 500 {
+				t.Fatalf("session %s did not complete after %d restarts", id, lives)
+			}
+			// Most kills land a random moment into the run, some during start-up.
+			d, afterReady := time.Duration(rng.IntN(50_000))*time.Microsecond, rng.IntN(5) > 0
+			done, killed := runAndKill(t, bin, url, id, scr, d, afterReady)
+			if killed {
+				kills++
+			}
+			if done {
+				break
+			}
+		}
+		_, n := checkCrashSession(t, db, id, side, ref)
+		unknown += n
+	}
+	t.Logf("crash test: %d SIGKILLs over %d sessions; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"",
+		kills, sessions, len(ref), unknown)
+}
+
+// runAndKill starts the program and kills it d after it starts (or, with
+// afterReady, d after it has loaded the session) unless it exits first. It
+// reports whether the run completed and whether the process was killed.
+func runAndKill(t *testing.T, bin, url, id, scr string, d time.Duration, afterReady bool) (done, killed bool) {
+	t.Helper()
+	cmd := exec.Command(bin, "-store", url, "-session", id, "-script", scr)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	exited := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				close(ready)
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	var waited <-chan struct{} // closed: start the kill timer now
+	if afterReady {
+		waited = ready
+	} else {
+		c := make(chan struct{})
+		close(c)
+		waited = c
+	}
+	select {
+	case err = <-exited:
+		return exitStatus(t, id, err, &stderr)
+	case <-waited:
+	}
+	select {
+	case err = <-exited:
+	case <-time.After(d):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		err = <-exited
+	}
+	return exitStatus(t, id, err, &stderr)
+}
+
+func exitStatus(t *testing.T, id string, err error, stderr *strings.Builder) (done, killed bool) {
+	t.Helper()
+	if err == nil {
+		return true, false
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return false, true
+		}
+	}
+	t.Fatalf("crashprog session %s: %v\n%s", id, err, stderr.String())
+	return false, false
+}
+
+// checkCrashSession loads a session and checks it: completed, dense seqs,
+// each model response and each tool result once, model responses equal to
+// want (when given), every tool call answered exactly once and after it,
+// and no line of the side file written twice. It returns the model
+// responses and the number of "outcome unknown" results.
+func checkCrashSession(t *testing.T, db, id, side string, want []response) ([]response, int) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rec, err := st.Load(t.Context(), id, 0)
+	if err != nil {
+		t.Fatalf("load %s: %v", id, err)
+	}
+	mem, err := cairn.NewMemory(rec.Events...) // validates dense seqs from 1
+	if err != nil {
+		t.Fatalf("session %s: %v", id, err)
+	}
+	state, err := mem.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Status != cairn.StatusCompleted || state.Output != "all done" {
+		t.Fatalf("session %s: status %s, output %q; want completed, \"all done\"", id, state.Status, state.Output)
+	}
+	var got []response
+	calls, results := map[string]bool{}, map[string]bool{}
+	unknown := 0
+	for _, e := range rec.Events {
+		v, err := e.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch d := v.(type) {
+		case *cairn.ModelResponse:
+			r := response{Text: d.Text}
+			for _, c := range d.ToolCalls {
+				if calls[c.ID] {
+					t.Errorf("session %s: tool call %s asked for twice (a model response recorded twice)", id, c.ID)
+				}
+				calls[c.ID] = true
+				args, _ := cairn.Canonical(c.Args)
+				r.Calls = append(r.Calls, c.ID+" "+c.Name+" "+strings.ReplaceAll(string(args), side, "SIDE"))
+			}
+			got = append(got, r)
+		case *cairn.ToolResult:
+			if results[d.CallID] {
+				t.Errorf("session %s: tool call %s has two results", id, d.CallID)
+			}
+			results[d.CallID] = true
+			if d.Output == agent.OutcomeUnknown {
+				unknown++
+			}
+		}
+	}
+	if want != nil && !slices.EqualFunc(got, want, func(a, b response) bool {
+		return a.Text == b.Text && slices.Equal(a.Calls, b.Calls)
+	}) {
+		t.Errorf("session %s: model responses\n got %v\nwant %v", id, got, want)
+	}
+	checkHistory(t, state.Messages)
+	data, err := os.ReadFile(side)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if seen[line] {
+			t.Errorf("session %s: side-effect line %q written twice", id, line)
+		}
+		seen[line] = true
+	}
+	return got, unknown
+}
+
+// checkHistory checks that the messages are valid for a provider: every
+// assistant tool call is followed by exactly one result, before the next
+// assistant or user message, and no result comes without its call.
+func checkHistory(t *testing.T, msgs []cairn.Message) {
+	t.Helper()
+	open := map[string]bool{}
+	for i, m := range msgs {
+		switch m.Role {
+		case cairn.RoleAssistant, cairn.RoleUser, cairn.RoleSystem:
+			if len(open) > 0 {
+				t.Fatalf("message %d (%s): tool calls %v have no result before it", i, m.Role, open)
+			}
+			for _, c := range m.ToolCalls {
+				open[c.ID] = true
+			}
+		case cairn.RoleTool:
+			if !open[m.ToolCallID] {
+				t.Fatalf("message %d: result of %s without an open call", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+		}
+	}
+	if len(open) > 0 {
+		t.Fatalf("tool calls %v have no result", open)
+	}
+}

@@ -1,0 +1,73 @@
+// Package agent runs sessions: an Agent (a model, instructions, tools,
+// limits and a store) thinks and acts in a loop, and records every step as
+// events in a cairn.Store, one atomic append per step. Any process can
+// resume a session from the store and continue it.
+//
+// # Quick start
+//
+//	st, _ := memory.New(cairn.StoreOptions{}) // or cairn.Open(ctx, "sqlite:///.cairn/cairn.db", …)
+//	a := &agent.Agent{
+//		Name:         "assistant",
+//		Instructions: "You are a helpful assistant.",
+//		Model:        offline.New(),
+//		Tools:        builtin.Tools(),
+//		Store:        st,
+//	}
+//	s, _ := a.Open(ctx, "thread-42")             // resume it, or start it with that ID
+//	res, _ := s.Run(ctx, "Hello", agent.Continue()) // a turn that sees the earlier ones
+//	fmt.Println(res.Output)
+//
+// # Runs
+//
+// Session.Run starts a fresh run: run.started (reset), memory.reset, the
+// instructions and the input, written in one append. With Continue the
+// memory is kept (run.started with reset false, then the input): the
+// multi-turn pattern. Session.ResumeRun finishes an interrupted or crashed
+// run with no new input.
+//
+// The loop: think builds a provider.Request from the State and calls the
+// model; the response is recorded (with run.finished when it asks for no
+// tool). Act runs the tool calls asked for, concurrently, and records each
+// result in the model's order, with any variable change (state.set) in the
+// same append. Tool errors and panics are error results the model sees. A
+// run ends when the model answers without tool calls, after MaxSteps model
+// responses (max_steps), when a tool needs approval (awaiting_approval),
+// when the context is cancelled (run.interrupted, written with a context
+// the cancellation cannot kill) or when the model fails (failed).
+//
+// # Resuming after a crash
+//
+// A resumed session never repeats a recorded model call or tool call.
+// Calls asked for without results are run. A tool marked NotIdempotent
+// records tool.started before it runs; if the process dies before its
+// result is recorded, resuming gives the call the error result
+// OutcomeUnknown instead of running it twice, unless the tool opted into
+// RerunOnResume. A model call in flight when the process died is made
+// again. The history sent to a model always pairs each tool call with its
+// result.
+//
+// # Approvals
+//
+// A tool made with RequireApproval stops the run (awaiting_approval) until
+// a person decides with Session.Approve; then Session.ResumeRun runs the
+// approved calls and gives denied ones the error result
+// "denied by a person: <note>". This works across processes: Resume,
+// Approve, ResumeRun.
+//
+// # Store failures
+//
+// With OnError "degrade" (the default) a failing store does not stop the
+// run: it goes on in memory, a *StoreWarning is logged once and kept in
+// Session.Warnings, and the unsaved events are written in order, in one
+// append, as soon as the store answers again (Result.Unsaved and
+// Session.Flush). With "fail" the run stops with a wrapped error and
+// nothing half-written. A conflict (another process wrote the session)
+// always stops the run.
+//
+// # Fingerprints
+//
+// Each run.started records the agent's fingerprint (model ID, SHA-256 of
+// the instructions, SHA-256 of the tools' names and schemas). A run on a
+// session last run by a different agent logs a *ResumeWarning, returns it
+// in Session.Warnings and Result.Warnings, and goes on.
+package agent

@@ -1,0 +1,299 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/provider"
+)
+
+// RunOption configures Run and ResumeRun.
+type RunOption func(*runOptions)
+
+type runOptions struct {
+	cont    bool
+	onText  func(string)
+	observe func(ToolEvent)
+}
+
+// Continue keeps the session's memory: the run appends the new input to
+// the conversation so far (run.started with reset false), the multi-turn
+// pattern. Without it a run starts fresh: the memory is reset.
+func Continue() RunOption { return func(o *runOptions) { o.cont = true } }
+
+// OnText streams the model's text as it arrives.
+func OnText(f func(delta string)) RunOption { return func(o *runOptions) { o.onText = f } }
+
+// ObserveTools calls f when a tool call starts and when it finishes. f may
+// be called from several goroutines at once (parallel calls).
+func ObserveTools(f func(ToolEvent)) RunOption { return func(o *runOptions) { o.observe = f } }
+
+// ToolEvent tells an observer about one tool call.
+type ToolEvent struct {
+	Call     cairn.ToolCall
+	Done     bool          // false when the call starts, true when it finished
+	Output   string        // when Done
+	IsError  bool          // when Done
+	Duration time.Duration // when Done
+}
+
+// Result is how a run (or the part of it this call ran) ended.
+type Result struct {
+	RunID    string
+	Status   cairn.Status     // completed, failed, max_steps, interrupted or awaiting_approval
+	Output   string           // the final answer (completed), or the last text (max_steps)
+	Error    *cairn.ErrorInfo // why the run failed
+	Awaiting []cairn.ToolCall // calls awaiting a person's decision
+	Usage    cairn.Usage      // tokens of the model calls this call made
+	Steps    int              // model responses in the run so far
+	Warnings []error          // a *ResumeWarning, a *StoreWarning
+	Unsaved  int              // events the store does not hold yet; see Session.Flush
+}
+
+// Run starts a run with input. By default the run is fresh: run.started
+// (reset), memory.reset, the instructions and the input are appended in
+// one atomic write, then the think/act loop runs until the model answers
+// without tool calls, MaxSteps model responses are reached, a tool needs
+// approval, the context is cancelled or the model fails. With Continue the
+// memory is kept. A cancelled run records run.interrupted and returns an
+// error wrapping the context's error; a failed model call records
+// run.finished{failed} and returns its error.
+func (s *Session) Run(ctx context.Context, input string, opts ...RunOption) (*Result, error) {
+	if !s.running.TryLock() {
+		return nil, ErrBusy
+	}
+	defer s.running.Unlock()
+	if err := s.agent.check(); err != nil {
+		return nil, fmt.Errorf("run session %s: %w", s.id, err)
+	}
+	o := runOpts(opts)
+	if o.cont && s.State().Status == cairn.StatusNew {
+		o.cont = false // a first run starts with the instructions
+	}
+	fp := s.agent.Fingerprint()
+	s.checkFingerprint(fp)
+	r := &runner{s: s, o: o, runID: cairn.NewID()}
+	started := cairn.MustEvent(cairn.KindRunStarted, r.runID, cairn.RunStarted{
+		RunID: r.runID, Agent: s.agent.Name, Fingerprint: fp, Model: fp.Model, Reset: !o.cont,
+	})
+	user := cairn.MustEvent(cairn.KindMessageUser, r.runID, cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: input}}})
+	var err error
+	switch {
+	case !o.cont:
+		err = s.append(ctx, started,
+			cairn.MustEvent(cairn.KindMemoryReset, r.runID, cairn.MemoryReset{}),
+			cairn.MustEvent(cairn.KindMessageSystem, r.runID, cairn.MessageSystem{Text: s.agent.Instructions}),
+			user)
+	case len(s.State().Pending) > 0:
+		// The last run stopped with tool calls asked for: they get their
+		// results first, so that the history stays valid for a provider.
+		if err = s.append(ctx, started); err == nil {
+			var res *Result
+			if res, err = r.act(ctx, true); res != nil || err != nil {
+				return r.result(res), err
+			}
+			err = s.append(ctx, user)
+		}
+	default:
+		err = s.append(ctx, started, user)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run session %s: %w", s.id, err)
+	}
+	return r.loop(ctx)
+}
+
+// ResumeRun finishes the session's current run with no new input: after a
+// cancellation, a crash, or a person's approval decisions. Calls asked for
+// without results are run (a started call of a tool that is not idempotent
+// gets an "outcome unknown" error result instead, unless it reruns on
+// resume); a model call that was in flight is made again. On a session
+// whose last run has ended it returns that run's result.
+func (s *Session) ResumeRun(ctx context.Context, opts ...RunOption) (*Result, error) {
+	if !s.running.TryLock() {
+		return nil, ErrBusy
+	}
+	defer s.running.Unlock()
+	if err := s.agent.check(); err != nil {
+		return nil, fmt.Errorf("resume run of session %s: %w", s.id, err)
+	}
+	st := s.State()
+	r := &runner{s: s, o: runOpts(opts), runID: st.Run}
+	switch st.Status {
+	case cairn.StatusNew:
+		return nil, fmt.Errorf("resume run of session %s: the session has no run to resume", s.id)
+	case cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusMaxSteps:
+		return r.result(&Result{Status: st.Status, Output: st.Output, Error: st.Error}), nil
+	}
+	s.checkFingerprint(s.agent.Fingerprint())
+	return r.loop(ctx)
+}
+
+func runOpts(opts []RunOption) runOptions {
+	var o runOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+func (s *Session) checkFingerprint(fp cairn.Fingerprint) {
+	st := s.State()
+	if st.Run == "" || st.Fingerprint == fp {
+		return
+	}
+	s.warn(&ResumeWarning{Session: s.id, Recorded: st.Fingerprint, Current: fp})
+}
+
+// runner is one call of Run or ResumeRun.
+type runner struct {
+	s     *Session
+	o     runOptions
+	runID string
+	usage cairn.Usage
+}
+
+// result completes res with what every result carries.
+func (r *runner) result(res *Result) *Result {
+	if res == nil {
+		res = &Result{Status: cairn.StatusRunning}
+	}
+	st := r.s.State()
+	res.RunID, res.Usage, res.Steps = r.runID, r.usage, st.RunSteps
+	res.Warnings = r.s.Warnings()
+	res.Unsaved = r.s.Unsaved()
+	return res
+}
+
+// loop alternates act (pending tool calls) and think (a model call).
+func (r *runner) loop(ctx context.Context) (*Result, error) {
+	for {
+		if res, err := r.act(ctx, false); res != nil || err != nil {
+			return r.result(res), err
+		}
+		st := r.s.State()
+		if st.RunSteps >= r.s.agent.maxSteps() {
+			return r.finish(ctx, cairn.RunFinished{Status: cairn.RunMaxSteps, Output: lastText(st)})
+		}
+		if ctx.Err() != nil {
+			return r.interrupt(ctx)
+		}
+		if res, err := r.think(ctx, st); res != nil || err != nil {
+			return r.result(res), err
+		}
+	}
+}
+
+// think makes one model call and records it; with no tool calls asked
+// for, the run's end is recorded in the same append.
+func (r *runner) think(ctx context.Context, st *cairn.State) (*Result, error) {
+	req := &provider.Request{
+		Messages:  st.Messages,
+		Tools:     r.s.agent.toolSpecs(),
+		Responses: st.Responses,
+		Variables: maps.Clone(st.Variables),
+		OnText:    r.o.onText,
+	}
+	begin := time.Now()
+	resp, err := r.s.agent.Model.Generate(ctx, req)
+	latency := time.Since(begin)
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.interrupt(ctx)
+		}
+		code := "model_error"
+		if errors.Is(err, provider.ErrScriptEnded) {
+			code = "script_ended"
+		}
+		res, ferr := r.finish(ctx, cairn.RunFinished{Status: cairn.RunFailed, Error: &cairn.ErrorInfo{Code: code, Message: err.Error()}})
+		return res, errors.Join(fmt.Errorf("run session %s: model %s: %w", r.s.id, r.s.agent.Model.ID(), err), ferr)
+	}
+	r.usage = r.usage.Add(resp.Usage)
+	calls := normalizeCalls(resp.ToolCalls, st.LastSeq+1)
+	model := resp.Model
+	if model == "" {
+		model = r.s.agent.Model.ID()
+	}
+	finish := resp.FinishReason
+	if finish == "" {
+		finish = "stop"
+		if len(calls) > 0 {
+			finish = "tool_calls"
+		}
+	}
+	events := []cairn.Event{cairn.MustEvent(cairn.KindModelResponse, r.runID, cairn.ModelResponse{
+		Text: resp.Text, ToolCalls: calls, Model: model, Usage: resp.Usage,
+		FinishReason: finish, LatencyMS: latency.Milliseconds(),
+	})}
+	if len(calls) == 0 {
+		events = append(events, cairn.MustEvent(cairn.KindRunFinished, r.runID, cairn.RunFinished{Status: cairn.RunCompleted, Output: resp.Text}))
+	}
+	if err := r.s.append(ctx, events...); err != nil {
+		return &Result{Status: cairn.StatusFailed}, fmt.Errorf("run session %s: record model response: %w", r.s.id, err)
+	}
+	if len(calls) == 0 {
+		return &Result{Status: cairn.StatusCompleted, Output: resp.Text}, nil
+	}
+	return nil, nil
+}
+
+// normalizeCalls gives every call a unique ID and a JSON object of
+// arguments, so the recorded history is valid for any provider.
+func normalizeCalls(calls []cairn.ToolCall, seq int64) []cairn.ToolCall {
+	out := slices.Clone(calls)
+	seen := map[string]bool{}
+	for i := range out {
+		if out[i].ID == "" || seen[out[i].ID] {
+			out[i].ID = fmt.Sprintf("call_%d_%d", seq, i)
+		}
+		seen[out[i].ID] = true
+		if len(out[i].Args) == 0 || string(out[i].Args) == "null" {
+			out[i].Args = []byte("{}")
+		}
+	}
+	return out
+}
+
+// finish records the end of the run.
+func (r *runner) finish(ctx context.Context, f cairn.RunFinished) (*Result, error) {
+	res := &Result{Status: cairn.Status(f.Status), Output: f.Output, Error: f.Error}
+	if err := r.s.append(ctx, cairn.MustEvent(cairn.KindRunFinished, r.runID, f)); err != nil {
+		return r.result(res), fmt.Errorf("run session %s: record the end of the run: %w", r.s.id, err)
+	}
+	return r.result(res), nil
+}
+
+// interrupt records run.interrupted{cancelled} with a write the
+// cancellation cannot kill, and returns an error wrapping ctx's error.
+func (r *runner) interrupt(ctx context.Context) (*Result, error) {
+	pending := pendingCalls(r.s.State())
+	e := cairn.MustEvent(cairn.KindRunInterrupted, r.runID, cairn.RunInterrupted{Reason: cairn.InterruptCancelled, Pending: pending})
+	werr := r.s.append(context.WithoutCancel(ctx), e)
+	err := fmt.Errorf("run session %s: interrupted: %w", r.s.id, context.Cause(ctx))
+	if werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return r.result(&Result{Status: cairn.StatusInterrupted}), err
+}
+
+func pendingCalls(st *cairn.State) []cairn.ToolCall {
+	out := make([]cairn.ToolCall, 0, len(st.Pending))
+	for _, p := range st.Pending {
+		out = append(out, p.ToolCall)
+	}
+	return out
+}
+
+func lastText(st *cairn.State) string {
+	for i := len(st.Messages) - 1; i >= 0; i-- {
+		if m := st.Messages[i]; m.Role == cairn.RoleAssistant && m.Content != "" {
+			return m.Content
+		}
+	}
+	return ""
+}
