@@ -1,0 +1,299 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	sqlite "modernc.org/sqlite"
+)
+
+// Options configure Open.
+type Options struct {
+	cairn.StoreOptions
+
+	// Synchronous is SQLite's synchronous setting for the writer
+	// connection: "FULL" (the default; every commit is fsynced before
+	// Append returns, so it survives a power loss) or "NORMAL" (commits
+	// survive a crash of the process, but the last ones may be lost if
+	// the machine loses power; roughly ten times faster). Case does not
+	// matter.
+	Synchronous string
+}
+
+// BusyTimeout is how long a connection waits for a lock that another
+// connection or process holds before it gives up with SQLITE_BUSY.
+const BusyTimeout = 10 * time.Second
+
+// readers is the size of the reader connection pool.
+const readers = 4
+
+// Store is a cairn.Store in one SQLite database file, seeing one
+// namespace. Writes go through a single connection; reads use a small pool
+// of their own. It is safe for concurrent use, and several processes may
+// open the same file.
+type Store struct {
+	opts cairn.StoreOptions
+	path string
+	sync string // "FULL" or "NORMAL"
+
+	w *sql.DB // the one writer connection
+	r *sql.DB // reader connections
+
+	// Prepared statements of the hot path, on the writer.
+	head   *sql.Stmt // a session's last seq, expiry and summary
+	insert *sql.Stmt // one event
+	update *sql.Stmt // a session's summary after an append
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ cairn.Store   = (*Store)(nil)
+	_ cairn.Sweeper = (*Store)(nil)
+)
+
+// Open opens the SQLite database at path, creating its folder (mode 0700)
+// and the file (mode 0600) if they are missing, and brings its schema up to
+// date. It refuses a database whose schema is newer than this package
+// knows (ErrNewerSchema).
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	so, err := opts.StoreOptions.WithDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	syncMode, err := synchronousMode(opts.Synchronous)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	if path == "" {
+		return nil, errors.New("open sqlite: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if err := createFile(abs); err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	s := &Store{opts: so, path: abs, sync: syncMode}
+	if err := s.connect(ctx); err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+func synchronousMode(v string) (string, error) {
+	switch strings.ToUpper(v) {
+	case "", "FULL":
+		return "FULL", nil
+	case "NORMAL":
+		return "NORMAL", nil
+	}
+	return "", fmt.Errorf("synchronous %q: want FULL or NORMAL", v)
+}
+
+// createFile makes the folder and the empty database file with private
+// permissions, so that SQLite (which gives its -wal and -shm files the
+// database's mode) never creates them readable by others.
+func createFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// dsn returns the driver's name for the file with the given pragmas and
+// extra parameters.
+func dsn(path string, pragmas []string, extra url.Values) string {
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	for k, v := range extra {
+		q[k] = v
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
+	return u.String() + "?" + q.Encode()
+}
+
+// connect opens the writer, migrates the schema, opens the readers and
+// prepares the hot statements.
+func (s *Store) connect(ctx context.Context) error {
+	busy := fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
+	syncPragma := "synchronous(" + s.sync + ")"
+	w, err := sql.Open("sqlite", dsn(s.path,
+		[]string{busy, "journal_mode(WAL)", syncPragma, "secure_delete(ON)", "foreign_keys(ON)"},
+		url.Values{"_txlock": {"immediate"}}))
+	if err != nil {
+		return err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s.w = w
+	if err := migrate(ctx, w); err != nil {
+		return err
+	}
+	r, err := sql.Open("sqlite", dsn(s.path, []string{busy, syncPragma, "query_only(ON)"}, nil))
+	if err != nil {
+		return err
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	s.r = r
+	if err := r.PingContext(ctx); err != nil {
+		return err
+	}
+	if s.head, err = w.PrepareContext(ctx, `SELECT last_seq, expires_at, steps, status, first_message
+		FROM sessions WHERE namespace = ? AND id = ?`); err != nil {
+		return err
+	}
+	if s.insert, err = w.PrepareContext(ctx, `INSERT INTO events (namespace, session_id, seq, envelope)
+		VALUES (?, ?, ?, ?)`); err != nil {
+		return err
+	}
+	s.update, err = w.PrepareContext(ctx, `UPDATE sessions SET last_seq = ?, updated_at = ?, expires_at = ?,
+		steps = ?, status = ?, first_message = ? WHERE namespace = ? AND id = ?`)
+	return err
+}
+
+// Close closes the store's connections. It is safe to call twice; every
+// other method returns cairn.ErrClosed afterwards.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.closeErr = s.closeDBs()
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.head, s.insert, s.update} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	// Readers first: the writer, closing last, checkpoints the WAL into
+	// the database and removes it when no other connection uses the file.
+	for _, db := range []*sql.DB{s.r, s.w} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close sqlite %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return cairn.ErrClosed
+	}
+	return nil
+}
+
+// fail wraps err for the operation op on session id, translating SQLite's
+// and database/sql's errors into cairn's sentinels.
+func (s *Store) fail(op, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.closed.Load() && !isSentinel(err) {
+		err = cairn.ErrClosed
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqliteConstraintPrimaryKey, sqliteConstraintUnique:
+			// Another writer got the seq first; with the immediate
+			// transaction this cannot happen, but it is what it means.
+			err = fmt.Errorf("%w: %v", cairn.ErrConflict, se)
+		}
+	}
+	if id == "" {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, id, err)
+}
+
+// SQLite's extended result codes for a violated primary key or unique index.
+const (
+	sqliteConstraintPrimaryKey = 1555
+	sqliteConstraintUnique     = 2067
+)
+
+func isSentinel(err error) bool {
+	for _, s := range []error{cairn.ErrNotFound, cairn.ErrExists, cairn.ErrConflict, cairn.ErrInvalidID,
+		cairn.ErrTooLarge, cairn.ErrInvalidEvent, cairn.ErrClosed} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeTx runs fn in an immediate transaction on the writer connection and
+// commits it if fn returns nil.
+func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// nanos is t as stored: Unix nanoseconds, 0 for the zero time, clamped to
+// the range an int64 holds.
+func nanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Year() < 1678:
+		return math.MinInt64 + 1
+	case t.Year() > 2261:
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of nanos, in UTC.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// expired reports whether a session with the stored expiry exp has expired
+// at now.
+func expired(exp int64, now time.Time) bool {
+	return cairn.Expired(fromNanos(exp), now)
+}

@@ -1,0 +1,225 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Create implements cairn.Store. A session whose TTL has passed but that
+// was not swept yet is erased first, so its ID is free again.
+func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(meta.ID); err != nil {
+		return err
+	}
+	labels, err := json.Marshal(cloneLabels(meta.Labels))
+	if err != nil {
+		return fmt.Errorf("create %s: labels: %w", meta.ID, err)
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		now := s.opts.Now().UTC()
+		var exp int64
+		err := tx.QueryRowContext(ctx, `SELECT expires_at FROM sessions WHERE namespace = ? AND id = ?`,
+			s.opts.Namespace, meta.ID).Scan(&exp)
+		switch {
+		case err == nil && !expired(exp, now):
+			return cairn.ErrExists
+		case err == nil:
+			if err := s.erase(ctx, tx, meta.ID); err != nil {
+				return err
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		created := meta.CreatedAt
+		if created.IsZero() {
+			created = now
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO sessions
+			(namespace, id, created_at, updated_at, expires_at, status, steps, first_message, labels, last_seq)
+			VALUES (?, ?, ?, ?, ?, ?, 0, '', ?, 0)`,
+			s.opts.Namespace, meta.ID, nanos(created), nanos(now), nanos(s.opts.ExpiresAt(now)),
+			string(cairn.StatusNew), string(labels))
+		return err
+	})
+	return s.fail("create", meta.ID, err)
+}
+
+// Append implements cairn.Store. It runs one immediate transaction: read
+// the session's head row by its key, insert the events, update the head
+// row. Nothing in it reads or counts earlier events, so its cost does not
+// grow with the history.
+func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+		return err
+	}
+	bodies := make([]string, len(events))
+	for i, e := range events {
+		b, err := envelope(e)
+		if err != nil {
+			return fmt.Errorf("append %s: %w", id, err)
+		}
+		bodies[i] = b
+	}
+	delta := cairn.Summarize(events)
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var (
+			info   cairn.SessionInfo
+			exp    int64
+			status string
+		)
+		err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, s.opts.Namespace, id).
+			Scan(&info.LastSeq, &exp, &info.Steps, &status, &info.FirstMessage)
+		if errors.Is(err, sql.ErrNoRows) {
+			return cairn.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		now := s.opts.Now().UTC()
+		if expired(exp, now) {
+			return cairn.ErrNotFound
+		}
+		if info.LastSeq != expectSeq {
+			return fmt.Errorf("%w: last seq is %d, not %d", cairn.ErrConflict, info.LastSeq, expectSeq)
+		}
+		insert := tx.StmtContext(ctx, s.insert)
+		for i, e := range events {
+			if _, err := insert.ExecContext(ctx, s.opts.Namespace, id, e.Seq, bodies[i]); err != nil {
+				return err
+			}
+		}
+		info.Status = cairn.Status(status)
+		delta.Apply(&info, expectSeq+int64(len(events)), now)
+		_, err = tx.StmtContext(ctx, s.update).ExecContext(ctx,
+			info.LastSeq, nanos(info.UpdatedAt), nanos(s.opts.ExpiresAt(now)),
+			info.Steps, string(info.Status), info.FirstMessage, s.opts.Namespace, id)
+		return err
+	})
+	return s.fail("append", id, err)
+}
+
+// Delete implements cairn.Store. The session's events and its row go in one
+// transaction. With secure_delete on, SQLite overwrites the freed space in
+// the database file; copies of the pages may stay in the WAL file until the
+// next checkpoint.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return err
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var exp int64
+		err := tx.QueryRowContext(ctx, `SELECT expires_at FROM sessions WHERE namespace = ? AND id = ?`,
+			s.opts.Namespace, id).Scan(&exp)
+		if errors.Is(err, sql.ErrNoRows) {
+			return cairn.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.erase(ctx, tx, id); err != nil {
+			return err
+		}
+		if expired(exp, s.opts.Now()) {
+			// Already invisible: erase what was left, and say so. The
+			// erasure is committed all the same.
+			return errExpiredErased
+		}
+		return nil
+	})
+	if errors.Is(err, errExpiredErased) {
+		return fmt.Errorf("delete %s: %w", id, cairn.ErrNotFound)
+	}
+	return s.fail("delete", id, err)
+}
+
+// errExpiredErased tells Delete's transaction to commit and report
+// ErrNotFound.
+var errExpiredErased = errors.New("expired session erased")
+
+// erase deletes a session's events and row inside tx.
+func (s *Store) erase(ctx context.Context, tx *sql.Tx, id string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE namespace = ? AND session_id = ?`,
+		s.opts.Namespace, id); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE namespace = ? AND id = ?`, s.opts.Namespace, id)
+	return err
+}
+
+// Sweep implements cairn.Sweeper: it deletes every expired session of the
+// namespace, with its events, in one transaction and returns how many.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		now := nanos(s.opts.Now())
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE namespace = ? AND session_id IN
+			(SELECT id FROM sessions WHERE namespace = ? AND expires_at > 0 AND expires_at <= ?)`,
+			s.opts.Namespace, s.opts.Namespace, now); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE namespace = ? AND expires_at > 0 AND expires_at <= ?`,
+			s.opts.Namespace, now)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, s.fail("sweep", "", err)
+	}
+	return int(n), nil
+}
+
+// envelope returns the event's JSON envelope, with its data kept byte for
+// byte as given (CheckAppend has made sure it is a valid JSON object).
+func envelope(e cairn.Event) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	head := struct {
+		V    int        `json:"v"`
+		Seq  int64      `json:"seq"`
+		At   time.Time  `json:"at"`
+		Kind cairn.Kind `json:"kind"`
+		Run  string     `json:"run"`
+	}{e.V, e.Seq, e.At.UTC(), e.Kind, e.Run}
+	if err := enc.Encode(head); err != nil {
+		return "", fmt.Errorf("event seq %d: %w", e.Seq, err)
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b = b[:len(b)-1] // the closing brace
+	out := make([]byte, 0, len(b)+len(e.Data)+10)
+	out = append(out, b...)
+	out = append(out, `,"data":`...)
+	out = append(out, bytes.TrimSpace(e.Data)...)
+	out = append(out, '}')
+	return string(out), nil
+}
+
+func cloneLabels(l map[string]string) map[string]string {
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
