@@ -1,0 +1,94 @@
+// Package postgres is the cairn store for PostgreSQL: the production
+// backend, shared by many workers on many machines. It is built on pgx v5
+// and its connection pool, pgxpool.
+//
+// # Quick start
+//
+//	s, err := postgres.Open(ctx, "postgres://app@db.internal:5432/agents?sslmode=require",
+//		cairn.StoreOptions{Namespace: "support_bot", TTL: 30 * 24 * time.Hour})
+//	if err != nil {
+//		return err
+//	}
+//	defer s.Close()
+//
+// Open makes and owns a pool; New takes a *pgxpool.Pool that the caller made
+// and keeps (Close leaves it open), for programs that already have one.
+//
+// # URL
+//
+// The package registers the URL schemes "postgres" and "postgresql" with
+// cairn.Register, so importing it for its side effect lets cairn.Open, the
+// CLI and the config file reach it:
+//
+//	import _ "github.com/cairnhq/cairn/store/postgres"
+//
+//	s, err := cairn.Open(ctx, "postgres://app:secret@db.internal:5432/agents", opts)
+//
+// The URL is handed to pgx as it is, so everything pgxpool.ParseConfig
+// understands works, such as sslmode, connect_timeout and pool_max_conns, and
+// so do the PG* environment variables and a password file. The namespace
+// comes from cairn.StoreOptions, never from the URL. Errors name the server's
+// host and port but never the password.
+//
+// # Schema
+//
+// Each namespace is a schema of its own, created on first use and named by
+// Schema: "cairn_" and the namespace ("cairn_default" when none is given),
+// always quoted, so case is kept and any valid namespace works; one too long
+// for PostgreSQL's 63-byte names is shortened with a hash. Stores of
+// different namespaces share nothing but the database. A schema holds:
+//
+//	sessions (id text PRIMARY KEY, created_at, updated_at, expires_at NULL,
+//	          status, steps, first_message, labels jsonb, last_seq)
+//	          index (updated_at DESC, id DESC) for List
+//	          partial index (expires_at) for Sweep
+//	events   (session_id REFERENCES sessions ON DELETE CASCADE, seq, envelope bytea,
+//	          PRIMARY KEY (session_id, seq))
+//	schema_migrations (version PRIMARY KEY, name, applied_at)
+//
+// An event's envelope is its JSON ({"v":1,"seq":…,"at":…,"kind":…,"run":…,
+// "data":…}) exactly as it was encoded on append, kept as bytes: jsonb would
+// reorder keys and change numbers, and a load must give back the same JSON.
+// IDs sort bytewise (COLLATE "C"), as cairn's cursors expect.
+//
+// # Migrations
+//
+// The schema is made by numbered SQL files embedded in the package
+// (migrations/NNNN_name.sql). Open and New run the ones the schema lacks, in
+// one transaction that holds an advisory lock keyed by the schema name, and
+// record each in schema_migrations; many processes opening a new namespace
+// at once wait for each other and each migration runs exactly once. A schema
+// that is up to date costs one read and takes no lock. A schema that records
+// a version newer than this package knows is refused with ErrSchemaTooNew,
+// since a newer cairn may have changed what its tables mean.
+//
+// # Concurrency
+//
+// Every method may be called from many goroutines and from many processes
+// and machines sharing the database.
+//
+// Append is one SQL statement, so one round trip and one transaction, whose
+// cost does not grow with the history: an UPDATE of the session row that
+// matches only if the session is live and its last_seq is the expected one,
+// and an INSERT of the events that runs only if the UPDATE matched. The
+// UPDATE takes the row's lock, so of two writers at the same expected seq
+// exactly one succeeds and the other gets cairn.ErrConflict; the primary key
+// on (session_id, seq) stands behind that check. The session's listing
+// fields (status, steps, first message, updated and expiry times) change in
+// the same statement, computed by cairn.Summarize.
+//
+// Delete removes the session row, and with it every event, in one
+// statement. An Append racing with it either commits first, and its events
+// are deleted too, or finds no session and returns cairn.ErrNotFound: a late
+// write never brings a session back. Load reads the session and its events
+// in one repeatable-read transaction, so they always agree.
+//
+// # TTL
+//
+// With a TTL, each write sets the session's expires_at from the store's
+// clock (cairn.StoreOptions.Now). Reads and writes treat a session whose
+// expires_at has passed as gone at once; Sweep (cairn.Sweeper) deletes such
+// sessions and their events to free the space, and Create over an expired
+// session's ID purges it first. Every machine's clock should be in sync, as
+// the TTL is measured on the clock of the machine that writes or reads.
+package postgres

@@ -1,0 +1,210 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cairnhq/cairn"
+)
+
+func init() {
+	open := func(ctx context.Context, u *url.URL, opts cairn.StoreOptions) (cairn.Store, error) {
+		return Open(ctx, u.String(), opts)
+	}
+	cairn.Register("postgres", open)
+	cairn.Register("postgresql", open)
+}
+
+// Store is a cairn.Store on a PostgreSQL database, seeing one namespace: the
+// tables of one schema. Many Stores, in one process or on many machines, may
+// share a database and a namespace.
+type Store struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+	opts    cairn.StoreOptions
+	schema  string
+	sql     statements
+	closed  atomic.Bool
+}
+
+var (
+	_ cairn.Store   = (*Store)(nil)
+	_ cairn.Sweeper = (*Store)(nil)
+)
+
+// Open connects to the database a PostgreSQL URL or key=value DSN names
+// (anything pgxpool.ParseConfig accepts, such as
+// "postgres://user@host:5432/db?sslmode=disable&pool_max_conns=8"), creates
+// the namespace's schema and tables if need be, and returns a store that owns
+// the connection pool: Close closes it. It fails with an error naming the
+// server's address (never the password) when the server cannot be reached.
+func Open(ctx context.Context, dsn string, opts cairn.StoreOptions) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors already hide the password.
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store at %s: %w", address(cfg), err)
+	}
+	s, err := New(ctx, pool, opts)
+	if err != nil {
+		pool.Close()
+		if errors.Is(err, cairn.ErrInvalidID) || errors.Is(err, ErrSchemaTooNew) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("open postgres store at %s: %w (is PostgreSQL running there, and do the URL's host, port, user and database match it?)", address(cfg), err)
+	}
+	s.ownPool = true
+	return s, nil
+}
+
+// New returns a store on a pool the caller made and keeps: Close leaves the
+// pool open. Like Open, it creates the namespace's schema and tables if need
+// be, under a lock, so many processes may call it at once.
+func New(ctx context.Context, pool *pgxpool.Pool, opts cairn.StoreOptions) (*Store, error) {
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	schema := Schema(opts.Namespace)
+	if err := migrate(ctx, pool, schema); err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, opts: opts, schema: schema, sql: newStatements(schema)}, nil
+}
+
+// Schema returns the name of the schema that holds a namespace's tables:
+// "cairn_" followed by the namespace. A namespace too long for PostgreSQL's
+// 63-byte names keeps its first 40 characters, then "~" and 16 hex digits of
+// its SHA-256, so distinct namespaces never share a schema. The name is
+// always quoted in SQL, so case is kept.
+func Schema(namespace string) string {
+	const maxIdent = 63
+	name := "cairn_" + namespace
+	if len(name) <= maxIdent {
+		return name
+	}
+	sum := sha256.Sum256([]byte(namespace))
+	return "cairn_" + namespace[:40] + "~" + hex.EncodeToString(sum[:8])
+}
+
+// Schema returns the name of the schema the store reads and writes.
+func (s *Store) Schema() string { return s.schema }
+
+// Pool returns the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close releases the store. It closes the pool if Open made it and leaves a
+// pool given to New open. It is safe to call twice; afterwards every method
+// returns cairn.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.ownPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return cairn.ErrClosed
+	}
+	return nil
+}
+
+// address is host:port of the first server a pool config names, for errors.
+func address(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	if len(c.Host) > 0 && c.Host[0] == '/' {
+		return c.Host // a Unix socket folder
+	}
+	return net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))
+}
+
+// PostgreSQL error codes the store translates.
+const (
+	codeUniqueViolation     = "23505"
+	codeForeignKeyViolation = "23503"
+)
+
+// translate maps PostgreSQL's errors to cairn's sentinels where one fits and
+// returns err unchanged otherwise.
+func translate(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case codeUniqueViolation:
+			return fmt.Errorf("%w: %s", cairn.ErrConflict, pe.Message)
+		case codeForeignKeyViolation:
+			return fmt.Errorf("%w: %s", cairn.ErrNotFound, pe.Message)
+		}
+	}
+	return err
+}
+
+// liveSQL is the condition a session row meets while it has not expired at
+// the time bound to the given parameter.
+func liveSQL(param string) string {
+	return "(expires_at IS NULL OR expires_at > " + param + ")"
+}
+
+// statements are the store's SQL, with the schema's tables named in full.
+type statements struct {
+	sessions, events string
+	create, purge    string
+	append, seqNow   string
+	info, loadEvents    string
+	del, sweep       string
+}
+
+func newStatements(schema string) statements {
+	sessions := pgx.Identifier{schema, "sessions"}.Sanitize()
+	events := pgx.Identifier{schema, "events"}.Sanitize()
+	return statements{
+		sessions: sessions,
+		events:   events,
+		purge:    "DELETE FROM " + sessions + " WHERE id = $1 AND expires_at IS NOT NULL AND expires_at <= $2",
+		create: "INSERT INTO " + sessions + ` (id, created_at, updated_at, expires_at, status, labels)
+			VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (id) DO NOTHING`,
+		// One statement, so one round trip and one transaction: the
+		// UPDATE does the expected-seq check and locks the session row;
+		// the INSERT runs only if it matched; the primary key on
+		// (session_id, seq) backs the check up. The last column says
+		// whether the session was there, to tell a conflict from a
+		// missing session without a second query.
+		append: `WITH u AS (
+				UPDATE ` + sessions + ` SET
+					last_seq = $3, updated_at = $4, expires_at = $5,
+					steps = steps + $6::integer,
+					status = CASE WHEN $7::text = '' THEN status ELSE $7::text END,
+					first_message = CASE WHEN first_message = '' AND $8::boolean THEN $9::text ELSE first_message END
+				WHERE id = $1 AND last_seq = $2 AND ` + liveSQL("$4") + `
+				RETURNING id
+			), ins AS (
+				INSERT INTO ` + events + ` (session_id, seq, envelope)
+				SELECT u.id, e.seq, e.envelope FROM u, unnest($10::bigint[], $11::bytea[]) AS e(seq, envelope)
+			)
+			SELECT EXISTS (SELECT 1 FROM u),
+				(SELECT last_seq FROM ` + sessions + ` WHERE id = $1 AND ` + liveSQL("$4") + `)`,
+		seqNow:  "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		info:    "SELECT id, created_at, updated_at, status, steps, first_message, labels, last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		loadEvents: "SELECT envelope FROM " + events + " WHERE session_id = $1 AND seq >= $2 ORDER BY seq",
+		del:     "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),
+		sweep:   "DELETE FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
+	}
+}

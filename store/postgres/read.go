@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Load implements cairn.Store. The session row and its events are read in
+// one repeatable-read transaction, so the events always match the info's
+// last seq even while others append.
+func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return nil, err
+	}
+	var rec *cairn.Record
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		rec, err = s.load(ctx, tx, id, max(fromSeq, 1))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+func (s *Store) load(ctx context.Context, tx pgx.Tx, id string, from int64) (*cairn.Record, error) {
+	b := &pgx.Batch{}
+	b.Queue(s.sql.info, id, s.opts.Now().UTC())
+	b.Queue(s.sql.loadEvents, id, from)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	info, err := scanInfo(br.QueryRow())
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, cairn.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	evs := make([]cairn.Event, 0, max(info.LastSeq-from+1, 0))
+	var env []byte
+	for rows.Next() {
+		if err := rows.Scan(&env); err != nil {
+			return nil, err
+		}
+		var e cairn.Event
+		if err := json.Unmarshal(env, &e); err != nil {
+			return nil, fmt.Errorf("event %d: stored envelope does not decode: %w", from+int64(len(evs)), err)
+		}
+		evs = append(evs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return &cairn.Record{Info: info, Events: evs}, nil
+}
+
+// infoColumns are the columns scanInfo reads, in order.
+const infoColumns = "id, created_at, updated_at, status, steps, first_message, labels, last_seq"
+
+func scanInfo(row pgx.Row) (cairn.SessionInfo, error) {
+	var (
+		info   cairn.SessionInfo
+		status string
+	)
+	err := row.Scan(&info.ID, &info.CreatedAt, &info.UpdatedAt, &status, &info.Steps, &info.FirstMessage, &info.Labels, &info.LastSeq)
+	if err != nil {
+		return info, err
+	}
+	info.Status = cairn.Status(status)
+	info.CreatedAt = info.CreatedAt.UTC()
+	info.UpdatedAt = info.UpdatedAt.UTC()
+	if info.Labels == nil {
+		info.Labels = map[string]string{}
+	}
+	return info, nil
+}
+
+// List implements cairn.Store. Filters, order and cursor are all in SQL,
+// served by the index on (updated_at DESC, id DESC). Times are kept to the
+// microsecond, PostgreSQL's precision.
+func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	q, args, err := s.listQuery(opts)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	defer rows.Close()
+	var infos []cairn.SessionInfo
+	for rows.Next() {
+		info, err := scanInfo(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list: %w", err)
+		}
+		infos = append(infos, info)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	page := &cairn.ListPage{Sessions: infos}
+	if n := opts.PageSize(); len(infos) > n {
+		page.Sessions = infos[:n]
+		last := infos[n-1]
+		page.Next = cairn.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.Encode()
+	}
+	return page, nil
+}
+
+// listQuery builds the SELECT of one List page: one row more than the page
+// size, to know whether another page follows.
+func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
+	args := []any{s.opts.Now().UTC()}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := []string{liveSQL("$1")}
+	if len(opts.Status) > 0 {
+		st := make([]string, len(opts.Status))
+		for i, x := range opts.Status {
+			st[i] = string(x)
+		}
+		where = append(where, "status = ANY("+arg(st)+"::text[])")
+	}
+	if len(opts.Labels) > 0 {
+		where = append(where, "labels @> "+arg(opts.Labels)+"::jsonb")
+	}
+	if !opts.UpdatedAfter.IsZero() {
+		// Truncating to the microsecond keeps "strictly after" exact.
+		where = append(where, "updated_at > "+arg(opts.UpdatedAfter.UTC())+"::timestamptz")
+	}
+	if !opts.UpdatedBefore.IsZero() {
+		where = append(where, "updated_at < "+arg(ceilMicro(opts.UpdatedBefore.UTC()))+"::timestamptz")
+	}
+	if opts.Cursor != "" {
+		c, err := cairn.ParseCursor(opts.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, "(updated_at, id) < ("+arg(c.UpdatedAt)+"::timestamptz, "+arg(c.ID)+"::text)")
+	}
+	q := "SELECT " + infoColumns + " FROM " + s.sql.sessions +
+		" WHERE " + strings.Join(where, " AND ") +
+		" ORDER BY updated_at DESC, id DESC LIMIT " + arg(opts.PageSize()+1)
+	return q, args, nil
+}
+
+// ceilMicro rounds t up to the microsecond, so that "strictly before" an
+// instant between two microseconds keeps the earlier one.
+func ceilMicro(t time.Time) time.Time {
+	if t.Nanosecond()%1000 == 0 {
+		return t
+	}
+	return t.Truncate(time.Microsecond).Add(time.Microsecond)
+}

@@ -1,0 +1,179 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Create implements cairn.Store. In one transaction (one round trip) it
+// purges an expired session with the same ID, whose events go with it, and
+// inserts the new one; a live session with the ID makes it ErrExists.
+func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(meta.ID); err != nil {
+		return err
+	}
+	now := s.opts.Now().UTC()
+	created := meta.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	labels := meta.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	// A batch runs as one implicit transaction. The purge and the insert
+	// are separate statements so that the insert sees the purge.
+	b := &pgx.Batch{}
+	b.Queue(s.sql.purge, meta.ID, now)
+	b.Queue(s.sql.create, meta.ID, created.UTC(), now, nullTime(s.opts.ExpiresAt(now)), string(cairn.StatusNew), labels)
+	br := s.pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", meta.ID, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("create %s: %w", meta.ID, cairn.ErrExists)
+	}
+	return nil
+}
+
+// Append implements cairn.Store. After cairn.CheckAppend it is one SQL
+// statement, so one round trip and one transaction: an UPDATE of the
+// session row that matches only at the expected seq on a live session, and
+// an INSERT of the events fed by that UPDATE. Its cost does not depend on
+// how long the history is.
+func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+		return err
+	}
+	seqs := make([]int64, len(events))
+	envs := make([][]byte, len(events))
+	var enc encoder
+	for i, e := range events {
+		b, err := enc.encode(e)
+		if err != nil {
+			return fmt.Errorf("append %s: %w: seq %d: %v", id, cairn.ErrInvalidEvent, e.Seq, err)
+		}
+		seqs[i], envs[i] = e.Seq, b
+	}
+	now := s.opts.Now().UTC()
+	d := cairn.Summarize(events)
+	last := expectSeq + int64(len(events))
+	var (
+		ok  bool
+		cur *int64
+	)
+	err := s.pool.QueryRow(ctx, s.sql.append,
+		id, expectSeq, last, now, nullTime(s.opts.ExpiresAt(now)),
+		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
+		seqs, envs,
+	).Scan(&ok, &cur)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", id, translate(err))
+	}
+	if ok {
+		return nil
+	}
+	if cur != nil && *cur == expectSeq {
+		// The session matched when the statement began but changed
+		// before its row lock was granted: appended to or deleted by
+		// someone else. Look again to say which.
+		cur = nil
+		err := s.pool.QueryRow(ctx, s.sql.seqNow, id, now).Scan(&cur)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("append %s: %w", id, err)
+		}
+	}
+	if cur == nil {
+		return fmt.Errorf("append %s: %w", id, cairn.ErrNotFound)
+	}
+	return fmt.Errorf("append %s at seq %d: %w (the last seq is %d)", id, expectSeq, cairn.ErrConflict, *cur)
+}
+
+// Delete implements cairn.Store. One statement deletes the session row and,
+// through the foreign key's ON DELETE CASCADE, every event of it, in one
+// transaction. An Append racing with it either commits first (and its
+// events are deleted too) or finds no session row (ErrNotFound).
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return err
+	}
+	var live bool
+	err := s.pool.QueryRow(ctx, s.sql.del, id, s.opts.Now().UTC()).Scan(&live)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !live {
+		// An expired session is purged, but counts as not there.
+		return fmt.Errorf("delete %s: %w", id, cairn.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
+	return nil
+}
+
+// Sweep implements cairn.Sweeper: it deletes every session of the namespace
+// whose TTL has passed on the store's clock, with its events, and returns
+// how many it deleted. Expired sessions are invisible without it; Sweep only
+// frees their space.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, s.sql.sweep, s.opts.Now().UTC())
+	if err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// nullTime is nil (SQL NULL) for the zero time, t otherwise.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// encoder encodes event envelopes as encoding/json does, except that it
+// leaves <, > and & alone, so the stored JSON stays as close as possible to
+// what the caller built.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func (e *encoder) encode(ev cairn.Event) ([]byte, error) {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+	}
+	e.buf.Reset()
+	if err := e.enc.Encode(ev); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
+}
