@@ -168,7 +168,7 @@ type statements struct {
 	sessions, events string
 	create, purge    string
 	append, seqNow   string
-	info, loadEvents    string
+	info, loadEvents string
 	del, sweep       string
 }
 
@@ -201,10 +201,10 @@ func newStatements(schema string) statements {
 			)
 			SELECT EXISTS (SELECT 1 FROM u),
 				(SELECT last_seq FROM ` + sessions + ` WHERE id = $1 AND ` + liveSQL("$4") + `)`,
-		seqNow:  "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
-		info:    "SELECT id, created_at, updated_at, status, steps, first_message, labels, last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		seqNow:     "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		info:       "SELECT id, created_at, updated_at, status, steps, first_message, labels, last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
 		loadEvents: "SELECT envelope FROM " + events + " WHERE session_id = $1 AND seq >= $2 ORDER BY seq",
-		del:     "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),
-		sweep:   "DELETE FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
+		del:        "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),
+		sweep:      "DELETE FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
 	}
 }
