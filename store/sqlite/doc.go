@@ -1,0 +1,83 @@
+// Package sqlite is cairn's embedded default store: every session in one
+// SQLite database file, through the pure-Go driver modernc.org/sqlite (no
+// cgo, no server).
+//
+// # Quick start
+//
+//	s, err := sqlite.Open(ctx, ".cairn/cairn.db", sqlite.Options{})
+//	if err != nil {
+//		return err
+//	}
+//	defer s.Close()
+//
+// or, by URL, after importing this package for its side effect:
+//
+//	s, err := cairn.Open(ctx, "sqlite:///.cairn/cairn.db", cairn.StoreOptions{})
+//
+// # File layout
+//
+// Open creates the folder (mode 0700) and the database file (mode 0600) if
+// they are missing; SQLite creates the -wal and -shm files beside it with
+// the same mode. The schema is made by numbered migrations embedded in the
+// package (migrations/0001_init.sql, …), applied on open in one
+// transaction and recorded in the schema_migrations table (version,
+// applied_at); a file whose recorded version is newer than the package
+// knows is refused with ErrNewerSchema. The tables:
+//
+//   - sessions, keyed by (namespace, id): created_at, updated_at and
+//     expires_at as Unix nanoseconds (expires_at 0: never), status, steps,
+//     first_message, labels as a JSON object and last_seq — what List shows,
+//     kept up to date by every Append, so listing never replays a history.
+//     An index on (namespace, updated_at DESC, id DESC) serves List.
+//   - events, keyed by (namespace, session_id, seq): each event's JSON
+//     envelope {"v","seq","at","kind","run","data"}, with its data kept as
+//     it was appended.
+//
+// A namespace is a value of the namespace column: stores opened on one file
+// with different namespaces never see each other's sessions.
+//
+// # Durability and concurrency
+//
+// The database runs in WAL mode. All writes of a Store go through one
+// connection, whose transactions begin IMMEDIATE (they take the write lock
+// up front); reads use a separate pool of query-only connections, which
+// WAL lets run alongside the writer. Every connection waits up to
+// BusyTimeout for a lock, so several processes may share the file: their
+// writers wait for each other instead of failing. SQLite's lock is not a
+// fair queue, though: a process that appends without pause can keep
+// another waiting, up to BusyTimeout, after which that Append fails.
+//
+// synchronous=FULL is the default: an Append returns after its commit is
+// fsynced and survives a power loss. Options.Synchronous "NORMAL" (URL
+// ?synchronous=normal) skips that fsync: a commit survives a crash of the
+// process but the last few may be lost if the machine loses power.
+//
+// An Append is one transaction that reads the session's row by its key,
+// inserts the events and updates the row: its cost does not depend on the
+// length of the history. Expiry (StoreOptions.TTL) is checked on every read
+// against the store's clock, so a session is invisible the moment it
+// expires; Sweep deletes expired sessions and their events for good.
+//
+// # URLs
+//
+// The scheme "sqlite" is registered with cairn.Register:
+//
+//	sqlite:///abs/path/cairn.db    an absolute path
+//	sqlite:relative/path/cairn.db  a path relative to the working directory
+//	sqlite:///.cairn/cairn.db      relative as well: when the first segment
+//	                               starts with '.', the path is taken from
+//	                               the working directory (.cairn/cairn.db)
+//
+// The one query parameter is synchronous=full|normal; any other is an error
+// that names it.
+//
+// # What Delete guarantees
+//
+// Delete removes the session's events and row in one transaction; an
+// Append that comes later gets cairn.ErrNotFound and never brings the
+// session back. secure_delete is on, so SQLite overwrites the freed space
+// in the database file with zeros. Until the next checkpoint, though, the
+// WAL file may still hold copies of pages written before the delete, old
+// event bytes included; SQLite checkpoints on its own as the WAL grows, and
+// when the last connection to the file closes.
+package sqlite

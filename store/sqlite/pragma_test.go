@@ -1,0 +1,114 @@
+package sqlite
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+)
+
+func openTest(t *testing.T, path string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func pragma[T any](t *testing.T, db *sql.DB, name string) T {
+	t.Helper()
+	var v T
+	if err := db.QueryRowContext(t.Context(), "PRAGMA "+name).Scan(&v); err != nil {
+		t.Fatalf("PRAGMA %s: %v", name, err)
+	}
+	return v
+}
+
+func TestOpen_Pragmas(t *testing.T) {
+	cases := []struct {
+		synchronous string
+		want        int
+	}{
+		{"", 2}, {"FULL", 2}, {"full", 2}, {"NORMAL", 1}, {"normal", 1},
+	}
+	for _, c := range cases {
+		t.Run("synchronous="+c.synchronous, func(t *testing.T) {
+			s := openTest(t, filepath.Join(t.TempDir(), "p.db"), Options{Synchronous: c.synchronous})
+			if got := pragma[string](t, s.w, "journal_mode"); got != "wal" {
+				t.Errorf("writer journal_mode = %q, want wal", got)
+			}
+			if got := pragma[int](t, s.w, "synchronous"); got != c.want {
+				t.Errorf("writer synchronous = %d, want %d", got, c.want)
+			}
+			if got := pragma[int](t, s.w, "secure_delete"); got != 1 {
+				t.Errorf("writer secure_delete = %d, want 1", got)
+			}
+			if got := pragma[int](t, s.w, "foreign_keys"); got != 1 {
+				t.Errorf("writer foreign_keys = %d, want 1", got)
+			}
+			if got, want := pragma[int64](t, s.w, "busy_timeout"), BusyTimeout.Milliseconds(); got != want {
+				t.Errorf("writer busy_timeout = %d, want %d", got, want)
+			}
+			if got := pragma[string](t, s.r, "journal_mode"); got != "wal" {
+				t.Errorf("reader journal_mode = %q, want wal", got)
+			}
+			if got := pragma[int](t, s.r, "query_only"); got != 1 {
+				t.Errorf("reader query_only = %d, want 1", got)
+			}
+			if got, want := pragma[int64](t, s.r, "busy_timeout"), BusyTimeout.Milliseconds(); got != want {
+				t.Errorf("reader busy_timeout = %d, want %d", got, want)
+			}
+			if got := s.w.Stats().MaxOpenConnections; got != 1 {
+				t.Errorf("writer pool allows %d connections, want 1", got)
+			}
+		})
+	}
+}
+
+func TestOpen_BadSynchronous(t *testing.T) {
+	_, err := Open(t.Context(), filepath.Join(t.TempDir(), "p.db"), Options{Synchronous: "OFF"})
+	if err == nil {
+		t.Fatal("Open with synchronous OFF succeeded, want an error")
+	}
+}
+
+func TestOpen_BadNamespace(t *testing.T) {
+	_, err := Open(t.Context(), filepath.Join(t.TempDir(), "p.db"),
+		Options{StoreOptions: cairn.StoreOptions{Namespace: "../x"}})
+	if err == nil {
+		t.Fatal("Open with namespace ../x succeeded, want ErrInvalidID")
+	}
+}
+
+func TestOpen_CreatesPrivateFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	path := filepath.Join(dir, "cairn.db")
+	s := openTest(t, path, Options{})
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{dir: 0o700 | os.ModeDir, path: 0o600, path + "-wal": 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode(); got != want {
+			t.Errorf("mode of %s = %v, want %v", filepath.Base(p), got, want)
+		}
+	}
+}
+
+func TestOpen_NotADatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "junk.db")
+	if err := os.WriteFile(path, []byte("this is not an SQLite database, not at all, no"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(t.Context(), path, Options{}); err == nil {
+		s.Close()
+		t.Fatal("Open of a file that is not a database succeeded")
+	}
+}
