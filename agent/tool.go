@@ -150,11 +150,6 @@ func decodeArgs(args json.RawMessage, required []string, v any) error {
 	if err := json.Unmarshal(args, &fields); err != nil || fields == nil {
 		return &ArgumentError{Msg: "the arguments must be a JSON object"}
 	}
-	for _, r := range required {
-		if _, ok := fields[r]; !ok {
-			return &ArgumentError{Field: r, Msg: "is missing"}
-		}
-	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -165,6 +160,11 @@ func decodeArgs(args json.RawMessage, required []string, v any) error {
 			return &ArgumentError{Field: strings.Trim(f, `"`), Msg: "is not an argument of this tool"}
 		}
 		return &ArgumentError{Msg: err.Error()}
+	}
+	for _, r := range required {
+		if _, ok := fields[r]; !ok {
+			return &ArgumentError{Field: r, Msg: "is missing"}
+		}
 	}
 	return nil
 }

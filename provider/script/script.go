@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn"
@@ -111,6 +112,16 @@ func Parse(data []byte) (*Script, error) {
 		line, col := position(data, off)
 		return nil, &LoadError{Line: line, Column: col, Step: step, Field: field, Msg: msg}
 	}
+	// Syntax first, with a position counted from the document's start.
+	if err := json.Unmarshal(data, new(any)); err != nil {
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+			msg := "malformed JSON: " + se.Error()
+			if strings.Contains(se.Error(), "unexpected end of JSON input") {
+				msg = "truncated JSON: the script ends early"
+			}
+			return fail(se.Offset-1, 0, "", msg)
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('{') {
@@ -120,6 +131,7 @@ func Parse(data []byte) (*Script, error) {
 	seenSteps := false
 	for dec.More() {
 		keyOff := dec.InputOffset()
+		keyOff += skipSpace(data[keyOff:])
 		tok, err := dec.Token()
 		if err != nil {
 			return fail(dec.InputOffset(), 0, "", syntaxMsg(err))
@@ -136,11 +148,11 @@ func Parse(data []byte) (*Script, error) {
 		}
 		for dec.More() {
 			off := dec.InputOffset()
+			off += skipSpace(data[off:])
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
-				return fail(dec.InputOffset(), len(s.Steps)+1, "", syntaxMsg(err))
+				return fail(off, len(s.Steps)+1, "", syntaxMsg(err))
 			}
-			off += skipSpace(data[off:])
 			step, field, msg := decodeStep(raw)
 			if msg == "" {
 				field, msg = step.check()

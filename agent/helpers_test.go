@@ -1,0 +1,121 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/provider/script"
+	"github.com/cairnhq/cairn/store/memory"
+)
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newMemStore(t *testing.T) *memory.Store {
+	t.Helper()
+	st, err := memory.New(cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// scripted returns a script model of steps.
+func scripted(t *testing.T, steps ...script.Step) *script.Model {
+	t.Helper()
+	m, err := script.New(script.Script{Steps: steps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// call is a script tool call with arguments given as JSON text.
+func call(name, args string) script.Call {
+	return script.Call{Name: name, Arguments: json.RawMessage(args)}
+}
+
+// recordingStore passes every call to a real store and keeps the batches
+// of successful appends, to check what each append held.
+type recordingStore struct {
+	cairn.Store
+	mu      sync.Mutex
+	batches [][]cairn.Event
+}
+
+func (r *recordingStore) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	err := r.Store.Append(ctx, id, expectSeq, events...)
+	if err == nil {
+		r.mu.Lock()
+		r.batches = append(r.batches, slices.Clone(events))
+		r.mu.Unlock()
+	}
+	return err
+}
+
+func (r *recordingStore) kinds() [][]cairn.Kind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out [][]cairn.Kind
+	for _, b := range r.batches {
+		out = append(out, kindsOf(b))
+	}
+	return out
+}
+
+func kindsOf(events []cairn.Event) []cairn.Kind {
+	var ks []cairn.Kind
+	for _, e := range events {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+// loadEvents returns the session's events as the store holds them.
+func loadEvents(t *testing.T, st cairn.Store, id string) []cairn.Event {
+	t.Helper()
+	rec, err := st.Load(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Events
+}
+
+// decoded returns the typed data of the events of kind k.
+func decoded[T any](t *testing.T, events []cairn.Event, k cairn.Kind) []*T {
+	t.Helper()
+	var out []*T
+	for _, e := range events {
+		if e.Kind != k {
+			continue
+		}
+		v, err := e.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v.(*T))
+	}
+	return out
+}
+
+// checkReplay checks that the session's incrementally folded state equals
+// the state folded from the store's events.
+func checkReplay(t *testing.T, s *agent.Session, st cairn.Store) {
+	t.Helper()
+	want, err := cairn.Fold(loadEvents(t, st, s.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.State().Snapshot()
+	b, _ := want.Snapshot()
+	if string(a) != string(b) {
+		t.Errorf("state folded while running differs from the replayed one:\n got %s\nwant %s", a, b)
+	}
+}
