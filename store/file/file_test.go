@@ -1,0 +1,98 @@
+package file_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/file"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+// openIn opens a store on dir and closes it when the test ends.
+func openIn(t testing.TB, dir string, opts cairn.StoreOptions) *file.Store {
+	t.Helper()
+	s, err := file.Open(t.Context(), dir, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	var mu sync.Mutex
+	dirs := map[*testing.T]string{}
+	storetest.Run(t, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+		mu.Lock()
+		dir, ok := dirs[t]
+		if !ok {
+			dir = t.TempDir()
+			dirs[t] = dir
+		}
+		mu.Unlock()
+		return openIn(t, dir, opts)
+	})
+}
+
+func BenchmarkAppend(b *testing.B) {
+	storetest.BenchmarkAppend(b, func(b *testing.B, opts cairn.StoreOptions) cairn.Store {
+		return openIn(b, b.TempDir(), opts)
+	})
+}
+
+// BenchmarkWriteSyncFloor measures the floor under BenchmarkAppend in the
+// same run and folder kind: write ~1 KB at the end of a file and fsync it.
+func BenchmarkWriteSyncFloor(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "floor"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	line := append(bytes.Repeat([]byte{'x'}, 1023), '\n')
+	durs := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := f.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(t0))
+	}
+	b.StopTimer()
+	storetest.ReportPercentiles(b, durs)
+}
+
+// TestStore_DataAsGiven checks that event data comes back byte for byte as
+// it was appended (spacing, escapes and all) unless it spans lines, which
+// the log cannot hold: then it comes back compacted, with equal values.
+func TestStore_DataAsGiven(t *testing.T) {
+	s := openIn(t, t.TempDir(), cairn.StoreOptions{})
+	const id = "data"
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	spaced := storetest.Custom(1, "x")
+	spaced.Data = []byte(`{ "type" : "t.x",  "payload" : {"html":"<b>&amp;</b>", "esc":"\u00e9\n"} }`)
+	multi := storetest.Custom(2, "x")
+	multi.Data = []byte("{\n  \"type\": \"t.y\",\r\n  \"payload\": [1, 2]\n}")
+	if err := s.Append(t.Context(), id, 0, spaced, multi); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Load(t.Context(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(rec.Events[0].Data); got != string(spaced.Data) {
+		t.Errorf("data came back as %s, want %s", got, spaced.Data)
+	}
+	if got, want := string(rec.Events[1].Data), `{"type":"t.y","payload":[1,2]}`; got != want {
+		t.Errorf("multi-line data came back as %q, want %q", got, want)
+	}
+}

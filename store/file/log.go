@@ -1,0 +1,144 @@
+package file
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// The log holds one event envelope per line. The events of one Append are
+// written together; every line of an append but its last ends with a space
+// before the newline ("continued"), so that recovery can tell a whole
+// append from the start of one that a crash cut short.
+
+// head is the envelope without its data, which is written as given.
+type head struct {
+	V    int        `json:"v"`
+	Seq  int64      `json:"seq"`
+	At   time.Time  `json:"at"`
+	Kind cairn.Kind `json:"kind"`
+	Run  string     `json:"run"`
+}
+
+// encodeEvents returns the lines of one append. The data of each event is
+// written byte for byte as given, unless it spans lines, in which case it is
+// compacted (which leaves every value as it was).
+func encodeEvents(events []cairn.Event) ([]byte, error) {
+	n := 0
+	for _, e := range events {
+		n += len(e.Data) + len(e.Kind) + len(e.Run) + 112
+	}
+	buf := make([]byte, 0, n)
+	for i, e := range events {
+		h, err := json.Marshal(head{V: e.V, Seq: e.Seq, At: e.At, Kind: e.Kind, Run: e.Run})
+		if err != nil {
+			return nil, fmt.Errorf("%w: seq %d: %v", cairn.ErrInvalidEvent, e.Seq, err)
+		}
+		buf = append(buf, h[:len(h)-1]...)
+		buf = append(buf, `,"data":`...)
+		if bytes.ContainsAny(e.Data, "\r\n") {
+			var c bytes.Buffer
+			if err := json.Compact(&c, e.Data); err != nil {
+				return nil, fmt.Errorf("%w: seq %d: data: %v", cairn.ErrInvalidEvent, e.Seq, err)
+			}
+			buf = append(buf, c.Bytes()...)
+		} else {
+			buf = append(buf, e.Data...)
+		}
+		buf = append(buf, '}')
+		if i < len(events)-1 {
+			buf = append(buf, ' ')
+		}
+		buf = append(buf, '\n')
+	}
+	return buf, nil
+}
+
+// errCorrupt marks a log that is damaged before its end, which recovery
+// must not cut away.
+var errCorrupt = errors.New("corrupt event log")
+
+// scanTail reads log bytes that no info covers, whose first event must have
+// seq next. It returns the events of the whole appends at their start and
+// the bytes those take. What follows them is a torn append (lines of an
+// append without its last, an incomplete line, an unreadable line) unless a
+// readable event line comes after an unreadable one or has the wrong seq:
+// that is corruption, not a crash, and an error.
+func scanTail(buf []byte, next int64) ([]cairn.Event, int, error) {
+	var (
+		evs       []cairn.Event
+		committed int // bytes of whole appends
+		whole     int // events of whole appends
+		pos       int
+	)
+	for {
+		i := bytes.IndexByte(buf[pos:], '\n')
+		if i < 0 {
+			return evs[:whole], committed, nil // an incomplete line, or none
+		}
+		line := buf[pos : pos+i]
+		var e cairn.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			if readableAfter(buf[pos+i+1:]) {
+				return nil, 0, fmt.Errorf("%w: unreadable line before seq %d is followed by more events", errCorrupt, next)
+			}
+			return evs[:whole], committed, nil
+		}
+		if e.Seq != next {
+			return nil, 0, fmt.Errorf("%w: seq %d where %d comes next", errCorrupt, e.Seq, next)
+		}
+		evs = append(evs, e)
+		next++
+		pos += i + 1
+		if !bytes.HasSuffix(line, []byte(" ")) {
+			committed, whole = pos, len(evs)
+		}
+	}
+}
+
+// readableAfter reports whether any complete line of buf is an event.
+func readableAfter(buf []byte) bool {
+	for {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return false
+		}
+		var e struct {
+			Seq *int64 `json:"seq"`
+		}
+		if json.Unmarshal(buf[:i], &e) == nil && e.Seq != nil {
+			return true
+		}
+		buf = buf[i+1:]
+	}
+}
+
+// decodeLog decodes the committed log buf, skipping the events before seq
+// from without decoding them.
+func decodeLog(buf []byte, from int64) ([]cairn.Event, error) {
+	var evs []cairn.Event
+	for seq := int64(1); len(buf) > 0; seq++ {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return nil, fmt.Errorf("%w: line of seq %d has no end", errCorrupt, seq)
+		}
+		line := buf[:i]
+		buf = buf[i+1:]
+		if seq < from {
+			continue
+		}
+		var e cairn.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, fmt.Errorf("%w: seq %d: %v", errCorrupt, seq, err)
+		}
+		if e.Seq != seq {
+			return nil, fmt.Errorf("%w: seq %d where %d comes next", errCorrupt, e.Seq, seq)
+		}
+		evs = append(evs, e)
+	}
+	return evs, nil
+}

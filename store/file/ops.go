@@ -1,0 +1,249 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/cairnhq/cairn"
+)
+
+// create builds the session's folder under a temporary name, makes it
+// durable and renames it into place. A live session of that ID makes the
+// rename fail (a folder cannot replace a folder that is not empty): that
+// is ErrExists, unless the session has expired, in which case it is
+// deleted and the rename tried again.
+func (s *Store) create(ctx context.Context, meta cairn.SessionMeta) error {
+	now := s.opts.Now().UTC()
+	created := meta.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	info := cairn.SessionInfo{ID: meta.ID, CreatedAt: created.UTC(), UpdatedAt: now,
+		Status: cairn.StatusNew, Labels: cloneLabels(meta.Labels)}
+	tmp, err := s.buildFolder(info)
+	if err != nil {
+		return err
+	}
+	defer s.ns.RemoveAll(tmp) // a no-op once renamed
+	for range 4 {
+		err := s.ns.Rename(tmp, meta.ID)
+		if err == nil {
+			return s.syncDir(".")
+		}
+		if !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY) {
+			return err
+		}
+		if err := s.replaceExpired(ctx, meta.ID); err != nil {
+			return err
+		}
+	}
+	return cairn.ErrExists
+}
+
+// buildFolder writes a new session's files into a temporary folder, with
+// everything fsynced, and returns the folder's name.
+func (s *Store) buildFolder(info cairn.SessionInfo) (string, error) {
+	tmp := randName(tmpPrefix)
+	if err := s.ns.Mkdir(tmp, 0o700); err != nil {
+		return "", err
+	}
+	meta, err := encodeMeta(info, 0)
+	if err != nil {
+		return "", err
+	}
+	cache, err := encodeCache(meta)
+	if err != nil {
+		return "", err
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{{lockName, nil}, {logName, nil}, {infoName, cache}, {metaName, meta}}
+	for _, f := range files {
+		if err = s.writeNew(tmp+"/"+f.name, f.data); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = s.syncDir(tmp)
+	}
+	if err != nil {
+		s.ns.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// writeNew creates a file with data and fsyncs it.
+func (s *Store) writeNew(name string, data []byte) error {
+	f, err := s.ns.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// replaceExpired deletes the session id if it has expired, and returns
+// ErrExists if it is live. A session deleted meanwhile is fine.
+func (s *Store) replaceExpired(ctx context.Context, id string) error {
+	ss := s.acquire(id)
+	defer s.release(id, ss)
+	if err := s.lock(ctx, ss, id, true); err != nil {
+		if errors.Is(err, cairn.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	defer ss.unlock()
+	if !s.expired(ss.info, s.opts.Now()) {
+		return cairn.ErrExists
+	}
+	return s.remove(ss, id)
+}
+
+// append writes the events after expectSeq under the session's locks.
+func (s *Store) append(ctx context.Context, id string, expectSeq int64, events []cairn.Event) error {
+	buf, err := encodeEvents(events)
+	if err != nil {
+		return err
+	}
+	ss := s.acquire(id)
+	defer s.release(id, ss)
+	if err := s.lock(ctx, ss, id, true); err != nil {
+		return err
+	}
+	defer ss.unlock()
+	if s.expired(ss.info, s.opts.Now()) {
+		return cairn.ErrNotFound
+	}
+	if ss.info.LastSeq != expectSeq {
+		return cairn.ErrConflict
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err = ss.logF.WriteAt(buf, ss.size)
+	if err == nil {
+		err = ss.logF.Sync()
+	}
+	if err != nil {
+		// Take back what may have reached the file. Should that fail
+		// too, the next call re-reads the log and keeps a whole append
+		// it finds there; a torn one is cut off.
+		if ss.logF.Truncate(ss.size) != nil || ss.logF.Sync() != nil {
+			ss.known = false
+		}
+		return fmt.Errorf("write log: %w", err)
+	}
+	cairn.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), s.opts.Now().UTC())
+	ss.size += int64(len(buf))
+	// The append is durable now. The info is a cache that the next
+	// reader rebuilds from the log if writing it fails.
+	_ = s.saveInfo(ss, id, ss.size-ss.metaSize >= checkpointBytes)
+	return nil
+}
+
+// load reads the session's info and its committed log under the shared
+// lock, and decodes the events once the lock is released.
+func (s *Store) load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
+	info, buf, err := s.readLog(ctx, id, fromSeq)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := decodeLog(buf, max(fromSeq, 1))
+	if err != nil {
+		return nil, err
+	}
+	return &cairn.Record{Info: info, Events: evs}, nil
+}
+
+func (s *Store) readLog(ctx context.Context, id string, fromSeq int64) (cairn.SessionInfo, []byte, error) {
+	ss := s.acquire(id)
+	defer s.release(id, ss)
+	if err := s.lock(ctx, ss, id, false); err != nil {
+		return cairn.SessionInfo{}, nil, err
+	}
+	defer ss.unlock()
+	info := ss.info
+	info.Labels = cloneLabels(info.Labels)
+	if s.expired(info, s.opts.Now()) {
+		return info, nil, cairn.ErrNotFound
+	}
+	if fromSeq > info.LastSeq {
+		return info, nil, nil
+	}
+	buf := make([]byte, ss.size)
+	if _, err := io.ReadFull(io.NewSectionReader(ss.logF, 0, ss.size), buf); err != nil {
+		return info, nil, fmt.Errorf("read log: %w", err)
+	}
+	return info, buf, nil
+}
+
+// info returns a session's info for List. Without locking it reads
+// info.json (or meta.json) and the log's length: when they agree the info
+// is current, since the info is written after the log. Otherwise an append
+// is under way or a crash interrupted one, and the info is taken under the
+// shared lock.
+func (s *Store) info(ctx context.Context, id string) (cairn.SessionInfo, error) {
+	if m, err := s.readCache(id); err == nil {
+		if fi, serr := s.ns.Stat(id + "/" + logName); serr == nil && fi.Size() == m.LogSize {
+			m.Labels = cloneLabels(m.Labels)
+			return m.SessionInfo, nil
+		}
+	}
+	ss := s.acquire(id)
+	defer s.release(id, ss)
+	if err := s.lock(ctx, ss, id, false); err != nil {
+		return cairn.SessionInfo{}, err
+	}
+	defer ss.unlock()
+	info := ss.info
+	info.Labels = cloneLabels(info.Labels)
+	return info, nil
+}
+
+// delete removes a live session under its exclusive lock.
+func (s *Store) delete(ctx context.Context, id string) error {
+	ss := s.acquire(id)
+	defer s.release(id, ss)
+	if err := s.lock(ctx, ss, id, true); err != nil {
+		return err
+	}
+	defer ss.unlock()
+	if s.expired(ss.info, s.opts.Now()) {
+		return cairn.ErrNotFound
+	}
+	return s.remove(ss, id)
+}
+
+// remove deletes the session's folder, with its exclusive lock held: the
+// folder is renamed to a trash name (the deletion is atomic and durable
+// once the namespace folder is synced), the lock is released, and the
+// trash is removed. A writer that was waiting for the lock then finds no
+// folder at the session's path and gets ErrNotFound.
+func (s *Store) remove(ss *session, id string) error {
+	trash := randName(trashPrefix)
+	if err := s.ns.Rename(id, trash); err != nil {
+		return err
+	}
+	err := s.syncDir(".")
+	ss.closeFiles()
+	return errors.Join(err, s.ns.RemoveAll(trash))
+}
+
+func cloneLabels(l map[string]string) map[string]string {
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}

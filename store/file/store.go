@@ -1,0 +1,335 @@
+package file
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// File and folder names inside a namespace folder.
+const (
+	logName     = "events.jsonl" // the event log, one envelope per line
+	metaName    = "meta.json"    // durable SessionMeta and SessionInfo checkpoint
+	infoName    = "info.json"    // SessionInfo cache, replaced after every append
+	lockName    = "lock"         // empty; the target of flock
+	tmpPrefix   = ".tmp-"        // a session folder being created
+	trashPrefix = ".trash-"      // a session folder being deleted
+)
+
+const (
+	// checkpointBytes is how far the log may grow past the durable
+	// meta.json before an append writes a new checkpoint. It bounds what
+	// recovery re-reads when info.json was lost in a crash.
+	checkpointBytes = 4 << 20
+	// maxOpenSessions is how many idle sessions keep their files open.
+	maxOpenSessions = 64
+	// staleTmpAge is how old an abandoned creation folder must be before
+	// Sweep removes it.
+	staleTmpAge = time.Hour
+)
+
+// Store is a cairn.Store on a folder of the local disk. It is safe for
+// concurrent use by many goroutines and by many processes on one machine.
+type Store struct {
+	root *os.Root // the store's folder
+	ns   *os.Root // the namespace folder inside root
+	opts cairn.StoreOptions
+
+	ops    sync.RWMutex // read-held by every call, write-held by Close
+	closed bool
+
+	mu       sync.Mutex // guards sessions
+	sessions map[string]*session
+}
+
+var (
+	_ cairn.Store   = (*Store)(nil)
+	_ cairn.Sweeper = (*Store)(nil)
+)
+
+// Open opens the store in dir, creating dir (mode 0700) and the
+// namespace's folder inside it when they are missing. Every file the store
+// touches is reached through an os.Root on dir, so nothing it does can
+// leave dir.
+func Open(ctx context.Context, dir string, opts cairn.StoreOptions) (*Store, error) {
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, errors.New("open file store: no folder given")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open file store: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open file store: %w", err)
+	}
+	if err := root.Mkdir(opts.Namespace, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		root.Close()
+		return nil, fmt.Errorf("open file store: namespace %s: %w", opts.Namespace, err)
+	}
+	ns, err := root.OpenRoot(opts.Namespace)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("open file store: namespace %s: %w", opts.Namespace, err)
+	}
+	return &Store{root: root, ns: ns, opts: opts, sessions: map[string]*session{}}, nil
+}
+
+// begin starts a call: it returns ErrClosed after Close, and otherwise
+// holds off Close until the caller runs s.ops.RUnlock.
+func (s *Store) begin() error {
+	s.ops.RLock()
+	if s.closed {
+		s.ops.RUnlock()
+		return cairn.ErrClosed
+	}
+	return nil
+}
+
+// Create implements cairn.Store. The session's folder is built under a
+// temporary name and renamed into place, so it appears whole or not at all.
+func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.ops.RUnlock()
+	if err := cairn.ValidateID(meta.ID); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.create(ctx, meta); err != nil {
+		return fmt.Errorf("create %s: %w", meta.ID, err)
+	}
+	return nil
+}
+
+// Append implements cairn.Store: the events are written with one write
+// call and made durable with one fsync, under the session's locks.
+func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.ops.RUnlock()
+	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.append(ctx, id, expectSeq, events); err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
+	}
+	return nil
+}
+
+// Load implements cairn.Store.
+func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.ops.RUnlock()
+	if err := cairn.ValidateID(id); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rec, err := s.load(ctx, id, fromSeq)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// List implements cairn.Store. It reads the info of every session of the
+// namespace and leaves filtering, order and paging to cairn.PageInfos.
+func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.ops.RUnlock()
+	ids, err := s.sessionIDs()
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	now := s.opts.Now()
+	all := make([]cairn.SessionInfo, 0, len(ids))
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		info, err := s.info(ctx, id)
+		if errors.Is(err, cairn.ErrNotFound) {
+			continue // deleted while we listed
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list: session %s: %w", id, err)
+		}
+		if !s.expired(info, now) {
+			all = append(all, info)
+		}
+	}
+	return cairn.PageInfos(all, opts)
+}
+
+// Delete implements cairn.Store. The session's folder is renamed away
+// under its lock, which makes the deletion atomic, and then removed.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.ops.RUnlock()
+	if err := cairn.ValidateID(id); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.delete(ctx, id); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
+	return nil
+}
+
+// Sweep implements cairn.Sweeper: it deletes every expired session of the
+// namespace, and the leftovers of deletions and creations that a crash
+// interrupted.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	if err := s.begin(); err != nil {
+		return 0, err
+	}
+	defer s.ops.RUnlock()
+	n, err := s.sweep(ctx)
+	if err != nil {
+		return n, fmt.Errorf("sweep: %w", err)
+	}
+	return n, nil
+}
+
+// Close releases the store's open files. It is safe to call twice; every
+// other method returns cairn.ErrClosed afterwards.
+func (s *Store) Close() error {
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.mu.Lock()
+	for id, ss := range s.sessions {
+		ss.closeFiles()
+		delete(s.sessions, id)
+	}
+	s.mu.Unlock()
+	return errors.Join(s.ns.Close(), s.root.Close())
+}
+
+// expired reports whether a session last updated as info says has expired.
+func (s *Store) expired(info cairn.SessionInfo, now time.Time) bool {
+	return cairn.Expired(s.opts.ExpiresAt(info.UpdatedAt), now)
+}
+
+// sessionIDs returns the names of the namespace folder's entries that are
+// session folders: directories named by a valid ID. Temporary folders
+// start with a dot and are never valid IDs; symbolic links are skipped.
+func (s *Store) sessionIDs() ([]string, error) {
+	entries, err := s.readNamespace()
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && cairn.ValidateID(e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+func (s *Store) readNamespace() ([]fs.DirEntry, error) {
+	d, err := s.ns.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
+}
+
+// sweep deletes expired sessions and stale temporary folders.
+func (s *Store) sweep(ctx context.Context) (int, error) {
+	entries, err := s.readNamespace()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, trashPrefix):
+			if err := s.ns.RemoveAll(name); err != nil {
+				return n, err
+			}
+		case strings.HasPrefix(name, tmpPrefix):
+			// Another process may be creating a session right now: only
+			// folders abandoned long ago are removed.
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleTmpAge {
+				if err := s.ns.RemoveAll(name); err != nil {
+					return n, err
+				}
+			}
+		case e.IsDir() && cairn.ValidateID(name) == nil:
+			deleted, err := s.sweepOne(ctx, name)
+			if err != nil {
+				return n, fmt.Errorf("session %s: %w", name, err)
+			}
+			if deleted {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// sweepOne deletes the session if it has expired, checking under its lock.
+func (s *Store) sweepOne(ctx context.Context, id string) (bool, error) {
+	ss := s.acquire(id)
+	defer s.release(id, ss)
+	if err := s.lock(ctx, ss, id, true); err != nil {
+		if errors.Is(err, cairn.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer ss.unlock()
+	if !s.expired(ss.info, s.opts.Now()) {
+		return false, nil
+	}
+	return true, s.remove(ss, id)
+}
+
+// randName returns prefix followed by random hex, for temporary folders.
+func randName(prefix string) string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
