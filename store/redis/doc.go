@@ -1,0 +1,101 @@
+// Package redis is the cairn store on Redis 7 or later, standalone, behind
+// Sentinel, or Redis Cluster. It needs no Redis modules.
+//
+// # Quick start
+//
+//	s, err := redis.Open(ctx, "redis://127.0.0.1:6379/0", cairn.StoreOptions{
+//		Namespace: "agent_sessions",
+//		TTL:       24 * time.Hour,
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	defer s.Close()
+//
+// Open accepts redis:// and rediss:// (TLS) URLs with go-redis's query
+// parameters, pings the server, and owns the connection it makes. To bring
+// your own client (a *goredis.ClusterClient for Redis Cluster, a Sentinel
+// failover client, custom TLS or pooling), call New; the caller then owns
+// the client and Close leaves it open. Importing the package registers the
+// "redis" and "rediss" schemes with cairn.Open. The store turns off
+// go-redis's maintenance notifications, which plain servers do not know;
+// do the same in clients you pass to New (ParseURL does it for you).
+//
+// # Key layout
+//
+// Every key of a session carries the hash tag {<namespace>:<id>}, so all of
+// them hash to one Cluster slot and one script can touch them together:
+//
+//	cairn:<ns>:{<ns>:<id>}:meta     hash: created_at, updated_at (RFC 3339,
+//	                                UTC), expires_at (Unix ns, 0: never),
+//	                                status, steps, first_message, labels
+//	                                (JSON), last_seq
+//	cairn:<ns>:{<ns>:<id>}:events   list: one JSON event envelope per event,
+//	                                in seq order; the data bytes exactly as
+//	                                appended, so a reload gives them back
+//	cairn:<ns>:sessions             sorted set: session IDs scored by their
+//	                                updated time in Unix microseconds
+//
+// Namespaces and IDs hold only A-Z a-z 0-9 _ -, so the braces and colons
+// are unambiguous and two namespaces never share a key.
+//
+// # Atomicity
+//
+// Create, Append and Delete are each one Lua script, run with EVALSHA
+// (falling back to EVAL once when the server's script cache is empty), so
+// each is atomic and costs one round trip. Append checks that the meta
+// exists and has not expired, that last_seq equals the expected seq (else
+// cairn.ErrConflict; a missing or expired session is cairn.ErrNotFound),
+// pushes the events with RPUSH, applies cairn.Summarize of the events to the
+// meta and refreshes the TTL. Nothing in it depends on the length of the
+// history. Load reads the meta and the events from the wanted seq on (one
+// LRANGE from that position) in one MULTI/EXEC, so the two agree.
+//
+// All times come from cairn.StoreOptions.Now and reach the scripts as
+// arguments; the scripts never read Redis's clock, so expiry follows the
+// store's clock exactly (tests inject one).
+//
+// # TTL
+//
+// A store with a TTL writes each session's expiry into its meta and gives
+// every key of the session a relative Redis TTL of that many seconds,
+// rounded up, refreshed by every Create and Append. Reads treat a session
+// whose expires_at has passed on the store's clock as gone at once; Redis
+// deletes its keys by itself soon after (the native TTL is never shorter
+// than the logical one when the store's clock is the real one). Sweep
+// deletes expired sessions now and cleans the index; List purges the
+// expired sessions it meets. The index carries a TTL too, extended to the
+// latest of its sessions' expiries, so an idle namespace vanishes whole. A
+// store without a TTL that appends to a session makes it permanent again,
+// as the memory store does.
+//
+// # The index and Redis Cluster
+//
+// A script may only touch keys of one slot on Redis Cluster, and the
+// namespace index cannot share the slot of every session. So the store
+// works in one of two ways, chosen by New from the client's type:
+//
+//   - On a single server (a *goredis.Client, Sentinel included) the index
+//     key is passed to the scripts, which update it in the same atomic step
+//     as the session: the index is always exact.
+//   - On a *goredis.ClusterClient or *goredis.Ring the scripts touch only
+//     the session's slot, and the store updates the index right after a
+//     script succeeded (a second round trip, to the index's node; a score
+//     only ever rises there, since two updates of one session may arrive
+//     out of order). The trade-off: between the two steps, or if the
+//     process dies between them, the index can lag the session. List reads
+//     every session's meta anyway, so it never shows stale fields, removes
+//     entries of sessions that are gone and repairs scores that disagree
+//     with the meta; the next Append of a session re-adds a lost entry. A
+//     session created by a process that died before its index update stays
+//     out of List until its next Append (Load still finds it), and a List
+//     racing such repairs can, rarely, order or page a session wrongly.
+//
+// List walks the index from the newest score down, from the cursor's time,
+// in batches, reads each batch's metas in one pipeline, and stops as soon
+// as it holds more than a page of matching sessions that nothing further
+// down can precede. Filters by status and label are applied to the metas,
+// so a rare status may scan much of the index; time filters bound the scan.
+//
+// Requires Redis 7.0 or later (EXPIRE … GT).
+package redis

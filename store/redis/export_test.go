@@ -1,0 +1,14 @@
+package redis
+
+import (
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/cairnhq/cairn"
+)
+
+// NewSplit returns a store that keeps the namespace index out of its
+// scripts, as it does on Redis Cluster, so that the Cluster code path runs
+// against a single test server.
+func NewSplit(client goredis.UniversalClient, opts cairn.StoreOptions) (*Store, error) {
+	return newStore(client, opts, true)
+}

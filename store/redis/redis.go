@@ -1,0 +1,199 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/cairnhq/cairn"
+)
+
+func init() {
+	open := func(ctx context.Context, u *url.URL, opts cairn.StoreOptions) (cairn.Store, error) {
+		return Open(ctx, u.String(), opts)
+	}
+	cairn.Register("redis", open)
+	cairn.Register("rediss", open)
+}
+
+// Store is a cairn.Store on a Redis server or Redis Cluster, seeing one
+// namespace. It is safe for concurrent use, and many Stores, in many
+// processes, may share one namespace.
+type Store struct {
+	client goredis.UniversalClient
+	opts   cairn.StoreOptions
+	owned  bool // Close closes the client: Open made it
+	split  bool // the index lives in another slot: updated after the scripts
+	prefix string
+	index  string
+	ttl    string // the TTL in whole seconds, rounded up, for EXPIRE; "0": none
+	closed atomic.Bool
+}
+
+var (
+	_ cairn.Store   = (*Store)(nil)
+	_ cairn.Sweeper = (*Store)(nil)
+)
+
+// New returns a store on client, which the caller owns: Close leaves it
+// open. Any go-redis client works, a Redis Cluster client included; for a
+// *goredis.ClusterClient or *goredis.Ring the store updates the namespace
+// index outside the session's script (see the package documentation).
+func New(client goredis.UniversalClient, opts cairn.StoreOptions) (*Store, error) {
+	split := false
+	switch client.(type) {
+	case *goredis.ClusterClient, *goredis.Ring:
+		split = true
+	}
+	return newStore(client, opts, split)
+}
+
+func newStore(client goredis.UniversalClient, opts cairn.StoreOptions, split bool) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("redis store: nil client")
+	}
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	prefix := "cairn:" + opts.Namespace + ":"
+	ttl := int64(0)
+	if opts.TTL > 0 {
+		ttl = int64((opts.TTL + time.Second - 1) / time.Second)
+	}
+	return &Store{
+		client: client,
+		opts:   opts,
+		split:  split,
+		prefix: prefix,
+		index:  prefix + "sessions",
+		ttl:    strconv.FormatInt(ttl, 10),
+	}, nil
+}
+
+// Open connects to the Redis server a redis:// or rediss:// URL names,
+// such as "redis://user:password@127.0.0.1:6379/0", pings it, and returns a
+// store that owns the connection: Close closes it. The URL takes go-redis's
+// query parameters (dial_timeout, pool_size, …). For Redis Cluster, make a
+// cluster client and call New.
+func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions) (*Store, error) {
+	ropts, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	client := goredis.NewClient(ropts)
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("open redis store at %s (db %d): %w (is Redis running there, and are the URL's credentials right?)", ropts.Addr, ropts.DB, err)
+	}
+	s, err := newStore(client, opts, false)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// ParseURL turns a redis:// or rediss:// URL into go-redis options with
+// maintenance notifications turned off (plain Redis servers do not know
+// them). Errors never repeat the URL's password.
+func ParseURL(rawURL string) (*goredis.Options, error) {
+	scheme, _, _ := strings.Cut(rawURL, "://")
+	if s := strings.ToLower(scheme); s != "redis" && s != "rediss" {
+		return nil, fmt.Errorf("open redis store: URL scheme %q, want redis or rediss", scheme)
+	}
+	ropts, err := goredis.ParseURL(rawURL)
+	if err != nil {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err // url.Error repeats the whole URL, password included
+		}
+		return nil, fmt.Errorf("open redis store %s: malformed URL: %v", redactURL(rawURL), err)
+	}
+	ropts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return ropts, nil
+}
+
+// redactURL hides the user info of a URL, even one that does not parse.
+func redactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "(unparsable URL)"
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		rest = "xxxxx@" + rest[at+1:]
+	}
+	return scheme + "://" + rest
+}
+
+// Client returns the go-redis client the store uses.
+func (s *Store) Client() goredis.UniversalClient { return s.client }
+
+// Close implements cairn.Store. It closes the client only if Open made it.
+// Closing twice is safe; every other method returns cairn.ErrClosed after.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) || !s.owned {
+		return nil
+	}
+	if err := s.client.Close(); err != nil {
+		return fmt.Errorf("close redis store: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return cairn.ErrClosed
+	}
+	return nil
+}
+
+// tag is the hash tag of a session: every key of the session holds it, so
+// all of them hash to one Cluster slot.
+func (s *Store) tag(id string) string { return "{" + s.opts.Namespace + ":" + id + "}" }
+
+func (s *Store) metaKey(id string) string   { return s.prefix + s.tag(id) + ":meta" }
+func (s *Store) eventsKey(id string) string { return s.prefix + s.tag(id) + ":events" }
+
+// scriptKeys returns the KEYS of a session's scripts: its meta and events,
+// and the namespace index unless the store is split.
+func (s *Store) scriptKeys(id string) []string {
+	if s.split {
+		return []string{s.metaKey(id), s.eventsKey(id)}
+	}
+	return []string{s.metaKey(id), s.eventsKey(id), s.index}
+}
+
+// now returns the store's clock in UTC.
+func (s *Store) now() time.Time { return s.opts.Now().UTC() }
+
+// nanos formats t as Unix nanoseconds for the scripts, "0" for the zero
+// time (never).
+func nanos(t time.Time) string {
+	if t.IsZero() {
+		return "0"
+	}
+	return strconv.FormatInt(t.UnixNano(), 10)
+}
+
+// score is a session's score in the namespace index: its updated time in
+// Unix microseconds, which a float64 holds exactly.
+func score(t time.Time) int64 { return t.UnixMicro() }
+
+// updateIndex is the index update of a split store after a successful
+// write.
+func (s *Store) updateIndex(ctx context.Context, id string, updated time.Time, gt bool) error {
+	g := "0"
+	if gt {
+		g = "1"
+	}
+	return indexScript.Run(ctx, s.client, []string{s.index}, score(updated), id, s.ttl, g).Err()
+}

@@ -1,0 +1,130 @@
+package redis_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/redis"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+const envURL = "CAIRN_TEST_REDIS"
+
+// testURL returns the test server's URL, or skips the test.
+func testURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(envURL)
+	if u == "" {
+		tb.Skipf("%s is not set: set it to a Redis 7 URL such as redis://127.0.0.1:6379/0 to run the Redis store tests", envURL)
+	}
+	return u
+}
+
+var (
+	adminOnce sync.Once
+	admin     *goredis.Client
+	adminErr  error
+)
+
+// adminClient returns a client on the test server for looking at keys and
+// cleaning up, shared by the whole test binary.
+func adminClient(tb testing.TB) *goredis.Client {
+	tb.Helper()
+	u := testURL(tb)
+	adminOnce.Do(func() {
+		var opts *goredis.Options
+		if opts, adminErr = redis.ParseURL(u); adminErr == nil {
+			admin = goredis.NewClient(opts)
+		}
+	})
+	if adminErr != nil {
+		tb.Fatal(adminErr)
+	}
+	return admin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if admin != nil {
+		admin.Close()
+	}
+	os.Exit(code)
+}
+
+// namespaceKeys returns every key of a namespace, found with SCAN.
+func namespaceKeys(tb testing.TB, ctx context.Context, ns string) []string {
+	tb.Helper()
+	var keys []string
+	iter := adminClient(tb).Scan(ctx, 0, "cairn:"+ns+":*", 500).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		tb.Fatalf("scan %s: %v", ns, err)
+	}
+	return keys
+}
+
+// cleanNamespace deletes every key of ns when the test ends.
+func cleanNamespace(tb testing.TB, ns string) {
+	c := adminClient(tb)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if keys := namespaceKeys(tb, ctx, ns); len(keys) > 0 {
+			if err := c.Del(ctx, keys...).Err(); err != nil {
+				tb.Errorf("clean namespace %s: %v", ns, err)
+			}
+		}
+	})
+}
+
+// openStore opens a store on the test server that owns its client, and
+// deletes its namespace's keys when the test ends.
+func openStore(tb testing.TB, opts cairn.StoreOptions) *redis.Store {
+	tb.Helper()
+	if opts.Namespace == "" {
+		opts.Namespace = "t_" + randHex(tb)
+	}
+	cleanNamespace(tb, opts.Namespace)
+	s, err := redis.Open(context.Background(), testURL(tb), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	testURL(t)
+	storetest.Run(t, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+		return openStore(t, opts)
+	})
+}
+
+// TestConformanceSplit runs the suite on stores that update the namespace
+// index outside the session scripts, as they do on Redis Cluster.
+func TestConformanceSplit(t *testing.T) {
+	c := adminClient(t)
+	storetest.Run(t, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+		cleanNamespace(t, opts.Namespace)
+		s, err := redis.NewSplit(c, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func BenchmarkAppend(b *testing.B) {
+	storetest.BenchmarkAppend(b, func(b *testing.B, opts cairn.StoreOptions) cairn.Store {
+		return openStore(b, opts)
+	})
+}

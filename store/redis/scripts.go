@@ -1,0 +1,149 @@
+package redis
+
+import goredis "github.com/redis/go-redis/v9"
+
+// The Lua scripts below run atomically inside Redis. Each takes the keys of
+// one session (meta hash, events list) and, when the store is not split,
+// the namespace index as a third key; a split store (Cluster, Ring) passes
+// two keys and updates the index itself with indexScript.
+//
+// Times reach the scripts as decimal strings of Unix nanoseconds from the
+// store's clock, never Redis's own. Lua numbers are doubles, which cannot
+// hold nanoseconds exactly, so expiry is compared on the strings.
+
+// luaHelpers is prepended to every script that needs it.
+const luaHelpers = `
+-- expired reports whether a session whose expires_at is exp has expired
+-- at now; both are non-negative decimal strings, "0" or false: never.
+local function expired(exp, now)
+  if not exp or exp == '' or exp == '0' then return false end
+  if #now ~= #exp then return #now > #exp end
+  return now >= exp
+end
+
+-- touch gives the session's keys a relative TTL, or none when ttl is "0".
+local function touch(ttl)
+  for i = 1, 2 do
+    if ttl ~= '0' then
+      redis.call('EXPIRE', KEYS[i], ttl)
+    else
+      redis.call('PERSIST', KEYS[i])
+    end
+  end
+end
+
+-- index records the session's updated time in the namespace index and
+-- keeps the index alive at least as long as the session. With gt "1" it
+-- only ever raises a score, for index updates that may arrive out of order.
+local function index(idx, score, id, ttl, gt)
+  local existed = redis.call('EXISTS', idx) == 1
+  if gt == '1' then
+    redis.call('ZADD', idx, 'GT', score, id)
+  else
+    redis.call('ZADD', idx, score, id)
+  end
+  if ttl == '0' then
+    redis.call('PERSIST', idx)
+  elseif existed then
+    redis.call('EXPIRE', idx, ttl, 'GT')
+  else
+    redis.call('EXPIRE', idx, ttl)
+  end
+end
+`
+
+// createScript makes a session unless a live one holds the ID.
+//
+//	KEYS: meta, events[, index]
+//	ARGV: now, expires_at, ttl, id, score, created_at, updated_at, labels
+//	returns "OK" or "EXISTS"
+var createScript = goredis.NewScript(luaHelpers + `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local exp = redis.call('HGET', KEYS[1], 'expires_at')
+  if not expired(exp, ARGV[1]) then return 'EXISTS' end
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('HSET', KEYS[1],
+  'created_at', ARGV[6], 'updated_at', ARGV[7], 'expires_at', ARGV[2],
+  'status', 'new', 'steps', 0, 'first_message', '', 'labels', ARGV[8],
+  'last_seq', 0)
+touch(ARGV[3])
+if KEYS[3] then index(KEYS[3], ARGV[5], ARGV[4], ARGV[3], '0') end
+return 'OK'
+`)
+
+// appendArgs is the number of ARGV entries of appendScript before the
+// events.
+const appendArgs = 12
+
+// appendScript appends events if the session is live and its last seq is
+// the expected one, and applies the events' summary to the meta.
+//
+//	KEYS: meta, events[, index]
+//	ARGV: now, expires_at, ttl, expect_seq, new_last_seq, steps_delta,
+//	      status ("" unchanged), has_message ("1"/"0"), first_message,
+//	      updated_at, id, score, event...
+//	returns "OK", "NOTFOUND" or "CONFLICT"
+var appendScript = goredis.NewScript(luaHelpers + `
+local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq')
+if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
+if tonumber(cur[2]) ~= tonumber(ARGV[4]) then return 'CONFLICT' end
+for i = 13, #ARGV, 500 do
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
+end
+redis.call('HSET', KEYS[1], 'last_seq', ARGV[5], 'updated_at', ARGV[10], 'expires_at', ARGV[2])
+if ARGV[6] ~= '0' then redis.call('HINCRBY', KEYS[1], 'steps', ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
+if ARGV[8] == '1' then
+  local first = redis.call('HGET', KEYS[1], 'first_message')
+  if not first or first == '' then redis.call('HSET', KEYS[1], 'first_message', ARGV[9]) end
+end
+touch(ARGV[3])
+if KEYS[3] then index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0') end
+return 'OK'
+`)
+
+// removeScript deletes a session's keys and its index entry. With
+// only_expired "1" it leaves a live session alone (Sweep, List's pruning).
+//
+//	KEYS: meta, events[, index]
+//	ARGV: now, id, only_expired
+//	returns "DELETED" (it was live), "EXPIRED" (deleted, it had expired),
+//	"MISSING" (no such session) or "LIVE" (kept, only_expired)
+var removeScript = goredis.NewScript(luaHelpers + `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+  if KEYS[3] then redis.call('ZREM', KEYS[3], ARGV[2]) end
+  return 'MISSING'
+end
+local gone = expired(redis.call('HGET', KEYS[1], 'expires_at'), ARGV[1])
+if ARGV[3] == '1' and not gone then return 'LIVE' end
+redis.call('DEL', KEYS[1], KEYS[2])
+if KEYS[3] then redis.call('ZREM', KEYS[3], ARGV[2]) end
+if gone then return 'EXPIRED' end
+return 'DELETED'
+`)
+
+// indexScript is the index update of a split store, run after a
+// successful Create or Append (gt "1": scores only rise, since updates of
+// one session may arrive out of order), or by List to set a score that
+// disagrees with the session's meta (gt "0").
+//
+//	KEYS: index
+//	ARGV: score, id, ttl, gt
+var indexScript = goredis.NewScript(luaHelpers + `
+index(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+return 'OK'
+`)
+
+// Script replies.
+const (
+	replyOK       = "OK"
+	replyExists   = "EXISTS"
+	replyNotFound = "NOTFOUND"
+	replyConflict = "CONFLICT"
+	replyDeleted  = "DELETED"
+	replyExpired  = "EXPIRED"
+	replyMissing  = "MISSING"
+	replyLive     = "LIVE"
+)
