@@ -112,3 +112,25 @@ func TestOpen_NotADatabase(t *testing.T) {
 		t.Fatal("Open of a file that is not a database succeeded")
 	}
 }
+
+func TestOpen_PathWithURICharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a b?c#d%20e&f=g", "cairn.db")
+	s := openTest(t, path, Options{})
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("no database at %s: %v", path, err)
+	}
+	if fi.Size() == 0 {
+		t.Errorf("the database at %s is empty: SQLite wrote elsewhere", path)
+	}
+	s = openTest(t, path, Options{})
+	if _, err := s.Load(t.Context(), "x", 0); err != nil {
+		t.Errorf("Load after reopening %s: %v", path, err)
+	}
+}

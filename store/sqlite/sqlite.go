@@ -26,7 +26,7 @@ type Options struct {
 	// connection: "FULL" (the default; every commit is fsynced before
 	// Append returns, so it survives a power loss) or "NORMAL" (commits
 	// survive a crash of the process, but the last ones may be lost if
-	// the machine loses power; roughly ten times faster). Case does not
+	// the machine loses power; several times faster). Case does not
 	// matter.
 	Synchronous string
 }
