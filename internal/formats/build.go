@@ -83,7 +83,7 @@ func (h *history) build(opts ImportOptions, rep *Report) (*cairn.Memory, error) 
 		rep.generate("%s generated", plural(b.generated, "tool call ID", "tool call IDs"))
 	}
 	if b.matched > 0 {
-		rep.generate("%s matched to their calls by tool name", plural(b.matched, "tool result", "tool results"))
+		rep.generate("%s by tool name", plural(b.matched, "tool result matched to its call", "tool results matched to their calls"))
 	}
 	if err := b.variables(opts.maxEventBytes()); err != nil {
 		return nil, err

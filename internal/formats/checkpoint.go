@@ -144,10 +144,10 @@ func checkpointTime(o *object, h *history) *ImportError {
 	if perr != nil {
 		return positioned("updated_at", o.vals["updated_at"].off, "is not an RFC 3339 time: %q", s)
 	}
-	if t.Year() < 1 || t.Year() > 9999 {
-		return positioned("updated_at", o.vals["updated_at"].off, "is out of range: %q", s)
+	if t = t.UTC(); t.IsZero() || t.Year() < 1 || t.Year() > 9999 {
+		return positioned("updated_at", o.vals["updated_at"].off, "is out of range (years 0001 to 9999, not the zero time): %q", s)
 	}
-	h.at = t.UTC()
+	h.at = t
 	return nil
 }
 

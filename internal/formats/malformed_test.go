@@ -72,6 +72,8 @@ func TestImport_MalformedCheckpoint(t *testing.T) {
 		{name: "current_step negative", in: `{"current_step":-1,"history":[]}`, index: -1, field: "current_step", at: "-1", msg: "want a whole number from 0"},
 		{name: "current_step a fraction", in: `{"current_step":1.5,"history":[]}`, index: -1, field: "current_step", at: "1.5", msg: "want a whole number from 0"},
 		{name: "updated_at not a time", in: `{"updated_at":"yesterday","history":[]}`, index: -1, field: "updated_at", at: `"yesterday"`, msg: "not an RFC 3339 time"},
+		{name: "updated_at the zero time", in: `{"updated_at":"0001-01-01T00:00:00Z","history":[]}`, index: -1, field: "updated_at", at: `"0001`, msg: "out of range"},
+		{name: "updated_at before year 1", in: `{"updated_at":"0001-01-01T00:00:00+01:00","history":[]}`, index: -1, field: "updated_at", at: `"0001`, msg: "out of range"},
 		{name: "variables a list", in: `{"variables":[],"history":[]}`, index: -1, field: "variables", at: "[]", msg: "must be an object, not an array"},
 		{name: "history an object", in: `{"history":{}}`, index: -1, field: "history", at: "{}", msg: "must be an array"},
 		{name: "unknown role", in: `{"history":[{"role":"human","content":"hi"}]}`, index: 0, field: "role", at: `"human"`, msg: `unknown role "human"`},

@@ -142,7 +142,7 @@ func exportable(st *cairn.State, rep *Report) []cairn.Message {
 		out = append(out, m)
 	}
 	if orphans > 0 {
-		rep.drop("%s whose call was compacted away", plural(orphans, "tool result", "tool results"))
+		rep.drop("%s whose call is no longer in the history (compacted away)", plural(orphans, "tool result", "tool results"))
 	}
 	return out
 }
@@ -340,6 +340,9 @@ func contentPart(v value, field string, allowed []string) (cairn.Part, *ImportEr
 		url, err := img.str(join(field, "image_url"), "url", true)
 		if err != nil {
 			return cairn.Part{}, err
+		}
+		if url == "" {
+			return cairn.Part{}, positioned(join(field, "image_url.url"), img.vals["url"].off, "is empty")
 		}
 		p := cairn.Part{Type: "image", URL: url}
 		if mime, data, ok := parseDataURL(url); ok {
