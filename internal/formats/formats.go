@@ -93,6 +93,8 @@ type ImportError struct {
 	Err    error  // the underlying error, such as cairn.ErrTooLarge
 }
 
+// Error returns the error in one line: the format, the message index, the
+// field, what is wrong and the byte offset.
 func (e *ImportError) Error() string {
 	s := "import"
 	if e.Format != "" {
