@@ -199,6 +199,7 @@ const (
 	InterruptApproval  = "approval"
 	InterruptDegraded  = "store_degraded"
 	InterruptShutdown  = "shutdown"
+	InterruptImported  = "imported" // an imported history ends before the model's answer
 )
 
 // ApprovalDecided is the data of KindApprovalDecided.

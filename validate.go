@@ -222,6 +222,9 @@ const (
 	DefaultMaxAppendEvents = 1000
 )
 
+// WithDefaults returns l with zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits { return l.withDefaults() }
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxEventBytes <= 0 {
 		l.MaxEventBytes = DefaultMaxEventBytes
