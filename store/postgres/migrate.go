@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
@@ -111,10 +110,6 @@ func checkVersion(schema string, v int) error {
 	return nil
 }
 
-// ErrSchemaTooNew is returned by Open and New when the namespace's schema
-// records a migration newer than this package knows.
-var ErrSchemaTooNew = errors.New("postgres schema is newer than this cairn")
-
 func migrateTx(ctx context.Context, tx pgx.Tx, schema string) error {
 	q := pgx.Identifier{schema}.Sanitize()
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(schema)); err != nil {
@@ -126,7 +121,8 @@ func migrateTx(ctx context.Context, tx pgx.Tx, schema string) error {
 	if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+q); err != nil {
 		return fmt.Errorf("migrate schema %q: %w", schema, err)
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	table := pgx.Identifier{schema, "schema_migrations"}.Sanitize()
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
 		version    integer PRIMARY KEY,
 		name       text NOT NULL,
 		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
@@ -145,7 +141,7 @@ func migrateTx(ctx context.Context, tx pgx.Tx, schema string) error {
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
 			return fmt.Errorf("migrate schema %q: %s: %w", schema, m.name, err)
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+		if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
 			return fmt.Errorf("migrate schema %q: record %s: %w", schema, m.name, err)
 		}
 	}

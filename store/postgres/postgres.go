@@ -55,6 +55,9 @@ func Open(ctx context.Context, dsn string, opts cairn.StoreOptions) (*Store, err
 		// pgx's parse errors already hide the password.
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "cairn"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store at %s: %w", address(cfg), err)
@@ -136,6 +139,11 @@ func address(cfg *pgxpool.Config) string {
 	return net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))
 }
 
+// ErrSchemaTooNew is returned by Open and New when the namespace's schema
+// records a migration newer than this package knows: a newer cairn has
+// migrated it, and this one must not guess what its tables now mean.
+var ErrSchemaTooNew = errors.New("postgres schema is newer than this cairn")
+
 // PostgreSQL error codes the store translates.
 const (
 	codeUniqueViolation     = "23505"
@@ -202,7 +210,7 @@ func newStatements(schema string) statements {
 			SELECT EXISTS (SELECT 1 FROM u),
 				(SELECT last_seq FROM ` + sessions + ` WHERE id = $1 AND ` + liveSQL("$4") + `)`,
 		seqNow:     "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
-		info:       "SELECT id, created_at, updated_at, status, steps, first_message, labels, last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		info:       "SELECT " + infoColumns + " FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
 		loadEvents: "SELECT envelope FROM " + events + " WHERE session_id = $1 AND seq >= $2 ORDER BY seq",
 		del:        "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),
 		sweep:      "DELETE FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
