@@ -20,10 +20,35 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/provider/script"
-	"github.com/cairnhq/cairn/store/sqlite"
+	_ "github.com/cairnhq/cairn/store/file"
+	_ "github.com/cairnhq/cairn/store/sqlite"
 )
 
-var crashKills = flag.Int("crash.kills", 0, "SIGKILLs the crash test lands (default 50, or $CAIRN_CRASH_KILLS)")
+var (
+	crashKills  = flag.Int("crash.kills", 0, "SIGKILLs the crash test lands on each store (default 50, or $CAIRN_CRASH_KILLS)")
+	crashStores = flag.String("crash.stores", "", "comma-separated stores the crash test runs on: sqlite, file (default both, or $CAIRN_CRASH_STORES)")
+)
+
+// crashStoreURLs returns the store URLs the crash test runs on, in dir.
+func crashStoreURLs(dir string) map[string]string {
+	names := *crashStores
+	if names == "" {
+		names = os.Getenv("CAIRN_CRASH_STORES")
+	}
+	if names == "" {
+		names = "sqlite,file"
+	}
+	urls := map[string]string{}
+	for _, n := range strings.Split(names, ",") {
+		switch n = strings.TrimSpace(n); n {
+		case "sqlite":
+			urls[n] = "sqlite://" + filepath.Join(dir, "cairn.db")
+		case "file":
+			urls[n] = "file://" + filepath.Join(dir, "sessions")
+		}
+	}
+	return urls
+}
 
 func wantKills() int {
 	if *crashKills > 0 {
@@ -87,9 +112,13 @@ func TestAgent_CrashResume(t *testing.T) {
 		t.Skip("builds and kills processes")
 	}
 	bin := buildCrashProg(t)
+	for name, url := range crashStoreURLs(t.TempDir()) {
+		t.Run(name, func(t *testing.T) { crashResume(t, bin, url) })
+	}
+}
+
+func crashResume(t *testing.T, bin, url string) {
 	dir := t.TempDir()
-	db := filepath.Join(dir, "cairn.db")
-	url := "sqlite://" + db
 
 	// The reference: one uninterrupted run.
 	refSide := filepath.Join(dir, "ref.txt")
@@ -97,11 +126,18 @@ func TestAgent_CrashResume(t *testing.T) {
 	if out, err := exec.Command(bin, "-store", url, "-session", "ref", "-script", refScript).CombinedOutput(); err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
-	ref, _ := checkCrashSession(t, db, "ref", refSide, nil)
+	ref, _ := checkCrashSession(t, url, "ref", refSide, nil)
 
 	want := wantKills()
 	kills, sessions, unknown := 0, 0, 0
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 7))
+	landed := map[string]int{} // the last stored event when a kill landed
+	st, err := cairn.Open(t.Context(), url, cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	for kills < want {
 		sessions++
 		id := fmt.Sprintf("crash-%d", sessions)
@@ -117,16 +153,31 @@ func TestAgent_CrashResume(t *testing.T) {
 			done, killed := runAndKill(t, bin, url, id, scr, d, afterReady)
 			if killed {
 				kills++
+				landed[lastKind(t, st, id)]++
 			}
 			if done {
 				break
 			}
 		}
-		_, n := checkCrashSession(t, db, id, side, ref)
+		_, n := checkCrashSession(t, url, id, side, ref)
 		unknown += n
 	}
-	t.Logf("crash test: %d SIGKILLs over %d sessions; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"",
-		kills, sessions, len(ref), unknown)
+	t.Logf("crash test on %s (seed %d): %d SIGKILLs over %d sessions; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; last event stored when killed: %v",
+		url, seed, kills, sessions, len(ref), unknown, landed)
+}
+
+// lastKind names the last event the store holds for a session.
+func lastKind(t *testing.T, st cairn.Store, id string) string {
+	rec, err := st.Load(t.Context(), id, 0)
+	switch {
+	case errors.Is(err, cairn.ErrNotFound):
+		return "no session"
+	case err != nil:
+		t.Fatal(err)
+	case len(rec.Events) == 0:
+		return "no event"
+	}
+	return string(rec.Events[len(rec.Events)-1].Kind)
 }
 
 // runAndKill starts the program and kills it d after it starts (or, with
@@ -197,9 +248,9 @@ func exitStatus(t *testing.T, id string, err error, stderr *strings.Builder) (do
 // want (when given), every tool call answered exactly once and after it,
 // and no line of the side file written twice. It returns the model
 // responses and the number of "outcome unknown" results.
-func checkCrashSession(t *testing.T, db, id, side string, want []response) ([]response, int) {
+func checkCrashSession(t *testing.T, url, id, side string, want []response) ([]response, int) {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), db, sqlite.Options{})
+	st, err := cairn.Open(t.Context(), url, cairn.StoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

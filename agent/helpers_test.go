@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/memory"
 )
@@ -118,4 +119,12 @@ func checkReplay(t *testing.T, s *agent.Session, st cairn.Store) {
 	if string(a) != string(b) {
 		t.Errorf("state folded while running differs from the replayed one:\n got %s\nwant %s", a, b)
 	}
+}
+
+// funcModel is a model whose answers a test writes as a function.
+type funcModel func(req *provider.Request) (*provider.Response, error)
+
+func (f funcModel) ID() string { return "func" }
+func (f funcModel) Generate(_ context.Context, req *provider.Request) (*provider.Response, error) {
+	return f(req)
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -252,8 +253,13 @@ func normalizeCalls(calls []cairn.ToolCall, seq int64) []cairn.ToolCall {
 			out[i].ID = fmt.Sprintf("call_%d_%d", seq, i)
 		}
 		seen[out[i].ID] = true
-		if len(out[i].Args) == 0 || string(out[i].Args) == "null" {
+		switch {
+		case len(out[i].Args) == 0 || string(out[i].Args) == "null":
 			out[i].Args = []byte("{}")
+		case !json.Valid(out[i].Args):
+			// Kept as a JSON string: the tool refuses it with an error
+			// result the model sees, and the history stays valid.
+			out[i].Args, _ = json.Marshal(string(out[i].Args))
 		}
 	}
 	return out

@@ -8,10 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
 )
 
@@ -264,32 +266,35 @@ func TestSession_InterruptDuringTool(t *testing.T) {
 }
 
 func TestSession_InterruptDuringModel(t *testing.T) {
-	st := newMemStore(t)
-	a := offlineAgent(st)
-	a.Model = scripted(t, script.Step{Text: "slow answer", DelayMS: 60_000})
-	s, _ := a.Start(t.Context(), agent.WithID("im"))
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		for s.State().Status != cairn.StatusRunning {
-			time.Sleep(time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		st := newMemStore(t)
+		a := offlineAgent(st)
+		a.Model = scripted(t, script.Step{Text: "slow answer", DelayMS: 60_000})
+		s, _ := a.Start(t.Context(), agent.WithID("im"))
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			synctest.Wait() // the run waits in the model call
+			cancel()
+		}()
+		if _, err := s.Run(ctx, "go"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", err)
 		}
-		cancel()
-	}()
-	if _, err := s.Run(ctx, "go"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("got %v, want context.Canceled", err)
-	}
-	if st := s.State(); st.Status != cairn.StatusInterrupted || st.Interrupt != cairn.InterruptCancelled {
-		t.Fatalf("state %s/%s, want interrupted/cancelled", st.Status, st.Interrupt)
-	}
-	// Continue after an interrupt keeps the memory.
-	a.Model = scripted(t, script.Step{Text: "quick"}, script.Step{Text: "second"})
-	res, err := s.Run(t.Context(), "again", agent.Continue())
-	if err != nil || res.Output != "quick" {
-		t.Fatalf("continue: %+v %v", res, err)
-	}
-	if n := len(s.State().Messages); n != 4 {
-		t.Errorf("%d messages, want 4 (system, go, again, quick)", n)
-	}
+		if st := s.State(); st.Status != cairn.StatusInterrupted || st.Interrupt != cairn.InterruptCancelled {
+			t.Fatalf("state %s/%s, want interrupted/cancelled", st.Status, st.Interrupt)
+		}
+		if n := len(decoded[cairn.ModelResponse](t, loadEvents(t, st, "im"), cairn.KindModelResponse)); n != 0 {
+			t.Errorf("%d model responses recorded, want 0", n)
+		}
+		// Continue after an interrupt keeps the memory.
+		a.Model = scripted(t, script.Step{Text: "quick"}, script.Step{Text: "second"})
+		res, err := s.Run(t.Context(), "again", agent.Continue())
+		if err != nil || res.Output != "quick" {
+			t.Fatalf("continue: %+v %v", res, err)
+		}
+		if n := len(s.State().Messages); n != 4 {
+			t.Errorf("%d messages, want 4 (system, go, again, quick)", n)
+		}
+	})
 }
 
 // A process died after tool.started of calls that were not idempotent, and
@@ -352,6 +357,45 @@ func TestSession_ResumeAfterCrash(t *testing.T) {
 	}
 	if n := len(decoded[cairn.ModelResponse](t, loadEvents(t, st, "crashed"), cairn.KindModelResponse)); n != 2 {
 		t.Errorf("%d model responses, want 2 (the recorded one is not made again)", n)
+	}
+	checkHistory(t, s.State().Messages)
+}
+
+// Calls without an ID, with a repeated ID or with arguments that are not
+// JSON are recorded so that the history stays valid, and answered.
+func TestSession_MalformedCalls(t *testing.T) {
+	st := newMemStore(t)
+	a := offlineAgent(st)
+	a.Model = funcModel(func(req *provider.Request) (*provider.Response, error) {
+		if req.Responses > 0 {
+			return &provider.Response{Text: "done"}, nil
+		}
+		return &provider.Response{ToolCalls: []cairn.ToolCall{
+			{Name: "calc", Args: json.RawMessage(`{bad`)},
+			{ID: "x", Name: "calc"},
+			{ID: "x", Name: "calc", Args: json.RawMessage(`{"expression":"1"}`)},
+		}}, nil
+	})
+	s, _ := a.Start(t.Context())
+	res, err := s.Run(t.Context(), "go")
+	if err != nil || res.Output != "done" {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	events := loadEvents(t, st, s.ID())
+	resp := decoded[cairn.ModelResponse](t, events, cairn.KindModelResponse)[0]
+	ids := map[string]bool{}
+	for _, c := range resp.ToolCalls {
+		if c.ID == "" || ids[c.ID] || !json.Valid(c.Args) {
+			t.Errorf("call recorded as %+v", c)
+		}
+		ids[c.ID] = true
+	}
+	if resp.FinishReason != "tool_calls" || resp.Model != "func" {
+		t.Errorf("finish %q model %q", resp.FinishReason, resp.Model)
+	}
+	results := decoded[cairn.ToolResult](t, events, cairn.KindToolResult)
+	if !results[0].IsError || !results[1].IsError || results[2].Output != "1" {
+		t.Errorf("results: %+v", results)
 	}
 	checkHistory(t, s.State().Messages)
 }

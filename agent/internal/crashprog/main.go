@@ -20,6 +20,7 @@ import (
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
 	"github.com/cairnhq/cairn/provider/script"
+	_ "github.com/cairnhq/cairn/store/file"
 	_ "github.com/cairnhq/cairn/store/memory"
 	_ "github.com/cairnhq/cairn/store/sqlite"
 )
