@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+	"strconv"
 
 	"github.com/cairnhq/cairn"
 )
@@ -14,15 +14,6 @@ import (
 // written together; every line of an append but its last ends with a space
 // before the newline ("continued"), so that recovery can tell a whole
 // append from the start of one that a crash cut short.
-
-// head is the envelope without its data, which is written as given.
-type head struct {
-	V    int        `json:"v"`
-	Seq  int64      `json:"seq"`
-	At   time.Time  `json:"at"`
-	Kind cairn.Kind `json:"kind"`
-	Run  string     `json:"run"`
-}
 
 // encodeEvents returns the lines of one append. The data of each event is
 // written byte for byte as given, unless it spans lines, in which case it is
@@ -34,11 +25,20 @@ func encodeEvents(events []cairn.Event) ([]byte, error) {
 	}
 	buf := make([]byte, 0, n)
 	for i, e := range events {
-		h, err := json.Marshal(head{V: e.V, Seq: e.Seq, At: e.At, Kind: e.Kind, Run: e.Run})
+		at, err := e.At.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("%w: seq %d: %v", cairn.ErrInvalidEvent, e.Seq, err)
 		}
-		buf = append(buf, h[:len(h)-1]...)
+		buf = append(buf, `{"v":`...)
+		buf = strconv.AppendInt(buf, int64(e.V), 10)
+		buf = append(buf, `,"seq":`...)
+		buf = strconv.AppendInt(buf, e.Seq, 10)
+		buf = append(buf, `,"at":`...)
+		buf = append(buf, at...)
+		buf = append(buf, `,"kind":`...)
+		buf = appendString(buf, string(e.Kind))
+		buf = append(buf, `,"run":`...)
+		buf = appendString(buf, e.Run)
 		buf = append(buf, `,"data":`...)
 		if bytes.ContainsAny(e.Data, "\r\n") {
 			var c bytes.Buffer
@@ -56,6 +56,20 @@ func encodeEvents(events []cairn.Event) ([]byte, error) {
 		buf = append(buf, '\n')
 	}
 	return buf, nil
+}
+
+// appendString appends s as a JSON string: as is when it holds only
+// printable ASCII that needs no escape, through encoding/json otherwise.
+func appendString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(buf, q...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
 }
 
 // errCorrupt marks a log that is damaged before its end, which recovery

@@ -1,0 +1,47 @@
+package file
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// TestEncodeEvents_RoundTrip encodes events with awkward runs and times and
+// decodes them back, whole and through the recovery scanner.
+func TestEncodeEvents_RoundTrip(t *testing.T) {
+	runs := []string{"plain-run", `a"b\c`, "<tag>&", "é日本", "line\nbreak", "\u2028\x00", ""}
+	var evs []cairn.Event
+	for i, run := range runs {
+		e := testEvent(int64(i + 1))
+		e.Run = run
+		e.At = time.Date(2026, 1, 2, 3, 4, 5, i, time.FixedZone("x", 3600))
+		evs = append(evs, e)
+	}
+	buf, err := encodeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(buf, []byte(" \n")); n != len(evs)-1 {
+		t.Errorf("%d lines marked continued, want %d", n, len(evs)-1)
+	}
+	got, err := decodeLog(buf, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned, n, err := scanTail(buf, 1)
+	if err != nil || n != len(buf) || len(scanned) != len(evs) {
+		t.Fatalf("scanTail = %d events, %d bytes, %v; want %d, %d, nil", len(scanned), n, err, len(evs), len(buf))
+	}
+	for i, e := range evs {
+		for _, g := range []cairn.Event{got[i], scanned[i]} {
+			if g.Run != e.Run || g.Seq != e.Seq || !g.At.Equal(e.At) || g.Kind != e.Kind || !bytes.Equal(g.Data, e.Data) {
+				t.Errorf("event %d came back as %+v, want %+v", i, g, e)
+			}
+		}
+	}
+	if scanned, n, err := scanTail(buf[:len(buf)-1], 1); err != nil || n != 0 || len(scanned) != 0 {
+		t.Errorf("scanTail of an append missing its last newline = %d events, %d bytes, %v; want none", len(scanned), n, err)
+	}
+}
