@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 func BenchmarkFloor(b *testing.B) {
 	c := adminClient(b)
 	key := "cairn:bench_" + randHex(b) + ":floor"
-	b.Cleanup(func() { c.Del(b.Context(), key) })
+	b.Cleanup(func() { c.Del(context.Background(), key) })
 	val := strings.Repeat("x", 1024)
 	push := goredis.NewScript(`return redis.call('RPUSH', KEYS[1], ARGV[1])`)
 	cases := []struct {
