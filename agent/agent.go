@@ -230,6 +230,7 @@ type ResumeWarning struct {
 	Current  cairn.Fingerprint // the fingerprint of the agent running it now
 }
 
+// Error says what differs; the run went on.
 func (w *ResumeWarning) Error() string {
 	var diff []string
 	if w.Recorded.Model != w.Current.Model {

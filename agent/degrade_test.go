@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -218,4 +219,44 @@ func TestAgent_OnErrorInvalid(t *testing.T) {
 	if _, err := s.Run(t.Context(), "x"); err == nil || !strings.Contains(err.Error(), "OnError") {
 		t.Errorf("got %v, want an error about OnError", err)
 	}
+}
+
+// lostReplyStore commits appends to a real store but, when armed, reports
+// the next one as failed: a write whose outcome the caller cannot know
+// (a reply lost on the network, a timeout after the commit).
+type lostReplyStore struct {
+	cairn.Store
+	armed atomic.Bool
+}
+
+func (l *lostReplyStore) Append(ctx context.Context, id string, seq int64, e ...cairn.Event) error {
+	if err := l.Store.Append(ctx, id, seq, e...); err != nil {
+		return err
+	}
+	if l.armed.CompareAndSwap(true, false) {
+		return errors.New("connection reset after the write was sent")
+	}
+	return nil
+}
+
+func TestSession_DegradeUnknownOutcome(t *testing.T) {
+	st := &lostReplyStore{Store: newOutageStore(t)}
+	a := offlineAgent(st)
+	arm := agent.NewTool("arm", "", func(context.Context, struct{}) (string, error) { st.armed.Store(true); return "armed", nil })
+	a.Tools = append(a.Tools, arm)
+	a.Model = scripted(t,
+		script.Step{ToolCalls: []script.Call{call("arm", `{}`)}},
+		script.Step{ToolCalls: []script.Call{call("calc", `{"expression":"1+1"}`)}},
+		script.Step{Text: "done"},
+	)
+	s, _ := a.Start(t.Context())
+	res, err := s.Run(t.Context(), "go")
+	if err != nil || res.Status != cairn.StatusCompleted || res.Unsaved != 0 {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	if len(res.Warnings) != 1 {
+		t.Errorf("warnings %v, want the one store warning", res.Warnings)
+	}
+	sameEvents(t, st, s) // the committed step was not written twice
+	checkReplay(t, s, st)
 }

@@ -88,6 +88,7 @@ type StoreWarning struct {
 	Err     error
 }
 
+// Error says that the store failed and why.
 func (w *StoreWarning) Error() string {
 	return fmt.Sprintf("session %s: the store failed, the run goes on in memory and saves when the store answers again: %v", w.Session, w.Err)
 }

@@ -133,6 +133,7 @@ type ArgumentError struct {
 	Msg   string
 }
 
+// Error names the argument and what is wrong with it.
 func (e *ArgumentError) Error() string {
 	if e.Field == "" {
 		return "bad arguments: " + e.Msg

@@ -399,3 +399,93 @@ func TestSession_MalformedCalls(t *testing.T) {
 	}
 	checkHistory(t, s.State().Messages)
 }
+
+// A new input after a run was interrupted with a call pending: the call
+// gets its result first, then the input, so the history stays valid.
+func TestSession_ContinueAfterInterrupt(t *testing.T) {
+	st := newMemStore(t)
+	var block atomic.Bool
+	block.Store(true)
+	started := make(chan struct{}, 1)
+	slow := agent.NewTool("slow", "", func(ctx context.Context, _ struct{}) (string, error) {
+		if block.Load() {
+			started <- struct{}{}
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return "finished", nil
+	})
+	a := offlineAgent(st)
+	a.Tools = []*agent.Tool{slow}
+	a.Model = scripted(t, script.Step{ToolCalls: []script.Call{call("slow", `{}`)}}, script.Step{Text: "answer"})
+	s, _ := a.Start(t.Context())
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	if _, err := s.Run(ctx, "go"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	block.Store(false)
+	res, err := s.Run(t.Context(), "and now?", agent.Continue())
+	if err != nil || res.Output != "answer" {
+		t.Fatalf("continue: %+v %v", res, err)
+	}
+	var roles []string
+	for _, m := range s.State().Messages {
+		roles = append(roles, m.Role+":"+m.Content)
+	}
+	want := "system:Be brief. user:go assistant: tool:finished user:and now? assistant:answer"
+	if got := strings.Join(roles, " "); got != want {
+		t.Errorf("messages\n got %s\nwant %s", got, want)
+	}
+	checkHistory(t, s.State().Messages)
+}
+
+func TestSession_Busy(t *testing.T) {
+	st := newMemStore(t)
+	release, started := make(chan struct{}), make(chan struct{})
+	hold := agent.NewTool("hold", "", func(context.Context, struct{}) (string, error) {
+		close(started)
+		<-release
+		return "ok", nil
+	})
+	a := offlineAgent(st)
+	a.Tools = []*agent.Tool{hold}
+	a.Model = scripted(t, script.Step{ToolCalls: []script.Call{call("hold", `{}`)}}, script.Step{Text: "done"})
+	s, _ := a.Start(t.Context())
+	done := make(chan error, 1)
+	go func() { _, err := s.Run(t.Context(), "go"); done <- err }()
+	<-started
+	if _, err := s.Run(t.Context(), "again"); !errors.Is(err, agent.ErrBusy) {
+		t.Errorf("Run during a run: %v, want ErrBusy", err)
+	}
+	if _, err := s.ResumeRun(t.Context()); !errors.Is(err, agent.ErrBusy) {
+		t.Errorf("ResumeRun during a run: %v, want ErrBusy", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSession_ResumeRun(t *testing.T) {
+	st := newMemStore(t)
+	s, _ := offlineAgent(st).Start(t.Context())
+	if _, err := s.ResumeRun(t.Context()); err == nil {
+		t.Errorf("ResumeRun of a session with no run succeeded")
+	}
+	var streamed strings.Builder
+	res, err := s.Run(t.Context(), "hello", agent.OnText(func(d string) { streamed.WriteString(d) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if streamed.String() != res.Output || res.Usage.InputTokens == 0 || res.Usage.OutputTokens == 0 || res.Steps != 1 {
+		t.Errorf("streamed %q, result %+v", streamed.String(), res)
+	}
+	again, err := s.ResumeRun(t.Context())
+	if err != nil || again.Status != cairn.StatusCompleted || again.Output != res.Output {
+		t.Errorf("ResumeRun of a finished run: %+v %v, want its result", again, err)
+	}
+	if n := s.Memory().Len(); n != 6 {
+		t.Errorf("%d events, want 6 (ResumeRun of a finished run writes nothing)", n)
+	}
+}

@@ -88,6 +88,7 @@ type LoadError struct {
 	Msg    string
 }
 
+// Error gives the file, line:column, step, field and problem.
 func (e *LoadError) Error() string {
 	s := "load script"
 	if e.Path != "" {
