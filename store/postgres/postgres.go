@@ -78,6 +78,9 @@ func Open(ctx context.Context, dsn string, opts cairn.StoreOptions) (*Store, err
 // pool open. Like Open, it creates the namespace's schema and tables if need
 // be, under a lock, so many processes may call it at once.
 func New(ctx context.Context, pool *pgxpool.Pool, opts cairn.StoreOptions) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("new postgres store: the pool is nil")
+	}
 	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -209,10 +212,11 @@ func newStatements(schema string) statements {
 			)
 			SELECT EXISTS (SELECT 1 FROM u),
 				(SELECT last_seq FROM ` + sessions + ` WHERE id = $1 AND ` + liveSQL("$4") + `)`,
-		seqNow:     "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
-		info:       "SELECT " + infoColumns + " FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
-		loadEvents: "SELECT envelope FROM " + events + " WHERE session_id = $1 AND seq >= $2 ORDER BY seq",
-		del:        "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),
-		sweep:      "DELETE FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
+		seqNow: "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		info:   "SELECT " + infoColumns + " FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		loadEvents: "SELECT seq, envelope FROM " + events + " WHERE session_id = $1 AND seq >= $2" +
+			" AND seq <= (SELECT last_seq FROM " + sessions + " WHERE id = $1) ORDER BY seq",
+		del:   "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),
+		sweep: "DELETE FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
 	}
 }

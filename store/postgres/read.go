@@ -55,19 +55,32 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, id string, from int64) (*ca
 	}
 	defer rows.Close()
 	evs := make([]cairn.Event, 0, max(info.LastSeq-from+1, 0))
-	var env []byte
+	var (
+		seq int64
+		env []byte
+	)
 	for rows.Next() {
-		if err := rows.Scan(&env); err != nil {
+		if err := rows.Scan(&seq, &env); err != nil {
 			return nil, err
 		}
+		want := from + int64(len(evs))
 		var e cairn.Event
 		if err := json.Unmarshal(env, &e); err != nil {
-			return nil, fmt.Errorf("event %d: stored envelope does not decode: %w", from+int64(len(evs)), err)
+			return nil, fmt.Errorf("event seq %d: stored envelope does not decode: %w", seq, err)
+		}
+		switch {
+		case seq != want:
+			return nil, fmt.Errorf("stored events jump to seq %d where %d comes next", seq, want)
+		case e.Seq != seq:
+			return nil, fmt.Errorf("event row seq %d holds an envelope of seq %d", seq, e.Seq)
 		}
 		evs = append(evs, e)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	if n := int64(len(evs)); n != max(info.LastSeq-from+1, 0) {
+		return nil, fmt.Errorf("%d events stored from seq %d, the session's last seq is %d", n, from, info.LastSeq)
 	}
 	return &cairn.Record{Info: info, Events: evs}, nil
 }

@@ -405,3 +405,33 @@ func TestStore_EnvelopeBytes(t *testing.T) {
 		t.Errorf("envelope after reload:\n got %s\nwant %s", gj, wj)
 	}
 }
+
+// TestStore_AppendUniqueBackstop plants a stray event row where the next
+// append will write, so that the expected-seq check passes but the primary
+// key on (session_id, seq) refuses: the append must fail with ErrConflict
+// and leave the session row as it was.
+func TestStore_AppendUniqueBackstop(t *testing.T) {
+	s := open(t, cairn.StoreOptions{})
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := adminPool(t).Exec(t.Context(), "INSERT INTO "+pgx.Identifier{s.Schema(), "events"}.Sanitize()+
+		" (session_id, seq, envelope) VALUES ('x', 2, '\\x7b7d')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Append(t.Context(), "x", 0, storetest.Custom(1, "a"), storetest.Custom(2, "b"))
+	if !errors.Is(err, cairn.ErrConflict) {
+		t.Fatalf("Append onto a stray row: got %v, want ErrConflict", err)
+	}
+	rec, err := s.Load(t.Context(), "x", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Info.LastSeq != 0 || !rec.Info.UpdatedAt.Equal(rec.Info.CreatedAt) {
+		t.Errorf("a refused append changed the session: last seq %d, updated %v (created %v)", rec.Info.LastSeq, rec.Info.UpdatedAt, rec.Info.CreatedAt)
+	}
+	if n := countRows(t, s, "events", "session_id", "x"); n != 1 {
+		t.Errorf("events rows = %d, want only the stray one", n)
+	}
+}
