@@ -1,0 +1,215 @@
+package mongodb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Append implements cairn.Store without a transaction, in two round trips:
+//
+//  1. insert the event documents, ordered; the unique index on (session,
+//     seq) lets one writer hold each position, so a duplicate means another
+//     writer got there first;
+//  2. compare-and-set the session document from last_seq expectSeq to the
+//     new last seq, with the info fields: the commit point.
+//
+// If the commit matches nothing, the documents of step 1 are removed (by
+// the token of this call) and the error is ErrNotFound or ErrConflict.
+// Readers only return events up to the session's last_seq, so documents of
+// an uncommitted or failed append are never seen. See the package
+// documentation for the recovery rule of a writer that died between 1 and 2.
+func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	docs := make([]eventDoc, len(events))
+	for i, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("append %s: encode seq %d: %w", id, e.Seq, err)
+		}
+		docs[i] = eventDoc{Session: id, Seq: e.Seq, Event: b}
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.appendOnce(ctx, id, expectSeq, events, docs)
+		if errors.Is(err, errStrays) && attempt == 0 {
+			continue // the strays were removed: try once more
+		}
+		if errors.Is(err, errStrays) {
+			err = cairn.ErrConflict
+		}
+		if err != nil && !isSentinel(err) {
+			return fmt.Errorf("append %s: %w", id, err)
+		}
+		return err
+	}
+}
+
+// errStrays says that an insert met event documents left above the
+// session's last seq by a dead writer, and that they have been removed.
+var errStrays = errors.New("stale uncommitted events removed")
+
+func isSentinel(err error) bool {
+	return errors.Is(err, cairn.ErrConflict) || errors.Is(err, cairn.ErrNotFound)
+}
+
+// appendOnce runs one insert and commit.
+func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, events []cairn.Event, docs []eventDoc) error {
+	start := time.Now() // real clock: the fence and the stale rule
+	token := newToken()
+	written := bson.NewDateTimeFromTime(start)
+	batch := make([]any, len(docs))
+	for i := range docs {
+		d := docs[i]
+		d.Token, d.WrittenAt = token, written
+		batch[i] = d
+	}
+	if _, err := s.events.InsertMany(ctx, batch, options.InsertMany().SetOrdered(true)); err != nil {
+		s.discard(ctx, id, token)
+		if mongo.IsDuplicateKeyError(err) {
+			return s.onDuplicate(ctx, id, expectSeq)
+		}
+		return err
+	}
+	now := s.now()
+	last := expectSeq + int64(len(events))
+	filter := append(liveFilter(id, now),
+		bson.E{Key: "last_seq", Value: expectSeq},
+		bson.E{Key: "fence", Value: bson.D{{Key: "$lt", Value: start.UnixNano()}}},
+	)
+	delta := cairn.Summarize(events)
+	expNs, expAt := s.expiry(now)
+	set := bson.D{
+		{Key: "last_seq", Value: last},
+		{Key: "updated_ns", Value: now.UnixNano()},
+		{Key: "updated_at", Value: bson.NewDateTimeFromTime(now)},
+		{Key: "expires_ns", Value: expNs},
+	}
+	update := bson.D{{Key: "$inc", Value: bson.D{{Key: "steps", Value: delta.Steps}}}}
+	if expAt != nil {
+		set = append(set, bson.E{Key: "expires_at", Value: *expAt})
+	} else {
+		update = append(update, bson.E{Key: "$unset", Value: bson.D{{Key: "expires_at", Value: ""}}})
+	}
+	if delta.Status != "" {
+		set = append(set, bson.E{Key: "status", Value: string(delta.Status)})
+	}
+	matched, err := s.commit(ctx, filter, set, update, delta)
+	if err == nil && matched {
+		return nil
+	}
+	s.discard(ctx, id, token)
+	if err != nil {
+		return err
+	}
+	return s.whyNot(ctx, id)
+}
+
+// commit runs the compare-and-set of the session document. The first user
+// message is set only on a session that has none: with a message in the
+// batch it tries with first_message "" in the filter, then without.
+func (s *Store) commit(ctx context.Context, filter, set, update bson.D, delta cairn.InfoDelta) (bool, error) {
+	if delta.HasMessage {
+		f := append(filter[:len(filter):len(filter)], bson.E{Key: "first_message", Value: ""})
+		st := append(set[:len(set):len(set)], bson.E{Key: "first_message", Value: delta.FirstMessage})
+		res, err := s.sessions.UpdateOne(ctx, f, append(update[:len(update):len(update)], bson.E{Key: "$set", Value: st}))
+		if err != nil || res.MatchedCount == 1 {
+			return err == nil, err
+		}
+	}
+	res, err := s.sessions.UpdateOne(ctx, filter, append(update, bson.E{Key: "$set", Value: set}))
+	if err != nil {
+		return false, err
+	}
+	return res.MatchedCount == 1, nil
+}
+
+// discard removes the event documents one Append call wrote. It runs even
+// when ctx is cancelled.
+func (s *Store) discard(ctx context.Context, id, token string) {
+	ctx, cancel := cleanupCtx(ctx)
+	defer cancel()
+	_, _ = s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "token", Value: token}})
+}
+
+// whyNot tells why a commit matched nothing: ErrNotFound for a session that
+// is missing, expired or being erased, else ErrConflict.
+func (s *Store) whyNot(ctx context.Context, id string) error {
+	n, err := s.sessions.CountDocuments(ctx, liveFilter(id, s.now()))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return cairn.ErrNotFound
+	}
+	return cairn.ErrConflict
+}
+
+// onDuplicate handles an insert that met a position already held. If the
+// session moved past expectSeq (or is gone) that is a plain conflict (or
+// ErrNotFound). If it has not, the holder is uncommitted: a writer still
+// between its insert and its commit, or one that died there. When every
+// uncommitted document of the session is older than StaleAfter, the
+// session's fence is raised to now, so that no append that began before
+// can still commit, those documents are removed and errStrays asks the
+// caller to try again.
+func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64) error {
+	var doc sessionDoc
+	err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
+		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}})).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return cairn.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if doc.LastSeq != expectSeq {
+		return cairn.ErrConflict
+	}
+	wall := time.Now()
+	stale := bson.NewDateTimeFromTime(wall.Add(-StaleAfter))
+	above := bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: doc.LastSeq}}}}
+	fresh, err := s.events.CountDocuments(ctx, append(above, bson.E{Key: "written_at", Value: bson.D{{Key: "$gte", Value: stale}}}))
+	if err != nil {
+		return err
+	}
+	if fresh > 0 {
+		return cairn.ErrConflict // another writer is between insert and commit
+	}
+	res, err := s.sessions.UpdateOne(ctx,
+		bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: doc.LastSeq}},
+		bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: wall.UnixNano()}}}})
+	if err != nil {
+		return err
+	}
+	if res.MatchedCount == 0 {
+		return cairn.ErrConflict
+	}
+	if _, err := s.events.DeleteMany(ctx, append(above, bson.E{Key: "written_at", Value: bson.D{{Key: "$lt", Value: stale}}})); err != nil {
+		return err
+	}
+	return errStrays
+}
+
+func newToken() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,148 @@
+package mongodb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Load implements cairn.Store. It reads the session document, then the
+// events from fromSeq up to the document's last_seq in one query, so event
+// documents of appends not yet committed (or never to be) are not seen.
+func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return nil, err
+	}
+	doc, err := s.find(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	from := max(fromSeq, 1)
+	rec := &cairn.Record{Info: doc.info(), Events: []cairn.Event{}}
+	if from > doc.LastSeq {
+		return rec, nil
+	}
+	cur, err := s.events.Find(ctx,
+		bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: doc.LastSeq}}}},
+		options.Find().SetSort(bson.D{{Key: "seq", Value: 1}}).SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: "seq", Value: 1}, {Key: "event", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	rec.Events = make([]cairn.Event, 0, doc.LastSeq-from+1)
+	want := from
+	for cur.Next(ctx) {
+		var d eventDoc
+		if err := cur.Decode(&d); err != nil {
+			return nil, fmt.Errorf("load %s: %w", id, err)
+		}
+		var e cairn.Event
+		if err := json.Unmarshal(d.Event, &e); err != nil {
+			return nil, fmt.Errorf("load %s: event seq %d: %w", id, d.Seq, err)
+		}
+		if d.Seq != want || e.Seq != want {
+			break // a gap: checked below
+		}
+		rec.Events = append(rec.Events, e)
+		want++
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	if want != doc.LastSeq+1 {
+		// Events are removed only after their session document is marked
+		// erased or is gone: the session was deleted while we read.
+		if _, err := s.find(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("load %s: history has a gap at seq %d (last seq %d)", id, want, doc.LastSeq)
+	}
+	return rec, nil
+}
+
+// find returns the live session document of id, or ErrNotFound.
+func (s *Store) find(ctx context.Context, id string) (*sessionDoc, error) {
+	var doc sessionDoc
+	err := s.sessions.FindOne(ctx, liveFilter(id, s.now())).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, cairn.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	return &doc, nil
+}
+
+// List implements cairn.Store. Filters, order and cursor are all part of
+// the query, which the (updated_ns desc, _id desc) index serves.
+func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	filter := live(s.now())
+	if len(opts.Status) > 0 {
+		st := bson.A{}
+		for _, x := range opts.Status {
+			st = append(st, string(x))
+		}
+		filter = append(filter, bson.E{Key: "status", Value: bson.D{{Key: "$in", Value: st}}})
+	}
+	var and bson.A
+	for k, v := range opts.Labels {
+		and = append(and, bson.D{{Key: "labels", Value: labelPair(k, v)}})
+	}
+	updated := bson.D{}
+	if !opts.UpdatedAfter.IsZero() {
+		updated = append(updated, bson.E{Key: "$gt", Value: opts.UpdatedAfter.UnixNano()})
+	}
+	if !opts.UpdatedBefore.IsZero() {
+		updated = append(updated, bson.E{Key: "$lt", Value: opts.UpdatedBefore.UnixNano()})
+	}
+	if len(updated) > 0 {
+		filter = append(filter, bson.E{Key: "updated_ns", Value: updated})
+	}
+	if opts.Cursor != "" {
+		c, err := cairn.ParseCursor(opts.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		ns := c.UpdatedAt.UnixNano()
+		and = append(and, bson.D{{Key: "$or", Value: bson.A{
+			bson.D{{Key: "updated_ns", Value: bson.D{{Key: "$lt", Value: ns}}}},
+			bson.D{{Key: "updated_ns", Value: ns}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: c.ID}}}},
+		}}})
+	}
+	if len(and) > 0 {
+		filter = append(filter, bson.E{Key: "$and", Value: and})
+	}
+	n := opts.PageSize()
+	cur, err := s.sessions.Find(ctx, filter, options.Find().
+		SetSort(bson.D{{Key: "updated_ns", Value: -1}, {Key: "_id", Value: -1}}).
+		SetLimit(int64(n)+1))
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	var docs []sessionDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	page := &cairn.ListPage{Sessions: make([]cairn.SessionInfo, 0, min(len(docs), n))}
+	for i := range docs[:min(len(docs), n)] {
+		page.Sessions = append(page.Sessions, docs[i].info())
+	}
+	if len(docs) > n {
+		last := page.Sessions[n-1]
+		page.Next = cairn.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.Encode()
+	}
+	return page, nil
+}

@@ -1,0 +1,203 @@
+package mongodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairnhq/cairn"
+)
+
+// DefaultDatabase is the database a URI without a path uses.
+const DefaultDatabase = "cairn"
+
+// StaleAfter is how long, on the real clock, an event document written
+// above a session's last seq may stay uncommitted before an Append treats
+// it as left by a dead writer and removes it (see the package
+// documentation). It also bounds how long an interrupted Create or Delete
+// holds a session ID.
+const StaleAfter = 30 * time.Second
+
+// maxEventBytes keeps every event document under MongoDB's 16 MiB limit,
+// with room for the document's other fields.
+const maxEventBytes = 16<<20 - 4<<10
+
+func init() {
+	open := func(ctx context.Context, u *url.URL, opts cairn.StoreOptions) (cairn.Store, error) {
+		return Open(ctx, u.String(), opts)
+	}
+	cairn.Register("mongodb", open)
+	cairn.Register("mongodb+srv", open)
+}
+
+// Store is a cairn.Store on a MongoDB database (or a server that speaks
+// its wire protocol, such as FerretDB). It is safe for concurrent use by
+// many goroutines and many processes.
+type Store struct {
+	opts     cairn.StoreOptions
+	client   *mongo.Client // closed by Close when Open made it
+	sessions *mongo.Collection
+	events   *mongo.Collection
+	native   bool // the TTL index on expires_at exists
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var (
+	_ cairn.Store   = (*Store)(nil)
+	_ cairn.Sweeper = (*Store)(nil)
+)
+
+// Open connects to the MongoDB server a URI names, such as
+// "mongodb://127.0.0.1:27017/cairn?w=majority", and returns a store on the
+// URI's database ("cairn" when the URI has no path). Close disconnects.
+func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, error) {
+	dbName, err := databaseName(uri)
+	if err != nil {
+		return nil, fmt.Errorf("open mongodb %s: %w", cairn.RedactURL(uri), err)
+	}
+	client, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		return nil, fmt.Errorf("open mongodb %s: %w", cairn.RedactURL(uri), err)
+	}
+	s, err := New(ctx, client.Database(dbName), opts)
+	if err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("open mongodb %s: %w (is the server running and reachable?)", cairn.RedactURL(uri), err)
+	}
+	s.client = client
+	return s, nil
+}
+
+// New returns a store on db, whose client the caller keeps and disconnects
+// after Close. It creates the namespace's collections and indexes if they
+// are missing.
+func New(ctx context.Context, db *mongo.Database, opts cairn.StoreOptions) (*Store, error) {
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Limits.MaxEventBytes > maxEventBytes {
+		opts.Limits.MaxEventBytes = maxEventBytes
+	}
+	s := &Store{
+		opts:     opts,
+		sessions: db.Collection(opts.Namespace + ".sessions"),
+		events:   db.Collection(opts.Namespace + ".events"),
+	}
+	if err := s.ensureIndexes(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// databaseName returns the database named by a MongoDB URI's path.
+func databaseName(uri string) (string, error) {
+	_, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return "", errors.New("not a mongodb:// or mongodb+srv:// URI")
+	}
+	rest, _, _ = strings.Cut(rest, "?")
+	_, path, ok := strings.Cut(rest, "/")
+	if !ok || path == "" {
+		return DefaultDatabase, nil
+	}
+	name, err := url.PathUnescape(path)
+	if err != nil || strings.ContainsAny(name, `/\. "$`) {
+		return "", fmt.Errorf("bad database name %q", path)
+	}
+	return name, nil
+}
+
+// ensureIndexes creates the indexes the store relies on. A TTL index on
+// the sessions' expires_at is attempted; a server that refuses it (such as
+// FerretDB) leaves expiry to read filters and Sweep.
+func (s *Store) ensureIndexes(ctx context.Context) error {
+	_, err := s.events.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{Key: "session", Value: 1}, {Key: "seq", Value: 1}},
+		Options: options.Index().SetName("session_seq").SetUnique(true),
+	})
+	if err != nil {
+		return fmt.Errorf("create index on %s: %w", s.events.Name(), err)
+	}
+	_, err = s.sessions.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{Key: "updated_ns", Value: -1}, {Key: "_id", Value: -1}},
+		Options: options.Index().SetName("updated_id"),
+	})
+	if err != nil {
+		return fmt.Errorf("create index on %s: %w", s.sessions.Name(), err)
+	}
+	_, err = s.sessions.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{Key: "expires_at", Value: 1}},
+		Options: options.Index().SetName("expires_at_ttl").SetExpireAfterSeconds(0),
+	})
+	var se mongo.ServerError
+	switch {
+	case err == nil:
+		s.native = true
+	case errors.As(err, &se):
+		// Refused (FerretDB answers NotImplemented): expiry stays a read
+		// filter plus Sweep, which work on every server.
+	default:
+		return fmt.Errorf("create index on %s: %w", s.sessions.Name(), err)
+	}
+	return nil
+}
+
+// NativeExpiry reports whether the server accepted the TTL index on the
+// sessions' expires_at, so that it purges expired session documents by
+// itself. Expired sessions are invisible either way.
+func (s *Store) NativeExpiry() bool { return s.native }
+
+// Collections returns the names of the namespace's two collections: the
+// sessions and the events.
+func (s *Store) Collections() (sessions, events string) {
+	return s.sessions.Name(), s.events.Name()
+}
+
+func (s *Store) check() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return cairn.ErrClosed
+	}
+	return nil
+}
+
+// Close implements cairn.Store. It disconnects the client if Open made it.
+// It is safe to call twice.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.client != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.client.Disconnect(ctx); err != nil {
+			return fmt.Errorf("close mongodb: %w", err)
+		}
+	}
+	return nil
+}
+
+// now returns the store clock's time in Unix nanoseconds.
+func (s *Store) now() time.Time { return s.opts.Now().UTC() }
+
+// cleanupCtx returns a context for undoing a half-done write: it survives
+// the caller's cancellation but not for long.
+func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}

@@ -1,0 +1,343 @@
+package mongodb_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/mongodb"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+var nsCount int
+
+// newNamespace returns a namespace no other test uses.
+func newNamespace() string {
+	nsCount++
+	return fmt.Sprintf("t_%d_%d", time.Now().UnixNano()%1e9, nsCount)
+}
+
+// collections returns the namespace's collections, on a client of the
+// test's own.
+func collections(t *testing.T, s *mongodb.Store) (sessions, events *mongo.Collection) {
+	t.Helper()
+	db := client(t)
+	sn, en := s.Collections()
+	return db.Collection(sn), db.Collection(en)
+}
+
+func count(t *testing.T, c *mongo.Collection, filter bson.D) int64 {
+	t.Helper()
+	n, err := c.CountDocuments(t.Context(), filter)
+	if err != nil {
+		t.Fatalf("count %s: %v", c.Name(), err)
+	}
+	return n
+}
+
+func create(t *testing.T, s cairn.Store, id string) {
+	t.Helper()
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+		t.Fatalf("Create(%s): %v", id, err)
+	}
+}
+
+func appendOK(t *testing.T, s cairn.Store, id string, expect int64, evs ...cairn.Event) {
+	t.Helper()
+	if err := s.Append(t.Context(), id, expect, evs...); err != nil {
+		t.Fatalf("Append(%s, expect %d): %v", id, expect, err)
+	}
+}
+
+func load(t *testing.T, s cairn.Store, id string) *cairn.Record {
+	t.Helper()
+	rec, err := s.Load(t.Context(), id, 0)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", id, err)
+	}
+	return rec
+}
+
+// tags returns the writer tags of storetest.Custom events.
+func tags(t *testing.T, evs []cairn.Event) []string {
+	t.Helper()
+	var out []string
+	for _, e := range evs {
+		var c cairn.Custom
+		var tag string
+		if err := json.Unmarshal(e.Data, &c); err != nil || json.Unmarshal(c.Payload, &tag) != nil {
+			t.Fatalf("seq %d: not a tagged custom event: %s", e.Seq, e.Data)
+		}
+		out = append(out, tag)
+	}
+	return out
+}
+
+func TestStore_DeleteRemovesEveryDocument(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	sessions, events := collections(t, s)
+	create(t, s, "gone")
+	create(t, s, "kept")
+	appendOK(t, s, "gone", 0, storetest.Conversation(0, "r1", "secret")...)
+	appendOK(t, s, "kept", 0, storetest.UserTurn(0, "r1", "keep")...)
+	if got := count(t, events, bson.D{{Key: "session", Value: "gone"}}); got != 16 {
+		t.Fatalf("before Delete: %d event documents, want 16", got)
+	}
+	if err := s.Delete(t.Context(), "gone"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if got := count(t, sessions, bson.D{{Key: "_id", Value: "gone"}}); got != 0 {
+		t.Errorf("after Delete: %d session documents, want 0", got)
+	}
+	if got := count(t, events, bson.D{{Key: "session", Value: "gone"}}); got != 0 {
+		t.Errorf("after Delete: %d event documents, want 0", got)
+	}
+	if got := count(t, events, bson.D{{Key: "session", Value: "kept"}}); got != 4 {
+		t.Errorf("the other session has %d event documents, want 4", got)
+	}
+}
+
+// insertStray writes an event document by hand as a writer that died
+// between its insert and its commit would have left it.
+func insertStray(t *testing.T, events *mongo.Collection, id string, seq int64, age time.Duration) {
+	t.Helper()
+	_, err := events.InsertOne(t.Context(), bson.D{
+		{Key: "session", Value: id},
+		{Key: "seq", Value: seq},
+		{Key: "token", Value: "dead-writer"},
+		{Key: "written_at", Value: bson.NewDateTimeFromTime(time.Now().Add(-age))},
+		{Key: "event", Value: []byte(`{"v":1,"seq":` + fmt.Sprint(seq) + `,"kind":"custom","stray":true}`)},
+	})
+	if err != nil {
+		t.Fatalf("insert stray: %v", err)
+	}
+}
+
+func TestStore_StaleStrayDoesNotBlock(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	_, events := collections(t, s)
+	create(t, s, "a")
+	appendOK(t, s, "a", 0, storetest.Custom(1, "w1"), storetest.Custom(2, "w1"))
+	insertStray(t, events, "a", 3, 2*mongodb.StaleAfter)
+	insertStray(t, events, "a", 4, 2*mongodb.StaleAfter)
+
+	if got := tags(t, load(t, s, "a").Events); len(got) != 2 {
+		t.Fatalf("Load with strays above last seq returned %v, want the 2 committed events", got)
+	}
+	appendOK(t, s, "a", 2, storetest.Custom(3, "w2"))
+	rec := load(t, s, "a")
+	if got, want := fmt.Sprint(tags(t, rec.Events)), "[w1 w1 w2]"; got != want {
+		t.Fatalf("after the append over stale strays: events %s, want %s", got, want)
+	}
+	if rec.Info.LastSeq != 3 {
+		t.Errorf("last seq = %d, want 3", rec.Info.LastSeq)
+	}
+	if got := count(t, events, bson.D{{Key: "token", Value: "dead-writer"}}); got != 0 {
+		t.Errorf("%d stale strays left, want 0", got)
+	}
+	appendOK(t, s, "a", 3, storetest.Custom(4, "w3"))
+}
+
+func TestStore_FreshUncommittedBlocks(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	_, events := collections(t, s)
+	create(t, s, "a")
+	appendOK(t, s, "a", 0, storetest.Custom(1, "w1"))
+	// A writer between its insert and its commit holds seq 2.
+	insertStray(t, events, "a", 2, time.Second)
+	err := s.Append(t.Context(), "a", 1, storetest.Custom(2, "w2"))
+	if !errors.Is(err, cairn.ErrConflict) {
+		t.Fatalf("Append over an in-flight writer's position: got %v, want ErrConflict", err)
+	}
+	if got := tags(t, load(t, s, "a").Events); fmt.Sprint(got) != "[w1]" {
+		t.Fatalf("Load = %v, want [w1]", got)
+	}
+	if got := count(t, events, bson.D{{Key: "token", Value: "dead-writer"}}); got != 1 {
+		t.Errorf("the in-flight writer's document was touched: %d left, want 1", got)
+	}
+}
+
+func TestStore_CreateClearsOldEvents(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	_, events := collections(t, s)
+	// Event documents of an ID with no session, recent ones included.
+	insertStray(t, events, "reborn", 1, time.Second)
+	insertStray(t, events, "reborn", 2, time.Hour)
+	create(t, s, "reborn")
+	if got := count(t, events, bson.D{{Key: "session", Value: "reborn"}}); got != 0 {
+		t.Fatalf("Create left %d old event documents, want 0", got)
+	}
+	appendOK(t, s, "reborn", 0, storetest.Custom(1, "new"))
+	if got := tags(t, load(t, s, "reborn").Events); fmt.Sprint(got) != "[new]" {
+		t.Fatalf("Load = %v, want [new]", got)
+	}
+}
+
+func TestStore_InterruptedCreateAndDelete(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	sessions, _ := collections(t, s)
+	// Documents a Create and a Delete left when their process died.
+	for _, d := range []struct {
+		id   string
+		seq  int64
+		busy time.Duration
+	}{{"creating-old", -1, time.Hour}, {"erasing-old", -2, time.Hour}, {"creating-now", -1, 0}} {
+		_, err := sessions.InsertOne(t.Context(), bson.D{
+			{Key: "_id", Value: d.id}, {Key: "last_seq", Value: d.seq}, {Key: "expires_ns", Value: int64(1 << 62)},
+			{Key: "busy_since", Value: bson.NewDateTimeFromTime(time.Now().Add(-d.busy))},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"creating-old", "erasing-old", "creating-now"} {
+		if _, err := s.Load(t.Context(), id, 0); !errors.Is(err, cairn.ErrNotFound) {
+			t.Errorf("Load(%s) of an unfinished document: got %v, want ErrNotFound", id, err)
+		}
+		if err := s.Append(t.Context(), id, 0, storetest.Custom(1, "x")); !errors.Is(err, cairn.ErrNotFound) {
+			t.Errorf("Append(%s) to an unfinished document: got %v, want ErrNotFound", id, err)
+		}
+	}
+	page, err := s.List(t.Context(), cairn.ListOptions{})
+	if err != nil || len(page.Sessions) != 0 {
+		t.Errorf("List = %v, %v; want no sessions", page, err)
+	}
+	create(t, s, "creating-old")
+	create(t, s, "erasing-old")
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "creating-now"}); !errors.Is(err, cairn.ErrExists) {
+		t.Errorf("Create over a Create in progress: got %v, want ErrExists", err)
+	}
+	appendOK(t, s, "creating-old", 0, storetest.Custom(1, "x"))
+}
+
+func TestStore_TwoClientsRace(t *testing.T) {
+	ns := newNamespace()
+	a := openStore(t, cairn.StoreOptions{Namespace: ns})
+	b, err := mongodb.Open(t.Context(), serverURI(t), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	create(t, a, "race")
+	const rounds = 20
+	var winners []string
+	for round := range rounds {
+		expect := int64(round)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i, s := range []*mongodb.Store{a, b} {
+			wg.Go(func() {
+				<-start
+				errs[i] = s.Append(t.Context(), "race", expect, storetest.Custom(expect+1, fmt.Sprintf("r%d-%c", round, 'a'+i)))
+			})
+		}
+		close(start)
+		wg.Wait()
+		won := ""
+		for i, err := range errs {
+			switch {
+			case err == nil && won == "":
+				won = fmt.Sprintf("r%d-%c", round, 'a'+i)
+			case err == nil:
+				t.Fatalf("round %d: both stores won", round)
+			case !errors.Is(err, cairn.ErrConflict):
+				t.Fatalf("round %d: store %c: %v, want nil or ErrConflict", round, 'a'+i, err)
+			}
+		}
+		if won == "" {
+			t.Fatalf("round %d: neither store won", round)
+		}
+		winners = append(winners, won)
+	}
+	for _, s := range []*mongodb.Store{a, b} {
+		if got := tags(t, load(t, s, "race").Events); fmt.Sprint(got) != fmt.Sprint(winners) {
+			t.Fatalf("history %v, want the winners %v", got, winners)
+		}
+	}
+}
+
+func TestStore_Sweep(t *testing.T) {
+	clock := storetest.NewClock()
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace(), TTL: time.Hour, Now: clock.Now})
+	sessions, events := collections(t, s)
+	create(t, s, "old")
+	appendOK(t, s, "old", 0, storetest.UserTurn(0, "r", "x")...)
+	clock.Advance(30 * time.Minute)
+	create(t, s, "young")
+	insertStray(t, events, "orphan", 1, 2*mongodb.StaleAfter)
+	insertStray(t, events, "orphan-recent", 1, 0)
+	clock.Advance(45 * time.Minute)
+
+	n, err := s.Sweep(t.Context())
+	if err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if n != 1 {
+		t.Errorf("Sweep deleted %d sessions, want 1", n)
+	}
+	if got := count(t, sessions, bson.D{{Key: "_id", Value: "old"}}); got != 0 {
+		t.Errorf("expired session document still there after Sweep")
+	}
+	if got := count(t, events, bson.D{{Key: "session", Value: "old"}}); got != 0 {
+		t.Errorf("%d events of the expired session after Sweep, want 0", got)
+	}
+	if got := count(t, events, bson.D{{Key: "session", Value: "orphan"}}); got != 0 {
+		t.Errorf("old orphan event documents survived Sweep")
+	}
+	if got := count(t, events, bson.D{{Key: "session", Value: "orphan-recent"}}); got != 1 {
+		t.Errorf("Sweep removed a recent event document whose session may be being created")
+	}
+	load(t, s, "young")
+}
+
+func TestStore_LabelsWithAnyKey(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	labels := map[string]string{"a.b": "1", "$x": "2", `q"uote`: "3", "": "empty"}
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "l", Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, "other")
+	for k, v := range labels {
+		page, err := s.List(t.Context(), cairn.ListOptions{Labels: map[string]string{k: v}})
+		if err != nil {
+			t.Fatalf("List label %q: %v", k, err)
+		}
+		if len(page.Sessions) != 1 || page.Sessions[0].ID != "l" {
+			t.Errorf("List label %q=%q: got %d sessions, want only l", k, v, len(page.Sessions))
+		}
+	}
+	if got := load(t, s, "l").Info.Labels; fmt.Sprint(got) != fmt.Sprint(labels) {
+		t.Errorf("labels = %v, want %v", got, labels)
+	}
+}
+
+func TestStore_ClosedNew(t *testing.T) {
+	db := client(t)
+	s, err := mongodb.New(t.Context(), db, cairn.StoreOptions{Namespace: newNamespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dropCollections(t, s) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Close of a store made by New leaves the caller's client connected.
+	if err := db.Client().Ping(context.Background(), nil); err != nil {
+		t.Errorf("the caller's client after Close: %v", err)
+	}
+	if _, err := s.List(t.Context(), cairn.ListOptions{}); !errors.Is(err, cairn.ErrClosed) {
+		t.Errorf("List after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := s.Sweep(t.Context()); !errors.Is(err, cairn.ErrClosed) {
+		t.Errorf("Sweep after Close: got %v, want ErrClosed", err)
+	}
+}
