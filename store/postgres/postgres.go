@@ -176,7 +176,7 @@ func liveSQL(param string) string {
 
 // statements are the store's SQL, with the schema's tables named in full.
 type statements struct {
-	sessions, events string
+	sessions         string
 	create, purge    string
 	append, seqNow   string
 	info, loadEvents string
@@ -188,7 +188,6 @@ func newStatements(schema string) statements {
 	events := pgx.Identifier{schema, "events"}.Sanitize()
 	return statements{
 		sessions: sessions,
-		events:   events,
 		purge:    "DELETE FROM " + sessions + " WHERE id = $1 AND expires_at IS NOT NULL AND expires_at <= $2",
 		create: "INSERT INTO " + sessions + ` (id, created_at, updated_at, expires_at, status, labels)
 			VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (id) DO NOTHING`,
