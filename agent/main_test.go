@@ -1,0 +1,11 @@
+package agent_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if a run leaves a goroutine behind
+// (a tool call, a model call, a timer).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
