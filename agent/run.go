@@ -52,7 +52,7 @@ type Result struct {
 	Awaiting []cairn.ToolCall // calls awaiting a person's decision
 	Usage    cairn.Usage      // tokens of the model calls this call made
 	Steps    int              // model responses in the run so far
-	Warnings []error          // a *ResumeWarning, a *StoreWarning
+	Warnings []error          // raised during this call: a *ResumeWarning, a *StoreWarning
 	Unsaved  int              // events the store does not hold yet; see Session.Flush
 }
 
@@ -76,9 +76,10 @@ func (s *Session) Run(ctx context.Context, input string, opts ...RunOption) (*Re
 	if o.cont && s.State().Status == cairn.StatusNew {
 		o.cont = false // a first run starts with the instructions
 	}
+	w0 := len(s.Warnings())
 	fp := s.agent.Fingerprint()
 	s.checkFingerprint(fp)
-	r := &runner{s: s, o: o, runID: cairn.NewID()}
+	r := &runner{s: s, o: o, runID: cairn.NewID(), warned: w0}
 	started := cairn.MustEvent(cairn.KindRunStarted, r.runID, cairn.RunStarted{
 		RunID: r.runID, Agent: s.agent.Name, Fingerprint: fp, Model: fp.Model, Reset: !o.cont,
 	})
@@ -124,7 +125,7 @@ func (s *Session) ResumeRun(ctx context.Context, opts ...RunOption) (*Result, er
 		return nil, fmt.Errorf("resume run of session %s: %w", s.id, err)
 	}
 	st := s.State()
-	r := &runner{s: s, o: runOpts(opts), runID: st.Run}
+	r := &runner{s: s, o: runOpts(opts), runID: st.Run, warned: len(s.Warnings())}
 	switch st.Status {
 	case cairn.StatusNew:
 		return nil, fmt.Errorf("resume run of session %s: the session has no run to resume", s.id)
@@ -153,10 +154,11 @@ func (s *Session) checkFingerprint(fp cairn.Fingerprint) {
 
 // runner is one call of Run or ResumeRun.
 type runner struct {
-	s     *Session
-	o     runOptions
-	runID string
-	usage cairn.Usage
+	s      *Session
+	o      runOptions
+	runID  string
+	usage  cairn.Usage
+	warned int // the session's warnings before this call
 }
 
 // result completes res with what every result carries.
@@ -166,7 +168,7 @@ func (r *runner) result(res *Result) *Result {
 	}
 	st := r.s.State()
 	res.RunID, res.Usage, res.Steps = r.runID, r.usage, st.RunSteps
-	res.Warnings = r.s.Warnings()
+	res.Warnings = r.s.Warnings()[r.warned:]
 	res.Unsaved = r.s.Unsaved()
 	return res
 }

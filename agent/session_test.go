@@ -237,6 +237,9 @@ func TestSession_ResumeWarning(t *testing.T) {
 	if !ok || w.Recorded == w.Current || !strings.Contains(w.Error(), "other instructions") {
 		t.Errorf("warning: %v", res.Warnings[0])
 	}
+	if res, _ := s2.Run(t.Context(), "once more", agent.Continue()); len(res.Warnings) != 0 || len(s2.Warnings()) != 1 {
+		t.Errorf("the next run by the new agent: result warnings %v, session %v; want none new", res.Warnings, s2.Warnings())
+	}
 	if starts := decoded[cairn.RunStarted](t, loadEvents(t, st, "w"), cairn.KindRunStarted); starts[2].Fingerprint != other.Fingerprint() {
 		t.Errorf("run.started records %+v, want %+v", starts[2].Fingerprint, other.Fingerprint())
 	}
