@@ -2,12 +2,14 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
 	"github.com/cairnhq/cairn/provider/offline"
+	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/memory"
 )
 
@@ -57,4 +59,72 @@ func ExampleAgent_Open() {
 	// Turn 1. You said "Hello, I need help with my order.". This is the start of our conversation.
 	// Turn 2. You said "It is order 123.". Before that you told me "Hello, I need help with my order.".
 	// Turn 1. You said "Hi". This is the start of our conversation.
+}
+
+// A tool with typed arguments that keeps a session variable. The script
+// model stands in for a real one.
+func ExampleNewTool() {
+	type addInput struct {
+		Item string `json:"item" jsonschema:"description=what to add to the list"`
+	}
+	add := agent.NewTool("add_to_list", "Add an item to the shopping list.", func(ctx context.Context, in addInput) (string, error) {
+		var list []string
+		if raw, ok := agent.Var(ctx, "list"); ok {
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return "", err
+			}
+		}
+		list = append(list, in.Item)
+		if err := agent.SetVar(ctx, "list", list); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%d items", len(list)), nil
+	})
+	model, _ := script.New(script.Script{Steps: []script.Step{
+		{ToolCalls: []script.Call{{Name: "add_to_list", Arguments: json.RawMessage(`{"item":"milk"}`)}}},
+		{ToolCalls: []script.Call{{Name: "add_to_list", Arguments: json.RawMessage(`{"item":"eggs"}`)}}},
+		{Text: "Added milk and eggs."},
+	}})
+	ctx := context.Background()
+	st, _ := memory.New(cairn.StoreOptions{})
+	a := &agent.Agent{Model: model, Tools: []*agent.Tool{add}, Store: st}
+	s, _ := a.Start(ctx)
+	res, _ := s.Run(ctx, "Add milk and eggs")
+	fmt.Println(res.Output)
+	fmt.Println(string(s.State().Variables["list"]))
+	fmt.Println(string(add.Schema()))
+	// Output:
+	// Added milk and eggs.
+	// ["milk","eggs"]
+	// {"properties":{"item":{"type":"string","description":"what to add to the list"}},"additionalProperties":false,"type":"object","required":["item"]}
+}
+
+// A tool that needs a person's approval: the run stops, and a later
+// process resumes the session, records the decision and finishes the run.
+func ExampleSession_Approve() {
+	ctx := context.Background()
+	st, _ := memory.New(cairn.StoreOptions{})
+	refund := agent.NewTool("refund", "Refund an order.", func(_ context.Context, in struct {
+		Order string `json:"order"`
+	}) (string, error) {
+		return "refunded " + in.Order, nil
+	}, agent.RequireApproval(), agent.NotIdempotent())
+	model, _ := script.New(script.Script{Steps: []script.Step{
+		{ToolCalls: []script.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"123"}`)}}},
+		{Text: "The order is refunded."},
+	}})
+	a := &agent.Agent{Model: model, Tools: []*agent.Tool{refund}, Store: st}
+
+	s, _ := a.Start(ctx, agent.WithID("support-7"))
+	res, _ := s.Run(ctx, "Refund order 123")
+	fmt.Println(res.Status, res.Awaiting[0].ID)
+
+	// Later, in another process.
+	s, _ = a.Resume(ctx, "support-7")
+	_ = s.Approve(ctx, "call_0_0", true, "ok by the manager")
+	res, _ = s.ResumeRun(ctx)
+	fmt.Println(res.Status, res.Output)
+	// Output:
+	// awaiting_approval call_0_0
+	// completed The order is refunded.
 }
