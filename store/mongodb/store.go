@@ -61,6 +61,9 @@ var (
 // "mongodb://127.0.0.1:27017/cairn?w=majority", and returns a store on the
 // URI's database ("cairn" when the URI has no path). Close disconnects.
 func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, error) {
+	if _, err := opts.WithDefaults(); err != nil {
+		return nil, err
+	}
 	dbName, err := databaseName(uri)
 	if err != nil {
 		return nil, fmt.Errorf("open mongodb %s: %w", cairn.RedactURL(uri), err)
