@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
@@ -47,5 +46,4 @@ func BenchmarkSession_Run(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/4, "µs/append")
 		})
 	}
-	_ = agent.DefaultMaxSteps
 }
