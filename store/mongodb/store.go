@@ -147,7 +147,7 @@ func (s *Store) ensureIndexes(ctx context.Context) error {
 	switch {
 	case err == nil:
 		s.native = true
-	case errors.As(err, &se):
+	case errors.As(err, &se) && !mongo.IsNetworkError(err) && !mongo.IsTimeout(err):
 		// Refused (FerretDB answers NotImplemented): expiry stays a read
 		// filter plus Sweep, which work on every server.
 	default:
@@ -196,7 +196,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// now returns the store clock's time in Unix nanoseconds.
+// now returns the store clock's time in UTC.
 func (s *Store) now() time.Time { return s.opts.Now().UTC() }
 
 // cleanupCtx returns a context for undoing a half-done write: it survives
