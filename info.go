@@ -27,6 +27,9 @@ func Summarize(events []Event) InfoDelta {
 		switch e.Kind {
 		case KindModelResponse, KindToolResult:
 			d.Steps++
+			d.Status = StatusRunning // a resumed run is running again
+		case KindToolStarted:
+			d.Status = StatusRunning
 		case KindRunStarted:
 			d.Status = StatusRunning
 		case KindRunInterrupted:

@@ -138,7 +138,7 @@ func LoadJSONWith(data []byte, opts LoadOptions) (*Memory, error) {
 	opts.Limits = opts.Limits.withDefaults()
 	if opts.MaxDocumentBytes > 0 && len(data) > opts.MaxDocumentBytes {
 		return nil, &MemoryLoadError{Index: -1, Offset: -1, Err: ErrTooLarge,
-			Msg: fmt.Sprintf("document is %d bytes, the limit is %d", len(data), opts.MaxDocumentBytes)}
+			Msg: fmt.Sprintf("document is too large: %d bytes, the limit is %d", len(data), opts.MaxDocumentBytes)}
 	}
 	doc, offsets, err := parseDocument(data)
 	if err != nil {
@@ -306,7 +306,7 @@ func decodeEvent(raw []byte, wantSeq int64, l Limits) (Event, *MemoryLoadError) 
 		return Event{}, &MemoryLoadError{Field: field, Offset: off, Msg: msg, Err: err}
 	}
 	if len(raw) > l.MaxEventBytes {
-		return le("", fmt.Sprintf("event is %d bytes, the limit is %d", len(raw), l.MaxEventBytes), -1, ErrTooLarge)
+		return le("", fmt.Sprintf("event is too large: %d bytes, the limit is %d", len(raw), l.MaxEventBytes), -1, ErrTooLarge)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {

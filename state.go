@@ -89,6 +89,12 @@ func (s *State) Apply(e Event) error {
 	if err != nil {
 		return fmt.Errorf("apply event seq %d (%s): %w", e.Seq, e.Kind, err)
 	}
+	switch v.(type) {
+	case *ModelResponse, *ToolStarted, *ToolResult:
+		if s.Status == StatusInterrupted || s.Status == StatusAwaiting {
+			s.Status, s.Interrupt = StatusRunning, "" // a resumed run is running again
+		}
+	}
 	switch d := v.(type) {
 	case *RunStarted:
 		s.Run, s.Agent, s.Fingerprint = d.RunID, d.Agent, d.Fingerprint

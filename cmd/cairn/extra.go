@@ -7,8 +7,11 @@ import (
 )
 
 // addRuntimeCommands adds the commands that run agents.
-func addRuntimeCommands(root *cobra.Command, app *cli.App) {}
+func addRuntimeCommands(root *cobra.Command, app *cli.App) {
+	root.AddCommand(newChatCmd(app), newRunCmd(app), newDoctorCmd(app))
+}
 
-// addSessionRuntimeCommands adds the session commands that need the agent
-// runtime or the formats.
-func addSessionRuntimeCommands(c *cobra.Command, app *cli.App) {}
+// addSessionRuntimeCommands adds the session commands that run agents.
+func addSessionRuntimeCommands(c *cobra.Command, app *cli.App) {
+	c.AddCommand(newResumeCmd(app))
+}

@@ -23,6 +23,8 @@ func newSessionsCmd(app *cli.App) *cobra.Command {
 		newGCCmd(app),
 		newForkCmd(app),
 		newCopyCmd(app),
+		newExportCmd(app),
+		newImportCmd(app),
 	)
 	addSessionRuntimeCommands(c, app)
 	return c

@@ -269,7 +269,12 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 func (c *Config) SetStore(url string) {
 	c.Persistence.URL, c.Persistence.Connection = url, ""
 	if scheme, _, ok := strings.Cut(url, ":"); ok {
-		c.Persistence.Backend = backendOf(scheme)
+		switch b := backendOf(scheme); b {
+		case "memory", "file", "sqlite", "postgres", "redis", "mongodb":
+			c.Persistence.Backend = b
+		default:
+			c.Persistence.Backend = "" // opening the URL names the unknown scheme
+		}
 	}
 }
 

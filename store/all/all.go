@@ -5,5 +5,10 @@
 package all
 
 import (
-	_ "github.com/cairnhq/cairn/store/memory" // memory:
+	_ "github.com/cairnhq/cairn/store/file"     // file:///dir
+	_ "github.com/cairnhq/cairn/store/memory"   // memory:
+	_ "github.com/cairnhq/cairn/store/mongodb"  // mongodb://…
+	_ "github.com/cairnhq/cairn/store/postgres" // postgres://…
+	_ "github.com/cairnhq/cairn/store/redis"    // redis://…
+	_ "github.com/cairnhq/cairn/store/sqlite"   // sqlite:///path.db
 )

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/internal/formats"
+)
+
+func newImportCmd(app *cli.App) *cobra.Command {
+	var format, as string
+	c := &cobra.Command{
+		Use:   "import FILE [--as ID] [--format cairn|openai|checkpoint]",
+		Short: "Read a session from a file, validated fully before anything is written",
+		Long: `Read a session document (FILE, or - for stdin) and save it as a new
+session. The format is detected when --format is not given. The whole file is
+validated before anything is written: a malformed file is refused with the
+position of the fault, and the store is left as it was.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			var f formats.Format
+			if format != "" {
+				var err error
+				if f, err = formats.ParseFormat(format); err != nil {
+					return cli.Usage("--format is cairn, openai or checkpoint", "%v", err)
+				}
+			}
+			data, err := readInput(app, a[0], formats.DefaultMaxBytes)
+			if err != nil {
+				return err
+			}
+			m, rep, err := formats.Import(data, f, formats.ImportOptions{ID: as})
+			if err != nil {
+				return cli.Fail(fmt.Errorf("%s: %w", a[0], err), "nothing was written; fix the file at the position given")
+			}
+			meta := cairn.SessionMeta{ID: as}
+			if m.Session != nil {
+				meta = *m.Session
+			}
+			if as != "" {
+				meta.ID = as
+			}
+			if meta.ID == "" {
+				meta.ID = cairn.NewID()
+			}
+			store, _, err := app.OpenStore(c.Context())
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			if err := cli.WriteSession(c.Context(), store, meta, m.Events()); err != nil {
+				return err
+			}
+			if s := rep.String(); s != "" {
+				app.Notef("note: %s", s)
+			}
+			if app.Flags.JSON {
+				return cli.WriteJSON(app.Stdout, map[string]any{"id": meta.ID, "events": m.Len(), "format": rep.Format})
+			}
+			app.Printf("imported %s (%d events, %s format)\n", meta.ID, m.Len(), rep.Format)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "", "cairn, openai or checkpoint (default: detected)")
+	c.Flags().StringVar(&as, "as", "", "the new session's ID (default: the document's, or a new random ID)")
+	return c
+}
+
+// readInput reads a file (or stdin for "-") of at most limit bytes.
+func readInput(app *cli.App, name string, limit int64) ([]byte, error) {
+	var r io.Reader = app.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, cli.Fail(fmt.Errorf("open %s: %w", name, err), "check the file name")
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, cli.Fail(fmt.Errorf("read %s: %w", name, err), "check the file")
+	}
+	if int64(len(data)) > limit {
+		return nil, cli.Fail(fmt.Errorf("%s is larger than %d bytes: %w", name, limit, cairn.ErrTooLarge), "split the history or raise the limit")
+	}
+	return data, nil
+}

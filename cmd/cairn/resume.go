@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/cli"
+)
+
+func newResumeCmd(app *cli.App) *cobra.Command {
+	var approve, deny []string
+	var note string
+	c := &cobra.Command{
+		Use:   `resume ID ["prompt"]`,
+		Short: "Finish an interrupted run, or continue a session with a new prompt",
+		Long: `Restore a session (its history, model and agent name) and go on.
+
+Without a prompt, an interrupted, crashed or approval-waiting run is
+finished: nothing that completed is done again. With a prompt, the session
+continues with it as the next turn. ID may be a unique prefix; the project's
+store is searched first, then the user-global store.`,
+		Args: args(cobra.RangeArgs(1, 2)),
+		RunE: func(c *cobra.Command, a []string) error {
+			ctx := c.Context()
+			loc, err := app.Locate(ctx, a[0], true)
+			if err != nil {
+				return err
+			}
+			defer loc.Store.Close()
+			if loc.Global {
+				app.Notef("found %s in the user-global store %s", loc.ID, cairn.RedactURL(loc.URL))
+			}
+			ag, err := app.NewAgent(loc.Store)
+			if err != nil {
+				return err
+			}
+			s, err := ag.Resume(ctx, loc.ID)
+			if err != nil {
+				return cli.Fail(err, "`cairn doctor` checks the store")
+			}
+			if err := decide(c, s, approve, true, note); err != nil {
+				return err
+			}
+			if err := decide(c, s, deny, false, note); err != nil {
+				return err
+			}
+			out := app.NewRunOutput()
+			app.Notef("session %s", s.ID())
+			var res *agent.Result
+			if len(a) == 2 && strings.TrimSpace(a[1]) != "" {
+				res, err = s.Run(ctx, a[1], append([]agent.RunOption{agent.Continue()}, out.Options()...)...)
+			} else {
+				switch s.State().Status {
+				case cairn.StatusRunning, cairn.StatusInterrupted, cairn.StatusAwaiting:
+				default:
+					return cli.Fail(fmt.Errorf("session %s has no unfinished run (status %s)", s.ID(), s.State().Status),
+						"give a prompt to continue it: `cairn sessions resume "+s.ID()+" \"…\"`")
+				}
+				res, err = s.ResumeRun(ctx, out.Options()...)
+			}
+			out.Finish(res)
+			app.ReportWarnings(res)
+			if app.Flags.JSON && res != nil {
+				if jerr := cli.WriteJSON(app.Stdout, runJSON(s.ID(), res)); jerr != nil {
+					return jerr
+				}
+			}
+			return cli.RunError(s.ID(), res, err)
+		},
+	}
+	c.Flags().StringSliceVar(&approve, "approve", nil, "approve a tool call waiting for a person (CALL_ID, or all)")
+	c.Flags().StringSliceVar(&deny, "deny", nil, "deny a tool call waiting for a person (CALL_ID, or all)")
+	c.Flags().StringVar(&note, "note", "", "a note recorded with the decisions")
+	return c
+}
+
+// decide records approval decisions for the calls named (or all awaiting).
+func decide(c *cobra.Command, s *agent.Session, ids []string, approved bool, note string) error {
+	for _, id := range ids {
+		targets := []string{id}
+		if id == "all" {
+			targets = nil
+			for _, p := range s.State().Pending {
+				if _, done := s.State().Approvals[p.ID]; !done {
+					targets = append(targets, p.ID)
+				}
+			}
+		}
+		for _, t := range targets {
+			if err := s.Approve(c.Context(), t, approved, note); err != nil {
+				if errors.Is(err, cairn.ErrNotFound) {
+					return cli.Fail(err, "`cairn sessions show "+s.ID()+"` lists the pending calls")
+				}
+				return cli.Fail(err, "`cairn sessions show "+s.ID()+"` lists the pending calls")
+			}
+		}
+	}
+	return nil
+}

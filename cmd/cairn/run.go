@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/cli"
+)
+
+func newRunCmd(app *cli.App) *cobra.Command {
+	var (
+		session string
+		cont    bool
+		reset   bool
+	)
+	c := &cobra.Command{
+		Use:   `run [--session ID | --continue] [--reset] "prompt"`,
+		Short: "Run the agent once on a prompt and print the answer",
+		Long: `Run the agent once on a prompt and print the answer.
+
+Without --session a new session is started. With --session ID the session
+of that name continues (its memory is kept) if it exists, and is started
+otherwise; --reset starts it fresh. --continue picks the most recently
+updated session. Ctrl+C saves the run as interrupted (exit 130); finish it
+with ` + "`cairn sessions resume ID`" + `.`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			if session != "" && cont {
+				return cli.Usage("use one of them", "--session and --continue cannot be used together")
+			}
+			prompt := strings.TrimSpace(strings.Join(a, " "))
+			if prompt == "" {
+				return cli.Usage("give the prompt as an argument", "the prompt is empty")
+			}
+			ctx := c.Context()
+			store, _, err := openRunStore(c, app)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ag, err := app.NewAgent(store)
+			if err != nil {
+				return err
+			}
+			var s *agent.Session
+			continuing := false
+			switch {
+			case cont:
+				id, err := mostRecent(c, store)
+				if err != nil {
+					return err
+				}
+				s, err = ag.Resume(ctx, id)
+				if err != nil {
+					return cli.Fail(err, "`cairn sessions list` shows the saved sessions")
+				}
+				continuing = true
+			case session != "":
+				if err := cairn.ValidateID(session); err != nil {
+					return cli.Fail(err, "session IDs are 1-128 characters of A-Z a-z 0-9 _ -")
+				}
+				s, err = ag.Open(ctx, session)
+				if err != nil {
+					return cli.Fail(err, "`cairn doctor` checks the store")
+				}
+				continuing = s.Memory().Len() > 0
+			default:
+				s, err = ag.Start(ctx)
+				if err != nil {
+					return cli.Fail(err, "`cairn doctor` checks the store")
+				}
+			}
+			var opts []agent.RunOption
+			if continuing && !reset {
+				opts = append(opts, agent.Continue())
+			}
+			out := app.NewRunOutput()
+			app.Notef("session %s", s.ID())
+			res, err := s.Run(ctx, prompt, append(opts, out.Options()...)...)
+			out.Finish(res)
+			app.ReportWarnings(res)
+			if app.Flags.JSON && res != nil {
+				if jerr := cli.WriteJSON(app.Stdout, runJSON(s.ID(), res)); jerr != nil {
+					return jerr
+				}
+			}
+			return cli.RunError(s.ID(), res, err)
+		},
+	}
+	c.Flags().StringVar(&session, "session", "", "continue (or start) the session with this ID")
+	c.Flags().BoolVar(&cont, "continue", false, "continue the most recently updated session")
+	c.Flags().BoolVar(&reset, "reset", false, "start the session's memory fresh")
+	return c
+}
+
+// openRunStore opens the store runs write to, saying so when persistence
+// is off.
+func openRunStore(c *cobra.Command, app *cli.App) (cairn.Store, string, error) {
+	cfg, err := app.Config()
+	if err != nil {
+		return nil, "", err
+	}
+	if !cfg.Enabled() {
+		app.Notef("persistence is off (persistence.enabled = false): this session is volatile and will not be saved")
+	}
+	return app.OpenStore(c.Context())
+}
+
+func mostRecent(c *cobra.Command, store cairn.Store) (string, error) {
+	page, err := store.List(c.Context(), cairn.ListOptions{Limit: 1})
+	if err != nil {
+		return "", cli.Fail(fmt.Errorf("list sessions: %w", err), "`cairn doctor` checks the store")
+	}
+	if len(page.Sessions) == 0 {
+		return "", cli.Fail(errors.New("there is no saved session to continue"), "start one with `cairn run \"…\"` or `cairn chat`")
+	}
+	return page.Sessions[0].ID, nil
+}
+
+type runResult struct {
+	Session string           `json:"session"`
+	Run     string           `json:"run"`
+	Status  cairn.Status     `json:"status"`
+	Output  string           `json:"output"`
+	Error   *cairn.ErrorInfo `json:"error,omitempty"`
+	Steps   int              `json:"steps"`
+	Usage   cairn.Usage      `json:"usage"`
+	Unsaved int              `json:"unsaved"`
+}
+
+func runJSON(id string, res *agent.Result) runResult {
+	return runResult{id, res.RunID, res.Status, res.Output, res.Error, res.Steps, res.Usage, res.Unsaved}
+}

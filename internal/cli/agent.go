@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/agent/builtin"
+	"github.com/cairnhq/cairn/internal/config"
+	"github.com/cairnhq/cairn/provider"
+	"github.com/cairnhq/cairn/provider/anthropic"
+	"github.com/cairnhq/cairn/provider/offline"
+	"github.com/cairnhq/cairn/provider/openai"
+	"github.com/cairnhq/cairn/provider/script"
+)
+
+// NewModel builds the configured model.
+func NewModel(cfg *config.Config) (provider.Model, error) {
+	m := cfg.Model
+	switch m.Provider {
+	case "", "offline":
+		return offline.New(), nil
+	case "script":
+		if m.Name == "" {
+			return nil, Usage("give the script's file: --model script:FILE", "the script model needs a file")
+		}
+		s, err := script.Load(m.Name)
+		if err != nil {
+			return nil, Fail(err, "the script format is {\"steps\": [{\"text\": …, \"tool_calls\": […]}]}")
+		}
+		return s, nil
+	case "openai":
+		mod, err := openai.New(openai.Config{Model: m.Name, BaseURL: m.BaseURL})
+		if err != nil {
+			return nil, Fail(err, modelHint("openai", err))
+		}
+		return mod, nil
+	case "anthropic":
+		mod, err := anthropic.New(anthropic.Config{Model: m.Name, BaseURL: m.BaseURL})
+		if err != nil {
+			return nil, Fail(err, modelHint("anthropic", err))
+		}
+		return mod, nil
+	}
+	return nil, Usage("models are offline, openai:NAME, anthropic:NAME or script:FILE", "unknown model provider %q", m.Provider)
+}
+
+func modelHint(provider string, err error) string {
+	switch {
+	case provider == "openai" && strings.Contains(err.Error(), "key"):
+		return "set OPENAI_API_KEY, or OPENAI_BASE_URL for a local OpenAI-compatible server; or use --model offline"
+	case provider == "anthropic" && strings.Contains(err.Error(), "key"):
+		return "set ANTHROPIC_API_KEY, or use --model offline"
+	}
+	return "give the model as --model " + provider + ":NAME"
+}
+
+// CheckModel reports whether the configured model can be built: its
+// credentials are present and a script file is valid.
+func CheckModel(cfg *config.Config, getenv func(string) string) error {
+	_, err := NewModel(cfg)
+	return err
+}
+
+// NewAgent builds the configured agent on store, with the built-in tools.
+func (a *App) NewAgent(store cairn.Store) (*agent.Agent, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return nil, err
+	}
+	model, err := NewModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	onError := cfg.Persistence.OnError
+	if onError == "" {
+		onError = agent.Degrade
+	}
+	return &agent.Agent{
+		Name:         cfg.Agent.Name,
+		Instructions: cfg.Agent.Instructions,
+		Model:        model,
+		Tools:        builtin.Tools(),
+		MaxSteps:     cfg.Agent.MaxSteps,
+		Store:        store,
+		OnError:      onError,
+		Logger:       slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}, nil
+}
+
+// RunOutput shows a run to people: the model's text as it streams and the
+// tools as they run. When stdout is not a terminal it shows nothing while
+// the run goes and the caller prints the final answer.
+type RunOutput struct {
+	app      *App
+	live     bool
+	streamed bool
+}
+
+// NewRunOutput returns the output for one run.
+func (a *App) NewRunOutput() *RunOutput {
+	return &RunOutput{app: a, live: a.Interactive() && !a.Flags.JSON}
+}
+
+// Options returns the run options that feed this output.
+func (o *RunOutput) Options() []agent.RunOption {
+	if !o.live {
+		return nil
+	}
+	return []agent.RunOption{
+		agent.OnText(func(d string) { o.streamed = true; io.WriteString(o.app.Stdout, d) }),
+		agent.ObserveTools(func(e agent.ToolEvent) {
+			if !e.Done {
+				fmt.Fprintf(o.app.Stderr, "\n  ⚙ %s(%s)\n", e.Call.Name, OneLine(string(e.Call.Args), 60))
+			} else if e.IsError {
+				fmt.Fprintf(o.app.Stderr, "  ✗ %s: %s\n", e.Call.Name, OneLine(e.Output, 60))
+			}
+		}),
+	}
+}
+
+// Finish prints the answer of a run if it was not streamed.
+func (o *RunOutput) Finish(res *agent.Result) {
+	if res == nil {
+		return
+	}
+	if o.streamed {
+		fmt.Fprintln(o.app.Stdout)
+		o.streamed = false
+		return
+	}
+	if res.Output != "" {
+		fmt.Fprintln(o.app.Stdout, res.Output)
+	}
+}
+
+// RunError turns how a run ended into the command's error, or nil.
+func RunError(id string, res *agent.Result, err error) error {
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return Interrupted(fmt.Errorf("interrupted; session %s saved", id), "continue it with `cairn sessions resume "+id+"`")
+		}
+		return Fail(fmt.Errorf("session %s: %w", id, err), "`cairn sessions show "+id+" --transcript` shows what happened")
+	}
+	switch res.Status {
+	case cairn.StatusAwaiting:
+		var calls []string
+		for _, c := range res.Awaiting {
+			calls = append(calls, fmt.Sprintf("%s(%s) [%s]", c.Name, c.Args, c.ID))
+		}
+		return Fail(fmt.Errorf("session %s is waiting for approval of: %s", id, strings.Join(calls, ", ")),
+			"approve with `cairn sessions resume "+id+" --approve CALL_ID` (or --deny CALL_ID)")
+	case cairn.StatusMaxSteps:
+		return Fail(fmt.Errorf("session %s stopped after the maximum number of steps", id), "continue it with `cairn sessions resume "+id+"`, or raise agent.max_steps")
+	case cairn.StatusFailed:
+		msg := "the run failed"
+		if res.Error != nil {
+			msg = res.Error.Message
+		}
+		return Fail(fmt.Errorf("session %s: %s", id, msg), "`cairn sessions show "+id+" --transcript` shows what happened")
+	}
+	return nil
+}
+
+// ReportWarnings prints a run's warnings to stderr.
+func (a *App) ReportWarnings(res *agent.Result) {
+	if res == nil {
+		return
+	}
+	for _, w := range res.Warnings {
+		a.Warnf("%v", w)
+	}
+	if res.Unsaved > 0 {
+		a.Warnf("%d event(s) could not be saved: the store did not answer", res.Unsaved)
+	}
+}
