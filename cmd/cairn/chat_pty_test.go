@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// TestChat_PTY drives `cairn chat` in a pseudo-terminal as a person would:
+// a message, Ctrl+C, a restart with --resume, and the earlier message is
+// remembered.
+func TestChat_PTY(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cairn")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	first := startPTY(t, bin, work, "chat")
+	first.expect("> ")
+	first.send("Hello, my name is Ada\r")
+	first.expect(`You said "Hello, my name is Ada"`)
+	first.expect("> ")
+	first.send("\x03") // Ctrl+C
+	if code := first.wait(); code != 130 {
+		t.Fatalf("chat after Ctrl+C exited %d, want 130\n%s", code, first.output())
+	}
+	first.expect("cairn chat --resume")
+
+	second := startPTY(t, bin, work, "chat", "--resume")
+	second.expect("resuming")
+	second.expect("> ")
+	second.send("What is my name?\r")
+	second.expect(`Before that you told me "Hello, my name is Ada"`)
+	second.expect("> ")
+	second.send("\x04") // Ctrl+D
+	if code := second.wait(); code != 0 {
+		t.Fatalf("chat after Ctrl+D exited %d, want 0\n%s", code, second.output())
+	}
+}
+
+type ptyProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	f    *os.File
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	pos  int
+	done chan struct{}
+}
+
+func startPTY(t *testing.T, bin, dir string, args ...string) *ptyProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	home := filepath.Join(dir, ".home")
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "XDG_DATA_HOME="+home+"/.local/share", "TERM=dumb")
+	f, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatalf("start %v in a pty: %v", args, err)
+	}
+	p := &ptyProc{t: t, cmd: cmd, f: f, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		b := make([]byte, 4096)
+		for {
+			n, err := f.Read(b)
+			p.mu.Lock()
+			p.buf.Write(b[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		f.Close()
+	})
+	return p
+}
+
+func (p *ptyProc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buf.String()
+}
+
+// expect waits until s appears in the output after what earlier expects
+// consumed.
+func (p *ptyProc) expect(s string) {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		out := p.buf.String()
+		if i := strings.Index(out[p.pos:], s); i >= 0 {
+			p.pos += i + len(s)
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.done:
+			// The process ended; look once more at everything it wrote.
+			p.mu.Lock()
+			out = p.buf.String()
+			ok := strings.Contains(out[p.pos:], s)
+			if ok {
+				p.pos += strings.Index(out[p.pos:], s) + len(s)
+			}
+			p.mu.Unlock()
+			if ok {
+				return
+			}
+			p.t.Fatalf("process ended before %q appeared; output:\n%s", s, out)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	p.t.Fatalf("timed out waiting for %q; output:\n%s", s, p.output())
+}
+
+func (p *ptyProc) send(s string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.f, s); err != nil {
+		p.t.Fatalf("write to pty: %v", err)
+	}
+}
+
+func (p *ptyProc) wait() int {
+	p.t.Helper()
+	err := p.cmd.Wait()
+	<-p.done
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		p.t.Fatalf("wait: %v", err)
+	}
+	return 0
+}
