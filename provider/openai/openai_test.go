@@ -439,7 +439,7 @@ func TestModel_GenerateStreamError(t *testing.T) {
 }
 
 func TestModel_GenerateBadInput(t *testing.T) {
-	m, err := New(Config{Model: "gpt-test", APIKey: "sk-test", BaseURL: "http://127.0.0.1:1/v1"})
+	m, err := New(Config{Model: "gpt-test", APIKey: "sk-test", BaseURL: "http://127.0.0.1:1/v1", MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,481 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/provider"
+)
+
+func newModel(t *testing.T, s *server, cfg Config) *Model {
+	t.Helper()
+	if cfg.Model == "" {
+		cfg.Model = "claude-test"
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = "sk-ant-test"
+	}
+	cfg.BaseURL = s.URL
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return m
+}
+
+func userRequest(text string) *provider.Request {
+	return &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleUser, Content: text}}}
+}
+
+// sentKey is the API key a request carries. The SDK sends it as a bearer
+// token (earlier versions used x-api-key; either will do).
+func sentKey(h http.Header) string {
+	if k := h.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
+}
+
+// body decodes the request body the server received.
+func body(t *testing.T, r received) map[string]json.RawMessage {
+	t.Helper()
+	var b map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &b); err != nil {
+		t.Fatalf("request body %s: %v", r.body, err)
+	}
+	return b
+}
+
+func TestModel_ID(t *testing.T) {
+	m, err := New(Config{Model: "claude-sonnet-4-5", APIKey: "sk-ant-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.ID(), "anthropic:claude-sonnet-4-5"; got != want {
+		t.Errorf("ID() = %q, want %q", got, want)
+	}
+}
+
+func TestModel_GenerateText(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(25), textStart(0), ping,
+			textDelta(0, "Hel"), textDelta(0, "lo, "), textDelta(0, "world"),
+			blockStop(0), messageDelta("end_turn", 15), messageStop)
+	})
+	m := newModel(t, s, Config{})
+	var deltas []string
+	req := userRequest("Hi")
+	req.OnText = func(d string) { deltas = append(deltas, d) }
+	resp, err := m.Generate(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if want := []string{"Hel", "lo, ", "world"}; !slices.Equal(deltas, want) {
+		t.Errorf("OnText got %q, want %q", deltas, want)
+	}
+	if resp.Text != "Hello, world" {
+		t.Errorf("Text = %q, want %q", resp.Text, "Hello, world")
+	}
+	if resp.FinishReason != "stop" {
+		t.Errorf("FinishReason = %q, want stop (from end_turn)", resp.FinishReason)
+	}
+	if want := (cairn.Usage{InputTokens: 25, OutputTokens: 15}); resp.Usage != want {
+		t.Errorf("Usage = %+v, want %+v", resp.Usage, want)
+	}
+	if resp.Model != "claude-test" {
+		t.Errorf("Model = %q, want claude-test", resp.Model)
+	}
+	reqs := s.requests()
+	if len(reqs) != 1 || reqs[0].path != "/v1/messages" {
+		t.Fatalf("server got %d requests, want 1 to /v1/messages", len(reqs))
+	}
+	if got := sentKey(reqs[0].header); got != "sk-ant-test" {
+		t.Errorf("key sent = %q, want sk-ant-test", got)
+	}
+	if reqs[0].header.Get("Anthropic-Version") == "" {
+		t.Error("request has no anthropic-version header")
+	}
+	if got := string(body(t, reqs[0])["max_tokens"]); got != "4096" {
+		t.Errorf("max_tokens = %s, want the default 4096", got)
+	}
+}
+
+func TestModel_GenerateToolCalls(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(400),
+			textStart(0), textDelta(0, "Let me compute."), blockStop(0),
+			toolStart(1, "toolu_01A", "calc"),
+			inputDelta(1, ""), inputDelta(1, `{"expr`), inputDelta(1, `ession": "2*(3`), inputDelta(1, `+4)"}`),
+			blockStop(1),
+			toolStart(2, "toolu_01B", "remember"),
+			inputDelta(2, `{"key": "k", `), inputDelta(2, `"value": [1, 2]}`),
+			blockStop(2),
+			toolStart(3, "toolu_01C", "clock"), blockStop(3),
+			messageDelta("tool_use", 89), messageStop)
+	})
+	m := newModel(t, s, Config{})
+	var deltas []string
+	req := userRequest("compute")
+	req.OnText = func(d string) { deltas = append(deltas, d) }
+	resp, err := m.Generate(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	want := []cairn.ToolCall{
+		{ID: "toolu_01A", Name: "calc", Args: json.RawMessage(`{"expression": "2*(3+4)"}`)},
+		{ID: "toolu_01B", Name: "remember", Args: json.RawMessage(`{"key": "k", "value": [1, 2]}`)},
+		{ID: "toolu_01C", Name: "clock", Args: json.RawMessage(`{}`)},
+	}
+	if len(resp.ToolCalls) != len(want) {
+		t.Fatalf("ToolCalls = %+v, want %d calls", resp.ToolCalls, len(want))
+	}
+	for i, c := range resp.ToolCalls {
+		if c.ID != want[i].ID || c.Name != want[i].Name || string(c.Args) != string(want[i].Args) {
+			t.Errorf("ToolCalls[%d] = {%s %s %s}, want {%s %s %s}", i, c.ID, c.Name, c.Args, want[i].ID, want[i].Name, want[i].Args)
+		}
+	}
+	if resp.Text != "Let me compute." || !slices.Equal(deltas, []string{"Let me compute."}) {
+		t.Errorf("Text = %q, OnText got %q; want the text block alone", resp.Text, deltas)
+	}
+	if resp.FinishReason != "tool_calls" {
+		t.Errorf("FinishReason = %q, want tool_calls (from tool_use)", resp.FinishReason)
+	}
+	if want := (cairn.Usage{InputTokens: 400, OutputTokens: 89}); resp.Usage != want {
+		t.Errorf("Usage = %+v, want %+v", resp.Usage, want)
+	}
+}
+
+func TestModel_GenerateMalformedInput(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(10),
+			toolStart(0, "toolu_01A", "calc"), inputDelta(0, `{"expression": "2*`), blockStop(0),
+			messageDelta("max_tokens", 5), messageStop)
+	})
+	m := newModel(t, s, Config{})
+	resp, err := m.Generate(t.Context(), userRequest("compute"))
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if len(resp.ToolCalls) != 1 {
+		t.Fatalf("ToolCalls = %+v, want 1", resp.ToolCalls)
+	}
+	var text string
+	if err := json.Unmarshal(resp.ToolCalls[0].Args, &text); err != nil || text != `{"expression": "2*` {
+		t.Errorf("malformed Args = %s, want the JSON string of the input sent (err %v)", resp.ToolCalls[0].Args, err)
+	}
+	if resp.FinishReason != "length" {
+		t.Errorf("FinishReason = %q, want length (from max_tokens)", resp.FinishReason)
+	}
+}
+
+func TestFinishReason(t *testing.T) {
+	for stop, want := range map[string]string{
+		"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+		"model_context_window_exceeded": "length", "refusal": "content_filter", "pause_turn": "pause_turn",
+	} {
+		if got := finishReason(stop); got != want {
+			t.Errorf("finishReason(%q) = %q, want %q", stop, got, want)
+		}
+	}
+}
+
+func TestModel_GenerateRequest(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "De rien."), blockStop(0), messageDelta("end_turn", 3), messageStop)
+	})
+	m := newModel(t, s, Config{Model: "claude-sonnet-4-5", MaxTokens: 256})
+	req := &provider.Request{
+		Messages: []cairn.Message{
+			{Seq: 1, Role: cairn.RoleSystem, Content: "You are terse."},
+			{Seq: 2, Role: cairn.RoleUser, Content: "What is 2*(3+4)? And the time?", Parts: []cairn.Part{{Type: "image", MIME: "image/png", Data: []byte{1, 2, 3}}}},
+			{Seq: 3, Role: cairn.RoleAssistant, Content: "Let me check.", ToolCalls: []cairn.ToolCall{
+				{ID: "call_1", Name: "calc", Args: json.RawMessage(`{"expression":"2*(3+4)"}`)},
+				{ID: "call_2", Name: "clock", Args: json.RawMessage(`{}`)},
+			}},
+			{Seq: 4, Role: cairn.RoleTool, ToolCallID: "call_1", Name: "calc", Content: "14"},
+			{Seq: 5, Role: cairn.RoleTool, ToolCallID: "call_2", Name: "clock", Content: "clock unavailable", IsError: true},
+			{Seq: 6, Role: cairn.RoleAssistant, Content: "14; the clock failed."},
+			{Seq: 7, Role: cairn.RoleSystem, Content: "Answer in French."},
+			{Seq: 8, Role: cairn.RoleUser, Content: "Encore?"},
+			{Seq: 9, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call.3", Name: "calc", Args: json.RawMessage(`"{\"expression\": \"2*"`)}}},
+			{Seq: 10, Role: cairn.RoleTool, ToolCallID: "call.3", Name: "calc", Content: "arguments are not valid JSON", IsError: true},
+			{Seq: 11, Role: cairn.RoleUser, Content: "Merci"},
+		},
+		Tools: []provider.Tool{
+			{Name: "calc", Description: "Evaluates arithmetic.", Schema: json.RawMessage(`{"type":"object","properties":{"expression":{"type":"string","maxLength":200}},"required":["expression"],"additionalProperties":false}`)},
+			{Name: "clock", Schema: json.RawMessage(`{"type":"object","properties":{}}`)},
+			{Name: "noop"},
+		},
+	}
+	if _, err := m.Generate(t.Context(), req); err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	reqs := s.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("server got %d requests, want 1", len(reqs))
+	}
+	got := body(t, reqs[0])
+	want := map[string]string{
+		"model":      `"claude-sonnet-4-5"`,
+		"max_tokens": `256`,
+		"stream":     `true`,
+		"system":     `[{"type":"text","text":"You are terse."},{"type":"text","text":"Answer in French."}]`,
+		"messages": `[
+			{"role":"user","content":[
+				{"type":"text","text":"What is 2*(3+4)? And the time?"},
+				{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AQID"}}]},
+			{"role":"assistant","content":[
+				{"type":"text","text":"Let me check."},
+				{"type":"tool_use","id":"call_1","name":"calc","input":{"expression":"2*(3+4)"}},
+				{"type":"tool_use","id":"call_2","name":"clock","input":{}}]},
+			{"role":"user","content":[
+				{"type":"tool_result","tool_use_id":"call_1","content":[{"type":"text","text":"14"}]},
+				{"type":"tool_result","tool_use_id":"call_2","is_error":true,"content":[{"type":"text","text":"clock unavailable"}]}]},
+			{"role":"assistant","content":[{"type":"text","text":"14; the clock failed."}]},
+			{"role":"user","content":[{"type":"text","text":"Encore?"}]},
+			{"role":"assistant","content":[{"type":"tool_use","id":"call_3","name":"calc","input":{}}]},
+			{"role":"user","content":[
+				{"type":"tool_result","tool_use_id":"call_3","is_error":true,"content":[{"type":"text","text":"arguments are not valid JSON"}]},
+				{"type":"text","text":"Merci"}]}]`,
+		"tools": `[
+			{"name":"calc","description":"Evaluates arithmetic.",
+				"input_schema":{"type":"object","properties":{"expression":{"type":"string","maxLength":200}},"required":["expression"],"additionalProperties":false}},
+			{"name":"clock","input_schema":{"type":"object","properties":{}}},
+			{"name":"noop","input_schema":{"type":"object","properties":{}}}]`,
+	}
+	for key, w := range want {
+		g, ok := got[key]
+		if !ok {
+			t.Errorf("request body has no %q: %s", key, reqs[0].body)
+			continue
+		}
+		if !jsonEqual(t, g, []byte(w)) {
+			t.Errorf("request %s:\n got %s\nwant %s", key, g, w)
+		}
+	}
+}
+
+func TestModel_GenerateRetryAfter(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		if n == 0 {
+			writeError(w, http.StatusTooManyRequests, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", map[string]string{"Retry-After": "1"})
+			return
+		}
+		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "ok"), blockStop(0), messageDelta("end_turn", 1), messageStop)
+	})
+	m := newModel(t, s, Config{})
+	resp, err := m.Generate(t.Context(), userRequest("Hi"))
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if resp.Text != "ok" {
+		t.Errorf("Text = %q, want ok", resp.Text)
+	}
+	reqs := s.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("server got %d requests, want 2 (one retry)", len(reqs))
+	}
+	if gap := reqs[1].at.Sub(reqs[0].at); gap < time.Second {
+		t.Errorf("retry came %v after the 429, want at least the Retry-After of 1s", gap)
+	}
+}
+
+func TestModel_GenerateServerErrors(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeError(w, http.StatusInternalServerError, "api_error", "Internal server error", map[string]string{"Retry-After": "0"})
+	})
+	m := newModel(t, s, Config{})
+	_, err := m.Generate(t.Context(), userRequest("Hi"))
+	if err == nil {
+		t.Fatal("Generate succeeded against a failing server")
+	}
+	if got, want := len(s.requests()), 1+DefaultMaxRetries; got != want {
+		t.Errorf("server got %d requests, want %d (1 + %d retries)", got, want, DefaultMaxRetries)
+	}
+	var se *StatusError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v is not a *StatusError", err)
+	}
+	if se.StatusCode != 500 || se.Type != "api_error" || se.Message != "Internal server error" || se.Attempts != 1+DefaultMaxRetries {
+		t.Errorf("StatusError = %+v, want 500 api_error with the server's message and %d attempts", se, 1+DefaultMaxRetries)
+	}
+	for _, part := range []string{"anthropic claude-test", "500", "Internal server error", "4 attempts", "req_test"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error %q does not contain %q", err, part)
+		}
+	}
+}
+
+// TestModel_GenerateBackoff lets the SDK's own backoff run once (it is not
+// configurable: about half a second).
+func TestModel_GenerateBackoff(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeError(w, http.StatusServiceUnavailable, "overloaded_error", "Overloaded", nil)
+	})
+	m := newModel(t, s, Config{MaxRetries: 1})
+	_, err := m.Generate(t.Context(), userRequest("Hi"))
+	var se *StatusError
+	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("error %v, want a 503 *StatusError", err)
+	}
+	if got := len(s.requests()); got != 2 {
+		t.Errorf("server got %d requests, want 2", got)
+	}
+}
+
+func TestModel_GenerateNoRetries(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeError(w, http.StatusServiceUnavailable, "overloaded_error", "Overloaded", nil)
+	})
+	m := newModel(t, s, Config{MaxRetries: -1})
+	if _, err := m.Generate(t.Context(), userRequest("Hi")); err == nil {
+		t.Fatal("Generate succeeded against a failing server")
+	}
+	if got := len(s.requests()); got != 1 {
+		t.Errorf("server got %d requests with retries off, want 1", got)
+	}
+}
+
+func TestModel_GenerateUnauthorized(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key", nil)
+	})
+	m := newModel(t, s, Config{})
+	_, err := m.Generate(t.Context(), userRequest("Hi"))
+	var se *StatusError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v is not a *StatusError", err)
+	}
+	if se.StatusCode != http.StatusUnauthorized || se.Type != "authentication_error" {
+		t.Errorf("StatusError = %+v, want 401 authentication_error", se)
+	}
+	if !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "invalid x-api-key") {
+		t.Errorf("error %q does not name the status and the server's message", err)
+	}
+	if got := len(s.requests()); got != 1 {
+		t.Errorf("server got %d requests, want 1 (no retry on 401)", got)
+	}
+}
+
+func TestModel_GenerateStreamError(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "Hi"),
+			event{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
+	})
+	m := newModel(t, s, Config{})
+	_, err := m.Generate(t.Context(), userRequest("Hi"))
+	var se *StatusError
+	if !errors.As(err, &se) || !se.InStream || se.Type != "overloaded_error" {
+		t.Fatalf("error %v, want an in-stream overloaded_error *StatusError", err)
+	}
+	if !strings.Contains(err.Error(), "Overloaded") || strings.Contains(err.Error(), "HTTP 200") {
+		t.Errorf("error %q, want the server's message and no HTTP status", err)
+	}
+}
+
+func TestModel_GenerateTruncated(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "Half an ans"))
+	})
+	m := newModel(t, s, Config{})
+	_, err := m.Generate(t.Context(), userRequest("Hi"))
+	if err == nil || !strings.Contains(err.Error(), "stop reason") {
+		t.Errorf("Generate on a stream cut short: error %v, want one about the missing stop reason", err)
+	}
+}
+
+func TestNew_MissingKey(t *testing.T) {
+	t.Setenv(EnvAPIKey, "")
+	_, err := New(Config{Model: "claude-sonnet-4-5"})
+	if !errors.Is(err, ErrNoAPIKey) {
+		t.Fatalf("New without a key: error %v, want ErrNoAPIKey", err)
+	}
+	if !strings.Contains(err.Error(), EnvAPIKey) {
+		t.Errorf("error %q does not name %s", err, EnvAPIKey)
+	}
+	if _, err := New(Config{APIKey: "sk-ant-test"}); err == nil || !strings.Contains(err.Error(), "Config.Model") {
+		t.Errorf("New without a model: error %v, want one naming Config.Model", err)
+	}
+}
+
+func TestNew_Environment(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(1), messageDelta("end_turn", 1), messageStop)
+	})
+	t.Setenv(EnvAPIKey, "sk-ant-env")
+	t.Setenv(EnvBaseURL, s.URL)
+	m, err := New(Config{Model: "claude-test"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if _, err := m.Generate(t.Context(), userRequest("Hi")); err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	reqs := s.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("server got %d requests, want 1", len(reqs))
+	}
+	if got := sentKey(reqs[0].header); got != "sk-ant-env" {
+		t.Errorf("key sent = %q, want the key from %s", got, EnvAPIKey)
+	}
+}
+
+func TestModel_GenerateCancel(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, done <-chan struct{}) {
+		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "partial"))
+		select { // hold the stream open until the client goes away
+		case <-r.Context().Done():
+		case <-done:
+		}
+	})
+	m := newModel(t, s, Config{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req := userRequest("Hi")
+	req.OnText = func(string) { cancel() }
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Generate(ctx, req)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Generate after cancel: error %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Generate did not return after its context was cancelled mid-stream")
+	}
+	if got := len(s.requests()); got != 1 {
+		t.Errorf("server got %d requests, want 1 (no retry after cancel)", got)
+	}
+}
+
+func TestModel_GenerateBadInput(t *testing.T) {
+	m, err := New(Config{Model: "claude-test", APIKey: "sk-ant-test", BaseURL: "http://127.0.0.1:1", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := []cairn.Message{{Role: cairn.RoleUser, Content: "x"}}
+	for name, req := range map[string]*provider.Request{
+		"unknown role":   {Messages: []cairn.Message{{Role: "narrator", Content: "x"}}},
+		"array schema":   {Messages: user, Tools: []provider.Tool{{Name: "t", Schema: json.RawMessage(`[1]`)}}},
+		"string schema":  {Messages: user, Tools: []provider.Tool{{Name: "t", Schema: json.RawMessage(`{"type":"string"}`)}}},
+		"bad required":   {Messages: user, Tools: []provider.Tool{{Name: "t", Schema: json.RawMessage(`{"type":"object","required":"a"}`)}}},
+		"audio part":     {Messages: []cairn.Message{{Role: cairn.RoleUser, Parts: []cairn.Part{{Type: "audio", Data: []byte{1}}}}}},
+		"empty image":    {Messages: []cairn.Message{{Role: cairn.RoleUser, Parts: []cairn.Part{{Type: "image"}}}}},
+		"zip file part":  {Messages: []cairn.Message{{Role: cairn.RoleUser, Parts: []cairn.Part{{Type: "file", MIME: "application/zip", Data: []byte{1}}}}}},
+		"pdf without it": {Messages: []cairn.Message{{Role: cairn.RoleUser, Parts: []cairn.Part{{Type: "file", MIME: "application/pdf"}}}}},
+	} {
+		if _, err := m.Generate(t.Context(), req); err == nil {
+			t.Errorf("%s: Generate succeeded, want an error", name)
+		}
+	}
+}

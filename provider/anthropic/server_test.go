@@ -1,0 +1,135 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+)
+
+// server is a local Messages API endpoint that records what it receives
+// and answers each request with the handler the test gives it.
+type server struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []received
+}
+
+type received struct {
+	at     time.Time
+	path   string
+	header http.Header
+	body   []byte
+}
+
+// newServer starts a server whose handler gets the zero-based number of the
+// request it answers. done is closed when the test ends, before the server
+// closes, so that handlers that wait for it return.
+func newServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int, done <-chan struct{})) *server {
+	t.Helper()
+	s := &server{}
+	done := make(chan struct{})
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		n := len(s.reqs)
+		s.reqs = append(s.reqs, received{at: at, path: r.URL.Path, header: r.Header.Clone(), body: body})
+		s.mu.Unlock()
+		handle(w, r, n, done)
+	}))
+	t.Cleanup(s.Close)
+	t.Cleanup(func() { close(done) })
+	return s
+}
+
+// requests returns what the server has received so far.
+func (s *server) requests() []received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]received(nil), s.reqs...)
+}
+
+// event is one server-sent event of the Messages stream.
+type event struct{ name, data string }
+
+// writeSSE writes each event, flushing after each.
+func writeSSE(w http.ResponseWriter, events ...event) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	for _, e := range events {
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.name, e.data)
+		if f != nil {
+			f.Flush()
+		}
+	}
+}
+
+func messageStart(inputTokens int) event {
+	return event{"message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}`, inputTokens)}
+}
+
+func textStart(i int) event {
+	return event{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i)}
+}
+
+func toolStart(i int, id, name string) event {
+	return event{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, i, id, name)}
+}
+
+func textDelta(i int, s string) event {
+	b, _ := json.Marshal(s)
+	return event{"content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, i, b)}
+}
+
+func inputDelta(i int, partial string) event {
+	b, _ := json.Marshal(partial)
+	return event{"content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, i, b)}
+}
+
+func blockStop(i int) event {
+	return event{"content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i)}
+}
+
+func messageDelta(stop string, outputTokens int) event {
+	return event{"message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, stop, outputTokens)}
+}
+
+var (
+	ping        = event{"ping", `{"type":"ping"}`}
+	messageStop = event{"message_stop", `{"type":"message_stop"}`}
+)
+
+// writeError answers with a Messages API error body.
+func writeError(w http.ResponseWriter, status int, typ, msg string, header map[string]string) {
+	for k, v := range header {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", "req_test")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%q}}`, typ, msg)
+}
+
+// jsonEqual reports whether two JSON documents hold the same value.
+func jsonEqual(t *testing.T, got, want []byte) bool {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("got invalid JSON %s: %v", got, err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("want invalid JSON %s: %v", want, err)
+	}
+	return reflect.DeepEqual(g, w)
+}
