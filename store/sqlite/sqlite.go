@@ -55,6 +55,8 @@ type Store struct {
 	insert *sql.Stmt // one event
 	update *sql.Stmt // a session's summary after an append
 
+	queue commitQueue // appends waiting for the writer
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error

@@ -54,10 +54,12 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 	return s.fail("create", meta.ID, err)
 }
 
-// Append implements cairn.Store. It runs one immediate transaction: read
-// the session's head row by its key, insert the events, update the head
-// row. Nothing in it reads or counts earlier events, so its cost does not
-// grow with the history.
+// Append implements cairn.Store. It runs in one immediate transaction:
+// read the session's head row by its key, insert the events, update the
+// head row. Nothing in it reads or counts earlier events, so its cost does
+// not grow with the history. Appends from many goroutines that arrive
+// together share one transaction and one commit (see submit), each in a
+// savepoint of its own, so that a failed append leaves the others be.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
 	if err := s.check(); err != nil {
 		return err
@@ -73,41 +75,11 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		}
 		bodies[i] = b
 	}
-	delta := cairn.Summarize(events)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var (
-			info   cairn.SessionInfo
-			exp    int64
-			status string
-		)
-		err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, s.opts.Namespace, id).
-			Scan(&info.LastSeq, &exp, &info.Steps, &status, &info.FirstMessage)
-		if errors.Is(err, sql.ErrNoRows) {
-			return cairn.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		now := s.opts.Now().UTC()
-		if expired(exp, now) {
-			return cairn.ErrNotFound
-		}
-		if info.LastSeq != expectSeq {
-			return fmt.Errorf("%w: last seq is %d, not %d", cairn.ErrConflict, info.LastSeq, expectSeq)
-		}
-		insert := tx.StmtContext(ctx, s.insert)
-		for i, e := range events {
-			if _, err := insert.ExecContext(ctx, s.opts.Namespace, id, e.Seq, bodies[i]); err != nil {
-				return err
-			}
-		}
-		info.Status = cairn.Status(status)
-		delta.Apply(&info, expectSeq+int64(len(events)), now)
-		_, err = tx.StmtContext(ctx, s.update).ExecContext(ctx,
-			info.LastSeq, nanos(info.UpdatedAt), nanos(s.opts.ExpiresAt(now)),
-			info.Steps, string(info.Status), info.FirstMessage, s.opts.Namespace, id)
+	if err := ctx.Err(); err != nil {
 		return err
-	})
+	}
+	err := s.submit(&appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
+		delta: cairn.Summarize(events)})
 	return s.fail("append", id, err)
 }
 

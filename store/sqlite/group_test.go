@@ -1,0 +1,74 @@
+package sqlite_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+// TestStore_GroupCommit runs appends from many goroutines at once, so that
+// they share commits, with failing appends (conflicts, a missing session)
+// among them: every good append must be stored and every bad one refused
+// with its own error.
+func TestStore_GroupCommit(t *testing.T) {
+	ctx := t.Context()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const sessions, appends = 6, 25
+	for i := range sessions {
+		if err := s.Create(ctx, cairn.SessionMeta{ID: fmt.Sprint("s", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions*appends*3)
+	for i := range sessions {
+		id := fmt.Sprint("s", i)
+		wg.Go(func() {
+			for seq := int64(1); seq <= appends; seq++ {
+				if err := s.Append(ctx, id, seq-1, storetest.Custom(seq, id)); err != nil {
+					errs <- fmt.Errorf("append %s seq %d: %w", id, seq, err)
+				}
+			}
+		})
+		wg.Go(func() {
+			for range appends {
+				if err := s.Append(ctx, id, 1000, storetest.Custom(1001, "stale")); !errors.Is(err, cairn.ErrConflict) {
+					errs <- fmt.Errorf("stale append to %s: got %v, want ErrConflict", id, err)
+				}
+				if err := s.Append(ctx, "missing", 0, storetest.Custom(1, "missing")); !errors.Is(err, cairn.ErrNotFound) {
+					errs <- fmt.Errorf("append to a missing session: got %v, want ErrNotFound", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i := range sessions {
+		id := fmt.Sprint("s", i)
+		rec, err := s.Load(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(rec.Events); got != appends || rec.Info.LastSeq != appends {
+			t.Fatalf("%s: %d events, last seq %d; want %d", id, got, rec.Info.LastSeq, appends)
+		}
+		for j, e := range rec.Events {
+			if want := storetest.Custom(int64(j+1), id); string(e.Data) != string(want.Data) {
+				t.Errorf("%s seq %d: data %s, want %s", id, e.Seq, e.Data, want.Data)
+			}
+		}
+	}
+}
