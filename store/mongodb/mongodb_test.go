@@ -3,7 +3,6 @@ package mongodb_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/mongodb"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -19,11 +19,7 @@ import (
 // serverURI returns the test server's URI from CAIRN_TEST_MONGODB, or skips.
 func serverURI(tb testing.TB) string {
 	tb.Helper()
-	uri := os.Getenv("CAIRN_TEST_MONGODB")
-	if uri == "" {
-		tb.Skip("CAIRN_TEST_MONGODB is not set (e.g. mongodb://127.0.0.1:27017/): skipping the MongoDB store tests")
-	}
-	return uri
+	return testenv.URL(tb, testenv.MongoDB) // e.g. mongodb://127.0.0.1:27017/
 }
 
 // openStore opens a store on the test server and, at cleanup, closes it and

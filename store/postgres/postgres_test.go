@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -47,11 +48,7 @@ func TestMain(m *testing.M) {
 // dsn returns the test server's DSN, or skips the test when none is set.
 func dsn(tb testing.TB) string {
 	tb.Helper()
-	d := os.Getenv(envDSN)
-	if d == "" {
-		tb.Skipf("%s is not set; set it to a PostgreSQL URL such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run this test", envDSN)
-	}
-	return d
+	return testenv.URL(tb, envDSN) // e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 }
 
 // adminPool is a pool of the test package's own, for looking at tables

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -19,11 +20,7 @@ const envURL = "CAIRN_TEST_REDIS"
 // testURL returns the test server's URL, or skips the test.
 func testURL(tb testing.TB) string {
 	tb.Helper()
-	u := os.Getenv(envURL)
-	if u == "" {
-		tb.Skipf("%s is not set: set it to a Redis 7 URL such as redis://127.0.0.1:6379/0 to run the Redis store tests", envURL)
-	}
-	return u
+	return testenv.URL(tb, envURL) // e.g. redis://127.0.0.1:6379/0
 }
 
 var (
