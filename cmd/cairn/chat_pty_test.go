@@ -153,3 +153,31 @@ func (p *ptyProc) wait() int {
 	}
 	return 0
 }
+
+// TestDelete_AsksOnATerminal: on a terminal, delete asks first; "n" keeps
+// the session, "y" erases it.
+func TestDelete_AsksOnATerminal(t *testing.T) {
+	c := newCLIEnv(t)
+	if _, stderr, code := c.run("run", "--session", "precious", "keep me"); code != 0 {
+		t.Fatal(stderr)
+	}
+	p := startPTY(t, c.bin, c.dir, "sessions", "delete", "precious")
+	p.expect("Erase session precious for good? [y/N]")
+	p.send("n\r")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("declined delete exited %d\n%s", code, p.output())
+	}
+	if _, ok := c.show("precious"); !ok {
+		t.Fatal("the session is gone after answering n")
+	}
+	p = startPTY(t, c.bin, c.dir, "sessions", "delete", "precious")
+	p.expect("[y/N]")
+	p.send("y\r")
+	p.expect("deleted precious")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("confirmed delete exited %d\n%s", code, p.output())
+	}
+	if _, ok := c.show("precious"); ok {
+		t.Fatal("the session is still there after answering y")
+	}
+}
