@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 			tt.fn(t, newHarness(t, open))
 		})
 	}
+	runLease(t, open)
 }
 
 // harness opens stores for one test in a namespace of its own.

@@ -1,0 +1,136 @@
+package cairn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Lease is one holder's claim on a session for a while: the worker (or
+// process) that runs the session now. Token is the fencing token: it grows
+// with every Acquire or Takeover of the session's lease and is never
+// reused, so a write fenced by an older token is refused once someone else
+// has taken the session over.
+type Lease struct {
+	Session string    `json:"session"`
+	Holder  string    `json:"holder"`
+	Token   int64     `json:"token"`
+	Expires time.Time `json:"expires"`
+}
+
+// Leaser is an optional Store ability: leases that let many workers share
+// a store and run each session in one place at a time.
+//
+// A worker takes a session's lease with Acquire, renews it while it runs,
+// writes every step with AppendFenced and releases it at the end. A lease
+// whose holder died expires after its TTL and can then be acquired by
+// another. Fencing is by token, checked by the store in the same atomic
+// step as the append: once another holder has acquired the lease (after it
+// expired, or with Takeover) every AppendFenced and Renew of the old lease
+// returns ErrLeaseLost, whatever the old holder's clock says.
+//
+// Expiry is measured on the store's clock (StoreOptions.Now); machines that
+// share a store should keep their clocks within a small part of the TTL.
+//
+// Fallback: a store without Leaser has no claims. Runs on it still never
+// fork a history (Append's expected seq refuses the second writer with
+// ErrConflict), but two processes may both start the same run, and the
+// loser finds out only at its first write. The agent and the CLI run
+// without a claim on such a store, and cairn worker refuses it.
+//
+// Plain Append is not fenced: a lease guards the writers that use one.
+type Leaser interface {
+	// Acquire takes the lease of session id for holder, for ttl. It
+	// returns a *LeaseHeldError (which wraps ErrLeaseHeld and names the
+	// holder and the expiry) while another lease, of any holder, is live,
+	// and ErrNotFound for a missing, deleted or expired session. Of many
+	// concurrent Acquires exactly one succeeds.
+	Acquire(ctx context.Context, id, holder string, ttl time.Duration) (Lease, error)
+
+	// Takeover is Acquire that does not wait for a live lease to expire:
+	// it takes the lease with a new token whoever holds it, and the old
+	// holder's writes are refused from then on.
+	Takeover(ctx context.Context, id, holder string, ttl time.Duration) (Lease, error)
+
+	// Renew extends a lease to ttl from now. It returns ErrLeaseLost when
+	// the lease was released, or acquired by another since; a lease that
+	// expired but that nobody took since is renewed.
+	Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error)
+
+	// Release gives a lease up, so the session can be acquired at once.
+	// It returns ErrLeaseLost when the lease was no longer held.
+	Release(ctx context.Context, lease Lease) error
+
+	// CurrentLease returns the live lease of session id, or a Lease with
+	// an empty Holder when there is none (never taken, released or
+	// expired). It returns ErrNotFound for a missing session.
+	CurrentLease(ctx context.Context, id string) (Lease, error)
+
+	// AppendFenced is Append for a lease holder: the same contract, and
+	// in the same atomic step the store checks that lease is still the
+	// session's lease (same token, not released). Otherwise nothing is
+	// written and it returns ErrLeaseLost.
+	AppendFenced(ctx context.Context, id string, lease Lease, expectSeq int64, events ...Event) error
+}
+
+// Claimer is an optional ability of a Store that has leases: find the
+// oldest session that matches a filter and has no live lease, and acquire
+// its lease, in one atomic step (PostgreSQL: SELECT … FOR UPDATE SKIP
+// LOCKED). Workers use it to take queued work. Without it, a worker lists
+// the matching sessions, oldest first, and tries Acquire on each: also
+// safe, since Acquire is atomic, only slower when many workers compete.
+type Claimer interface {
+	// ClaimNext acquires the lease of the least recently created live
+	// session that matches filter (its Status and Labels; paging fields
+	// are ignored) and has no live lease. It returns ErrNotFound when no
+	// session is left to claim.
+	ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter ListOptions) (Lease, error)
+}
+
+var (
+	// ErrLeaseHeld is returned by Acquire while another holder's lease on
+	// the session is live. The error is a *LeaseHeldError that names the
+	// holder and when the lease expires.
+	ErrLeaseHeld = errors.New("session is being run elsewhere")
+
+	// ErrLeaseLost is returned by AppendFenced, Renew and Release when the
+	// caller's lease is no longer the session's: it expired and another
+	// holder acquired it, it was taken over, or it was released. Nothing
+	// of the refused call was written; stop running the session.
+	ErrLeaseLost = errors.New("lease lost: the session was taken over by another holder")
+)
+
+// LeaseHeldError says who holds a session's lease, and until when.
+type LeaseHeldError struct {
+	Session string
+	Holder  string
+	Expires time.Time
+}
+
+// Error names the session, the holder and the expiry.
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("session %s is being run elsewhere: %s holds its lease until %s",
+		e.Session, e.Holder, e.Expires.UTC().Format(time.RFC3339))
+}
+
+// Unwrap returns ErrLeaseHeld.
+func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
+
+// CheckLease validates the arguments of Acquire and Takeover: a valid ID, a
+// non-empty holder and a positive TTL.
+func CheckLease(id, holder string, ttl time.Duration) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	if holder == "" {
+		return fmt.Errorf("lease %s: the holder is empty", id)
+	}
+	if len(holder) > 256 {
+		return fmt.Errorf("lease %s: the holder name is %d bytes, the limit is 256", id, len(holder))
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("lease %s: the TTL is %s, want more than 0", id, ttl)
+	}
+	return nil
+}

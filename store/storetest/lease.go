@@ -1,0 +1,390 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// runLease runs the lease section of the suite when the stores open makes
+// implement cairn.Leaser, and the claim test when they implement
+// cairn.Claimer. Time moves on the harness's clock only: no test sleeps.
+func runLease(t *testing.T, open Opener) {
+	probe := newHarness(t, open)
+	st := probe.store(t)
+	if _, ok := st.(cairn.Leaser); !ok {
+		t.Logf("the store does not implement cairn.Leaser: lease tests skipped")
+		return
+	}
+	_, claimer := st.(cairn.Claimer)
+	tests := []struct {
+		name string
+		fn   func(*testing.T, *harness, cairn.Leaser)
+	}{
+		{"Acquire", testLeaseAcquire},
+		{"Expiry", testLeaseExpiry},
+		{"Renew", testLeaseRenew},
+		{"Release", testLeaseRelease},
+		{"Takeover", testLeaseTakeover},
+		{"AppendFenced", testLeaseAppendFenced},
+		{"Delete", testLeaseDelete},
+		{"ConcurrentAcquire", testLeaseConcurrentAcquire},
+		{"ConcurrentFencedAppend", testLeaseConcurrentFenced},
+	}
+	if claimer {
+		tests = append(tests, struct {
+			name string
+			fn   func(*testing.T, *harness, cairn.Leaser)
+		}{"ClaimNext", testLeaseClaimNext})
+	}
+	for _, tt := range tests {
+		t.Run("Lease/"+tt.name, func(t *testing.T) {
+			h := newHarness(t, open)
+			tt.fn(t, h, h.store(t).(cairn.Leaser))
+		})
+	}
+}
+
+const leaseTTL = 30 * time.Second
+
+func mustAcquire(t *testing.T, l cairn.Leaser, id, holder string) cairn.Lease {
+	t.Helper()
+	lease, err := l.Acquire(t.Context(), id, holder, leaseTTL)
+	if err != nil {
+		t.Fatalf("Acquire(%s, %s): %v", id, holder, err)
+	}
+	if lease.Session != id || lease.Holder != holder || lease.Token <= 0 {
+		t.Fatalf("Acquire(%s, %s) = %+v, want that session and holder and a positive token", id, holder, lease)
+	}
+	return lease
+}
+
+func wantHeld(t *testing.T, err error, holder string, expires time.Time) {
+	t.Helper()
+	if !errors.Is(err, cairn.ErrLeaseHeld) {
+		t.Fatalf("got %v, want ErrLeaseHeld", err)
+	}
+	var he *cairn.LeaseHeldError
+	if !errors.As(err, &he) {
+		t.Fatalf("error %v is not a *cairn.LeaseHeldError", err)
+	}
+	if he.Holder != holder || !he.Expires.Equal(expires) {
+		t.Errorf("held by %q until %s, want %q until %s", he.Holder, he.Expires, holder, expires)
+	}
+}
+
+// testLeaseAcquire: one holder at a time; the refusal names the holder and
+// the expiry; CurrentLease reports the holder; missing sessions and bad
+// arguments are refused.
+func testLeaseAcquire(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	a := mustAcquire(t, l, id, "worker-a")
+	if want := h.clock.Now().Add(leaseTTL); !a.Expires.Equal(want) {
+		t.Errorf("lease expires %s, want %s", a.Expires, want)
+	}
+	_, err := l.Acquire(t.Context(), id, "worker-b", leaseTTL)
+	wantHeld(t, err, "worker-a", a.Expires)
+	_, err = l.Acquire(t.Context(), id, "worker-a", leaseTTL)
+	wantHeld(t, err, "worker-a", a.Expires)
+	cur, err := l.CurrentLease(t.Context(), id)
+	if err != nil {
+		t.Fatalf("CurrentLease: %v", err)
+	}
+	if cur.Holder != "worker-a" || cur.Token != a.Token || !cur.Expires.Equal(a.Expires) {
+		t.Errorf("CurrentLease = %+v, want %+v", cur, a)
+	}
+	other := newSession(t, s, nil)
+	if cur, err := l.CurrentLease(t.Context(), other); err != nil || cur.Holder != "" {
+		t.Errorf("CurrentLease of a session never leased = %+v, %v; want no holder", cur, err)
+	}
+	mustAcquire(t, l, other, "worker-b") // leases are per session
+	if _, err := l.Acquire(t.Context(), "missing", "worker-a", leaseTTL); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("Acquire of a missing session: got %v, want ErrNotFound", err)
+	}
+	if _, err := l.CurrentLease(t.Context(), "missing"); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("CurrentLease of a missing session: got %v, want ErrNotFound", err)
+	}
+	if _, err := l.Acquire(t.Context(), "../x", "worker-a", leaseTTL); !errors.Is(err, cairn.ErrInvalidID) {
+		t.Errorf("Acquire of a bad ID: got %v, want ErrInvalidID", err)
+	}
+	if _, err := l.Acquire(t.Context(), id, "", leaseTTL); err == nil {
+		t.Error("Acquire with no holder succeeded")
+	}
+	if _, err := l.Acquire(t.Context(), id, "worker-c", 0); err == nil {
+		t.Error("Acquire with a zero TTL succeeded")
+	}
+}
+
+// testLeaseExpiry: a dead holder's lease expires and can be taken; the new
+// token is larger; the old holder can neither write nor renew.
+func testLeaseExpiry(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	a := mustAcquire(t, l, id, "worker-a")
+	if err := l.AppendFenced(t.Context(), id, a, 0, Custom(1, "a1")); err != nil {
+		t.Fatalf("AppendFenced by the holder: %v", err)
+	}
+	h.clock.Advance(leaseTTL - time.Second)
+	_, err := l.Acquire(t.Context(), id, "worker-b", leaseTTL)
+	wantHeld(t, err, "worker-a", a.Expires)
+	h.clock.Advance(time.Second)
+	if cur, err := l.CurrentLease(t.Context(), id); err != nil || cur.Holder != "" {
+		t.Errorf("CurrentLease at expiry = %+v, %v; want no holder", cur, err)
+	}
+	b := mustAcquire(t, l, id, "worker-b")
+	if b.Token <= a.Token {
+		t.Errorf("the new token %d is not larger than the old %d", b.Token, a.Token)
+	}
+	if err := l.AppendFenced(t.Context(), id, a, 1, Custom(2, "a2")); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("AppendFenced by the expired holder after a takeover: got %v, want ErrLeaseLost", err)
+	}
+	if _, err := l.Renew(t.Context(), a, leaseTTL); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("Renew by the expired holder: got %v, want ErrLeaseLost", err)
+	}
+	if err := l.Release(t.Context(), a); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("Release by the expired holder: got %v, want ErrLeaseLost", err)
+	}
+	if err := l.AppendFenced(t.Context(), id, b, 1, Custom(2, "b2")); err != nil {
+		t.Fatalf("AppendFenced by the new holder: %v", err)
+	}
+	assertEvents(t, mustLoad(t, s, id).Events, []cairn.Event{Custom(1, "a1"), Custom(2, "b2")})
+}
+
+// testLeaseRenew: renewing keeps others out past the first expiry.
+func testLeaseRenew(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	a := mustAcquire(t, l, id, "worker-a")
+	h.clock.Advance(leaseTTL - time.Second)
+	r, err := l.Renew(t.Context(), a, leaseTTL)
+	if err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if r.Token != a.Token || !r.Expires.Equal(h.clock.Now().Add(leaseTTL)) {
+		t.Errorf("Renew = %+v, want token %d expiring %s", r, a.Token, h.clock.Now().Add(leaseTTL))
+	}
+	h.clock.Advance(2 * time.Second)
+	_, err = l.Acquire(t.Context(), id, "worker-b", leaseTTL)
+	wantHeld(t, err, "worker-a", r.Expires)
+	// Expired but not taken: the holder may still renew and write.
+	h.clock.Advance(leaseTTL)
+	if _, err := l.Renew(t.Context(), r, leaseTTL); err != nil {
+		t.Errorf("Renew of an expired lease nobody took: %v", err)
+	}
+	if err := l.AppendFenced(t.Context(), id, r, 0, Custom(1, "a")); err != nil {
+		t.Errorf("AppendFenced after a late renew: %v", err)
+	}
+}
+
+// testLeaseRelease: a released session can be acquired at once, and the
+// released lease no longer writes.
+func testLeaseRelease(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	a := mustAcquire(t, l, id, "worker-a")
+	if err := l.Release(t.Context(), a); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if cur, err := l.CurrentLease(t.Context(), id); err != nil || cur.Holder != "" {
+		t.Errorf("CurrentLease after Release = %+v, %v; want no holder", cur, err)
+	}
+	if err := l.AppendFenced(t.Context(), id, a, 0, Custom(1, "a")); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("AppendFenced with a released lease: got %v, want ErrLeaseLost", err)
+	}
+	b := mustAcquire(t, l, id, "worker-b")
+	if b.Token <= a.Token {
+		t.Errorf("token after release %d, want more than %d", b.Token, a.Token)
+	}
+	if err := l.Release(t.Context(), a); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("second Release of the old lease: got %v, want ErrLeaseLost", err)
+	}
+	if cur, _ := l.CurrentLease(t.Context(), id); cur.Holder != "worker-b" {
+		t.Errorf("releasing a stale lease freed the new one: holder %q", cur.Holder)
+	}
+}
+
+// testLeaseTakeover: a forced takeover fences the live holder at once.
+func testLeaseTakeover(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	a := mustAcquire(t, l, id, "worker-a")
+	b, err := l.Takeover(t.Context(), id, "worker-b", leaseTTL)
+	if err != nil {
+		t.Fatalf("Takeover: %v", err)
+	}
+	if b.Holder != "worker-b" || b.Token <= a.Token {
+		t.Errorf("Takeover = %+v, want worker-b with a token above %d", b, a.Token)
+	}
+	if err := l.AppendFenced(t.Context(), id, a, 0, Custom(1, "a")); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("AppendFenced by the holder taken over: got %v, want ErrLeaseLost", err)
+	}
+	if err := l.AppendFenced(t.Context(), id, b, 0, Custom(1, "b")); err != nil {
+		t.Errorf("AppendFenced after Takeover: %v", err)
+	}
+	if _, err := l.Takeover(t.Context(), "missing", "worker-b", leaseTTL); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("Takeover of a missing session: got %v, want ErrNotFound", err)
+	}
+}
+
+// testLeaseAppendFenced: a fenced append keeps Append's contract.
+func testLeaseAppendFenced(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	a := mustAcquire(t, l, id, "worker-a")
+	evs := Conversation(0, "r1", "fenced")
+	if err := l.AppendFenced(t.Context(), id, a, 0, evs...); err != nil {
+		t.Fatalf("AppendFenced: %v", err)
+	}
+	if err := l.AppendFenced(t.Context(), id, a, 3, Custom(4, "stale")); !errors.Is(err, cairn.ErrConflict) {
+		t.Errorf("AppendFenced at a stale seq: got %v, want ErrConflict", err)
+	}
+	if err := l.AppendFenced(t.Context(), id, a, int64(len(evs)), Custom(int64(len(evs))+2, "gap")); !errors.Is(err, cairn.ErrInvalidEvent) {
+		t.Errorf("AppendFenced with a seq gap: got %v, want ErrInvalidEvent", err)
+	}
+	other := newSession(t, s, nil)
+	if err := l.AppendFenced(t.Context(), other, a, 0, Custom(1, "x")); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("AppendFenced to another session with this lease: got %v, want ErrLeaseLost", err)
+	}
+	if err := l.AppendFenced(t.Context(), "missing", a, 0, Custom(1, "x")); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("AppendFenced to a missing session: got %v, want ErrNotFound", err)
+	}
+	rec := mustLoad(t, s, id)
+	assertEvents(t, rec.Events, evs)
+	if rec.Info.LastSeq != int64(len(evs)) || rec.Info.Status != cairn.StatusCompleted {
+		t.Errorf("info after fenced appends: last seq %d status %s, want %d completed", rec.Info.LastSeq, rec.Info.Status, len(evs))
+	}
+}
+
+// testLeaseDelete: deleting a session deletes its lease; a new session
+// with the same ID starts unleased, and the old lease cannot write to it.
+func testLeaseDelete(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	a := mustAcquire(t, l, id, "worker-a")
+	if err := s.Delete(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AppendFenced(t.Context(), id, a, 0, Custom(1, "late")); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("AppendFenced after Delete: got %v, want ErrNotFound", err)
+	}
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	b := mustAcquire(t, l, id, "worker-b")
+	if err := l.AppendFenced(t.Context(), id, a, 0, Custom(1, "old")); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("AppendFenced with the deleted session's lease: got %v, want ErrLeaseLost", err)
+	}
+	if err := l.AppendFenced(t.Context(), id, b, 0, Custom(1, "new")); err != nil {
+		t.Errorf("AppendFenced by the new holder: %v", err)
+	}
+}
+
+// testLeaseConcurrentAcquire: of 16 racing Acquires exactly one wins.
+func testLeaseConcurrentAcquire(t *testing.T, h *harness, l cairn.Leaser) {
+	const racers = 16
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		won  []string
+		errs []error
+	)
+	start := make(chan struct{})
+	for i := range racers {
+		holder := fmt.Sprintf("w%d", i)
+		wg.Go(func() {
+			<-start
+			_, err := l.Acquire(t.Context(), id, holder, leaseTTL)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				won = append(won, holder)
+			case errors.Is(err, cairn.ErrLeaseHeld):
+			default:
+				errs = append(errs, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("errors other than ErrLeaseHeld: %v", errs)
+	}
+	if len(won) != 1 {
+		t.Fatalf("%d holders acquired the lease (%v), want exactly 1", len(won), won)
+	}
+}
+
+// testLeaseConcurrentFenced: a holder taken over mid-stream never gets a
+// write in after the takeover.
+func testLeaseConcurrentFenced(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	a := mustAcquire(t, l, id, "worker-a")
+	for i := range int64(3) {
+		if err := l.AppendFenced(t.Context(), id, a, i, Custom(i+1, "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := l.Takeover(t.Context(), id, "worker-b", leaseTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var aErr, bErr error
+	wg.Go(func() { aErr = l.AppendFenced(t.Context(), id, a, 3, Custom(4, "a")) })
+	wg.Go(func() { bErr = l.AppendFenced(t.Context(), id, b, 3, Custom(4, "b")) })
+	wg.Wait()
+	if !errors.Is(aErr, cairn.ErrLeaseLost) {
+		t.Errorf("the old holder's append: got %v, want ErrLeaseLost", aErr)
+	}
+	if bErr != nil {
+		t.Errorf("the new holder's append: %v", bErr)
+	}
+	assertEvents(t, mustLoad(t, s, id).Events, []cairn.Event{Custom(1, "a"), Custom(2, "a"), Custom(3, "a"), Custom(4, "b")})
+}
+
+// testLeaseClaimNext: claims go oldest first, skip leased sessions and
+// those the filter leaves out, and end with ErrNotFound.
+func testLeaseClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	c := l.(cairn.Claimer)
+	queued := map[string]string{"queue": "q1"}
+	var ids []string
+	for range 3 {
+		ids = append(ids, newSession(t, s, queued))
+		h.clock.Advance(time.Second)
+	}
+	newSession(t, s, map[string]string{"queue": "other"})
+	held := mustAcquire(t, l, ids[0], "someone")
+	filter := cairn.ListOptions{Status: []cairn.Status{cairn.StatusNew}, Labels: queued}
+	var got []string
+	for range 2 {
+		lease, err := c.ClaimNext(t.Context(), "worker", leaseTTL, filter)
+		if err != nil {
+			t.Fatalf("ClaimNext: %v", err)
+		}
+		if lease.Holder != "worker" || lease.Token <= 0 {
+			t.Errorf("ClaimNext = %+v", lease)
+		}
+		got = append(got, lease.Session)
+	}
+	if got[0] != ids[1] || got[1] != ids[2] {
+		t.Errorf("claimed %v, want %v (oldest first, the leased one skipped)", got, ids[1:])
+	}
+	if _, err := c.ClaimNext(t.Context(), "worker", leaseTTL, filter); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("ClaimNext with nothing left: got %v, want ErrNotFound", err)
+	}
+	h.clock.Advance(leaseTTL)
+	lease, err := c.ClaimNext(t.Context(), "worker", leaseTTL, filter)
+	if err != nil || lease.Session != ids[0] || lease.Token <= held.Token {
+		t.Errorf("ClaimNext after every lease expired = %+v, %v; want %s with a new token", lease, err, ids[0])
+	}
+}
