@@ -1,0 +1,314 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairnhq/cairn"
+)
+
+var (
+	_ cairn.Leaser  = (*Store)(nil)
+	_ cairn.Claimer = (*Store)(nil)
+)
+
+// leaseStatements are the lease SQL of one schema. Each is one statement,
+// so one round trip and one transaction: the row lock of the session
+// serialises every lease change and every fenced append of that session.
+type leaseStatements struct {
+	acquire, renew, release, current, held string
+	appendFenced, claim                    string
+}
+
+// leaseSQLCache holds the lease statements of each schema, made once.
+var leaseSQLCache sync.Map // schema -> *leaseStatements
+
+// leaseSQL returns the lease statements of the store's schema.
+func (s *Store) leaseSQL() *leaseStatements {
+	if v, ok := leaseSQLCache.Load(s.schema); ok {
+		return v.(*leaseStatements)
+	}
+	st := newLeaseStatements(s.schema)
+	v, _ := leaseSQLCache.LoadOrStore(s.schema, &st)
+	return v.(*leaseStatements)
+}
+
+func newLeaseStatements(schema string) leaseStatements {
+	sessions := pgx.Identifier{schema, "sessions"}.Sanitize()
+	events := pgx.Identifier{schema, "events"}.Sanitize()
+	token := "nextval('" + pgx.Identifier{schema, "lease_tokens"}.Sanitize() + "'::regclass)"
+	return leaseStatements{
+		// $1 id, $2 holder, $3 now, $4 expires, $5 force.
+		acquire: "UPDATE " + sessions + " SET lease_holder = $2, lease_token = " + token + ", lease_expires = $4" +
+			" WHERE id = $1 AND " + liveSQL("$3") + " AND (lease_holder = '' OR lease_expires <= $3 OR $5::boolean)" +
+			" RETURNING lease_token",
+		held: "SELECT lease_holder, lease_expires FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		// $1 id, $2 token, $3 now, $4 expires.
+		renew: "UPDATE " + sessions + " SET lease_expires = $4" +
+			" WHERE id = $1 AND lease_token = $2 AND lease_holder <> '' AND " + liveSQL("$3") + " RETURNING lease_holder",
+		release: "UPDATE " + sessions + " SET lease_holder = '', lease_expires = NULL" +
+			" WHERE id = $1 AND lease_token = $2 AND lease_holder <> '' AND " + liveSQL("$3") + " RETURNING id",
+		current: "SELECT lease_holder, lease_token, lease_expires FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		// Append's statement with the lease in the UPDATE's condition,
+		// and the lease read back to tell a lost lease from a conflict.
+		appendFenced: `WITH u AS (
+				UPDATE ` + sessions + ` SET
+					last_seq = $3, updated_at = $4, expires_at = $5,
+					steps = steps + $6::integer,
+					status = CASE WHEN $7::text = '' THEN status ELSE $7::text END,
+					first_message = CASE WHEN first_message = '' AND $8::boolean THEN $9::text ELSE first_message END
+				WHERE id = $1 AND last_seq = $2 AND ` + liveSQL("$4") + ` AND lease_token = $12 AND lease_holder <> ''
+				RETURNING id
+			), ins AS (
+				INSERT INTO ` + events + ` (session_id, seq, envelope)
+				SELECT u.id, e.seq, e.envelope FROM u, unnest($10::bigint[], $11::bytea[]) AS e(seq, envelope)
+			)
+			SELECT EXISTS (SELECT 1 FROM u), s.last_seq, s.lease_token = $12 AND s.lease_holder <> ''
+			FROM (SELECT 1) AS one LEFT JOIN ` + sessions + ` s ON s.id = $1 AND (s.expires_at IS NULL OR s.expires_at > $4)`,
+		// $1 holder, $2 now, $3 expires, $4 statuses, $5 labels.
+		claim: `WITH c AS (
+				SELECT id FROM ` + sessions + `
+				WHERE ` + liveSQL("$2") + ` AND (lease_holder = '' OR lease_expires <= $2)
+					AND (cardinality($4::text[]) = 0 OR status = ANY($4::text[]))
+					AND labels @> $5::jsonb
+				ORDER BY created_at, id
+				LIMIT 1
+				FOR UPDATE SKIP LOCKED
+			)
+			UPDATE ` + sessions + ` s SET lease_holder = $1, lease_token = ` + token + `, lease_expires = $3
+			FROM c WHERE s.id = c.id
+			RETURNING s.id, s.lease_token`,
+	}
+}
+
+// Acquire implements cairn.Leaser: one UPDATE that takes the lease only
+// when no live lease is set.
+func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.acquire(ctx, id, holder, ttl, false)
+}
+
+// Takeover implements cairn.Leaser.
+func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.acquire(ctx, id, holder, ttl, true)
+}
+
+func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duration, force bool) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	for range 3 {
+		now := s.opts.Now().UTC()
+		exp := now.Add(ttl)
+		var token int64
+		err := s.pool.QueryRow(ctx, s.leaseSQL().acquire, id, holder, now, exp, force).Scan(&token)
+		if err == nil {
+			return cairn.Lease{Session: id, Holder: holder, Token: token, Expires: exp}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
+		}
+		var (
+			who   string
+			until *time.Time
+		)
+		err = s.pool.QueryRow(ctx, s.leaseSQL().held, id, now).Scan(&who, &until)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, cairn.ErrNotFound)
+		}
+		if err != nil {
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
+		}
+		if who != "" && until != nil && until.After(now) {
+			return cairn.Lease{}, &cairn.LeaseHeldError{Session: id, Holder: who, Expires: until.UTC()}
+		}
+		// Released between the two statements: try again.
+	}
+	return cairn.Lease{}, fmt.Errorf("acquire %s: the lease changed hands three times; try again", id)
+}
+
+// Renew implements cairn.Leaser.
+func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease(lease.Session, lease.Holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	now := s.opts.Now().UTC()
+	exp := now.Add(ttl)
+	var holder string
+	err := s.pool.QueryRow(ctx, s.leaseSQL().renew, lease.Session, lease.Token, now, exp).Scan(&holder)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cairn.Lease{}, fmt.Errorf("renew %s: %w", lease.Session, s.lostOrMissing(ctx, lease.Session, now))
+	}
+	if err != nil {
+		return cairn.Lease{}, fmt.Errorf("renew %s: %w", lease.Session, err)
+	}
+	lease.Holder, lease.Expires = holder, exp
+	return lease, nil
+}
+
+// lostOrMissing says why a lease statement matched no row: the session is
+// gone (ErrNotFound) or the lease is not the caller's (ErrLeaseLost).
+func (s *Store) lostOrMissing(ctx context.Context, id string, now time.Time) error {
+	var (
+		who   string
+		until *time.Time
+	)
+	err := s.pool.QueryRow(ctx, s.leaseSQL().held, id, now).Scan(&who, &until)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return cairn.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return cairn.ErrLeaseLost
+}
+
+// Release implements cairn.Leaser.
+func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(lease.Session); err != nil {
+		return err
+	}
+	now := s.opts.Now().UTC()
+	var id string
+	err := s.pool.QueryRow(ctx, s.leaseSQL().release, lease.Session, lease.Token, now).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("release %s: %w", lease.Session, s.lostOrMissing(ctx, lease.Session, now))
+	}
+	if err != nil {
+		return fmt.Errorf("release %s: %w", lease.Session, err)
+	}
+	return nil
+}
+
+// CurrentLease implements cairn.Leaser.
+func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return cairn.Lease{}, err
+	}
+	now := s.opts.Now().UTC()
+	var (
+		l     = cairn.Lease{Session: id}
+		until *time.Time
+	)
+	err := s.pool.QueryRow(ctx, s.leaseSQL().current, id, now).Scan(&l.Holder, &l.Token, &until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, cairn.ErrNotFound)
+	}
+	if err != nil {
+		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, err)
+	}
+	if l.Holder == "" || until == nil || !until.After(now) {
+		return cairn.Lease{Session: id}, nil
+	}
+	l.Expires = until.UTC()
+	return l, nil
+}
+
+// AppendFenced implements cairn.Leaser: Append's one statement, whose
+// UPDATE also requires the lease's token, so the check and the write are
+// one atomic step under the session's row lock.
+func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+		return err
+	}
+	seqs := make([]int64, len(events))
+	envs := make([][]byte, len(events))
+	var enc encoder
+	for i, e := range events {
+		b, err := enc.encode(e)
+		if err != nil {
+			return fmt.Errorf("append %s: %w: seq %d: %v", id, cairn.ErrInvalidEvent, e.Seq, err)
+		}
+		seqs[i], envs[i] = e.Seq, b
+	}
+	token := lease.Token
+	if lease.Session != id {
+		token = -1 // never a session's token
+	}
+	now := s.opts.Now().UTC()
+	d := cairn.Summarize(events)
+	var (
+		ok, mine *bool
+		cur      *int64
+	)
+	for attempt := 0; ; attempt++ {
+		err := s.pool.QueryRow(ctx, s.leaseSQL().appendFenced,
+			id, expectSeq, expectSeq+int64(len(events)), now, nullTime(s.opts.ExpiresAt(now)),
+			d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
+			seqs, envs, token,
+		).Scan(&ok, &cur, &mine)
+		if err != nil {
+			return fmt.Errorf("append %s: %w", id, translate(err))
+		}
+		switch {
+		case ok != nil && *ok:
+			return nil
+		case cur == nil:
+			return fmt.Errorf("append %s: %w", id, cairn.ErrNotFound)
+		case mine == nil || !*mine:
+			return fmt.Errorf("append %s: %w", id, cairn.ErrLeaseLost)
+		case *cur != expectSeq:
+			return fmt.Errorf("append %s at seq %d: %w (the last seq is %d)", id, expectSeq, cairn.ErrConflict, *cur)
+		case attempt > 0:
+			return fmt.Errorf("append %s at seq %d: %w", id, expectSeq, cairn.ErrConflict)
+		}
+		// The row changed between the statement's snapshot and its
+		// lock: nothing was written; look again.
+	}
+}
+
+// ClaimNext implements cairn.Claimer: the oldest matching session without
+// a live lease, locked with FOR UPDATE SKIP LOCKED so that concurrent
+// workers pass over each other's candidates instead of queueing on them,
+// and leased in the same statement.
+func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease("claim", holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	statuses := make([]string, len(filter.Status))
+	for i, st := range filter.Status {
+		statuses[i] = string(st)
+	}
+	labels := filter.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	lj, err := json.Marshal(labels)
+	if err != nil {
+		return cairn.Lease{}, fmt.Errorf("claim: %w", err)
+	}
+	now := s.opts.Now().UTC()
+	exp := now.Add(ttl)
+	l := cairn.Lease{Holder: holder, Expires: exp}
+	err = s.pool.QueryRow(ctx, s.leaseSQL().claim, holder, now, exp, statuses, string(lj)).Scan(&l.Session, &l.Token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cairn.Lease{}, fmt.Errorf("claim: %w", cairn.ErrNotFound)
+	}
+	if err != nil {
+		return cairn.Lease{}, fmt.Errorf("claim: %w", err)
+	}
+	return l, nil
+}
