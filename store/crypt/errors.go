@@ -1,0 +1,25 @@
+package crypt
+
+import "errors"
+
+// Errors of the encrypting store. Each wraps the context it was found in:
+// the session, the seq and the key IDs involved.
+var (
+	// ErrUnknownKey is returned when a session's data key is wrapped by a
+	// master key the keyring does not hold: the wrong key file, or an old
+	// key that was dropped before `cairn sessions rekey` ran.
+	ErrUnknownKey = errors.New("master key not in the keyring")
+
+	// ErrTampered is returned when a sealed value does not authenticate:
+	// it was changed, moved to another session or position, or sealed
+	// under another data key.
+	ErrTampered = errors.New("encrypted data does not authenticate")
+
+	// ErrPlaintext is returned when a store opened with a key finds an
+	// event or a first message that is not encrypted.
+	ErrPlaintext = errors.New("unencrypted data in an encrypted store")
+
+	// ErrEncrypted is returned when a store opened without a key finds
+	// encrypted data.
+	ErrEncrypted = errors.New("session is encrypted and no key is configured")
+)

@@ -1,0 +1,58 @@
+package crypt
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/cairnhq/cairn"
+)
+
+// A token is one sealed value as text: "cairn1.<data key id>.<base64url of
+// nonce‖ciphertext‖tag>". The data key ID says which data key sealed it.
+const tokenPrefix = "cairn1."
+
+func makeToken(dkid string, sealed []byte) string {
+	return tokenPrefix + dkid + "." + base64.RawURLEncoding.EncodeToString(sealed)
+}
+
+func parseToken(tok string) (dkid string, sealed []byte, ok bool) {
+	rest, ok := strings.CutPrefix(tok, tokenPrefix)
+	if !ok {
+		return "", nil, false
+	}
+	dkid, b64, ok := strings.Cut(rest, ".")
+	if !ok || len(dkid) != 8 {
+		return "", nil, false
+	}
+	sealed, err := base64.RawURLEncoding.DecodeString(b64)
+	if err != nil {
+		return "", nil, false
+	}
+	return dkid, sealed, true
+}
+
+func isToken(s string) bool {
+	_, _, ok := parseToken(s)
+	return ok
+}
+
+// The additional data bound into each sealed value: what it is and where
+// it belongs. A value moved to another namespace, session, position, kind
+// or run does not open.
+
+func eventAAD(ns, id string, e cairn.Event) []byte {
+	return []byte("cairn event v1\x00" + ns + "\x00" + id + "\x00" + strconv.FormatInt(e.Seq, 10) + "\x00" + string(e.Kind) + "\x00" + e.Run)
+}
+
+func firstAAD(ns, id string) []byte {
+	return []byte("cairn first message v1\x00" + ns + "\x00" + id)
+}
+
+func keyAAD(ns, id, dkid string) []byte {
+	return []byte("cairn data key v1\x00" + ns + "\x00" + id + "\x00" + dkid)
+}
+
+// maxFirst is how much of the first user message a sealed message.user
+// keeps for listings: its token must fit in cairn.MaxFirstMessage bytes.
+const maxFirst = (cairn.MaxFirstMessage-len(tokenPrefix)-9)*3/4 - 12 - 16
