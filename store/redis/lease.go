@@ -1,0 +1,284 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/cairnhq/cairn"
+)
+
+var _ cairn.Leaser = (*Store)(nil)
+
+// A session's lease lives in its meta hash (lease_holder, lease_token,
+// lease_expires), so it shares the session's hash slot, expires with it
+// and is deleted with it. Every lease change and every fenced append is one
+// script, so the check and the write are one atomic step.
+//
+// The token is the larger of the previous token plus one and the server's
+// TIME in microseconds: it grows for a session, and a session deleted and
+// created again starts above every token its earlier self handed out
+// (unless the server's clock jumps back), without a key outside the slot.
+
+// leaseFence is the lease check shared by the scripts: it returns an
+// error reply, or nil when the session is live and ARGV[tok] is its token.
+const leaseFence = `
+local function fence(now, tok)
+  local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'lease_holder', 'lease_token')
+  if not cur[2] or expired(cur[1], now) then return 'NOTFOUND' end
+  if not cur[3] or cur[3] == '' or cur[4] ~= tok then return 'LOST' end
+  return nil
+end
+`
+
+// acquireScript takes the lease unless a live one is set (force "1": even
+// then).
+//
+//	KEYS: meta
+//	ARGV: now, lease_expires, holder, force
+//	returns {"OK", token}, {"HELD", holder, lease_expires} or {"NOTFOUND"}
+var acquireScript = goredis.NewScript(luaHelpers + `
+local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'lease_holder', 'lease_expires', 'lease_token')
+if not cur[2] or expired(cur[1], ARGV[1]) then return {'NOTFOUND'} end
+if ARGV[4] ~= '1' and cur[3] and cur[3] ~= '' and not expired(cur[4], ARGV[1]) then
+  return {'HELD', cur[3], cur[4]}
+end
+local t = redis.call('TIME')
+local tok = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local prev = tonumber(cur[5] or '0') or 0
+if tok <= prev then tok = prev + 1 end
+local ts = string.format('%.0f', tok)
+redis.call('HSET', KEYS[1], 'lease_holder', ARGV[3], 'lease_token', ts, 'lease_expires', ARGV[2])
+return {'OK', ts}
+`)
+
+// renewScript moves the lease's expiry if the token is still the session's.
+//
+//	KEYS: meta
+//	ARGV: now, lease_expires, token
+//	returns "OK", "LOST" or "NOTFOUND"
+var renewScript = goredis.NewScript(luaHelpers + leaseFence + `
+local bad = fence(ARGV[1], ARGV[3])
+if bad then return bad end
+redis.call('HSET', KEYS[1], 'lease_expires', ARGV[2])
+return 'OK'
+`)
+
+// releaseScript clears the lease if the token is still the session's.
+//
+//	KEYS: meta
+//	ARGV: now, token
+//	returns "OK", "LOST" or "NOTFOUND"
+var releaseScript = goredis.NewScript(luaHelpers + leaseFence + `
+local bad = fence(ARGV[1], ARGV[2])
+if bad then return bad end
+redis.call('HSET', KEYS[1], 'lease_holder', '', 'lease_expires', '0')
+return 'OK'
+`)
+
+// fencedAppendArgs is the number of ARGV entries of fencedAppendScript
+// before the events.
+const fencedAppendArgs = appendArgs + 1
+
+// fencedAppendScript is appendScript with the lease checked first, in the
+// same script.
+//
+//	KEYS: meta, events[, index]
+//	ARGV: appendScript's twelve, token, event...
+//	returns "OK", "NOTFOUND", "LOST" or "CONFLICT"
+var fencedAppendScript = goredis.NewScript(luaHelpers + leaseFence + `
+local bad = fence(ARGV[1], ARGV[13])
+if bad then return bad end
+local cur = redis.call('HGET', KEYS[1], 'last_seq')
+if tonumber(cur) ~= tonumber(ARGV[4]) then return 'CONFLICT' end
+for i = 14, #ARGV, 500 do
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
+end
+redis.call('HSET', KEYS[1], 'last_seq', ARGV[5], 'updated_at', ARGV[10], 'expires_at', ARGV[2])
+if ARGV[6] ~= '0' then redis.call('HINCRBY', KEYS[1], 'steps', ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
+if ARGV[8] == '1' then
+  local first = redis.call('HGET', KEYS[1], 'first_message')
+  if not first or first == '' then redis.call('HSET', KEYS[1], 'first_message', ARGV[9]) end
+end
+touch(ARGV[3])
+if KEYS[3] then index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0') end
+return 'OK'
+`)
+
+const replyLost = "LOST"
+
+// Acquire implements cairn.Leaser.
+func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.acquire(ctx, id, holder, ttl, false)
+}
+
+// Takeover implements cairn.Leaser.
+func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.acquire(ctx, id, holder, ttl, true)
+}
+
+func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duration, force bool) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	now := s.now()
+	exp := now.Add(ttl)
+	f := "0"
+	if force {
+		f = "1"
+	}
+	res, err := acquireScript.Run(ctx, s.client, []string{s.metaKey(id)}, nanos(now), nanos(exp), holder, f).StringSlice()
+	if err != nil || len(res) == 0 {
+		return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
+	}
+	switch {
+	case res[0] == replyOK && len(res) == 2:
+		tok, err := strconv.ParseInt(res[1], 10, 64)
+		if err != nil {
+			return cairn.Lease{}, fmt.Errorf("acquire %s: token %q: %w", id, res[1], err)
+		}
+		return cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp}, nil
+	case res[0] == "HELD" && len(res) == 3:
+		return cairn.Lease{}, &cairn.LeaseHeldError{Session: id, Holder: res[1], Expires: fromNanos(res[2])}
+	case res[0] == replyNotFound:
+		return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, cairn.ErrNotFound)
+	}
+	return cairn.Lease{}, fmt.Errorf("acquire %s: unexpected script reply %q", id, res)
+}
+
+// fromNanos parses the scripts' Unix nanoseconds.
+func fromNanos(s string) time.Time {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// leaseReply turns a lease script's reply into an error for op.
+func leaseReply(op, id, res string, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", op, id, err)
+	case res == replyOK:
+		return nil
+	case res == replyLost:
+		return fmt.Errorf("%s %s: %w", op, id, cairn.ErrLeaseLost)
+	case res == replyNotFound:
+		return fmt.Errorf("%s %s: %w", op, id, cairn.ErrNotFound)
+	}
+	return fmt.Errorf("%s %s: unexpected script reply %q", op, id, res)
+}
+
+// Renew implements cairn.Leaser.
+func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease(lease.Session, lease.Holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	now := s.now()
+	exp := now.Add(ttl)
+	res, err := renewScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(now), nanos(exp), token(lease.Token)).Text()
+	if err := leaseReply("renew", lease.Session, res, err); err != nil {
+		return cairn.Lease{}, err
+	}
+	lease.Expires = exp
+	return lease, nil
+}
+
+func token(t int64) string { return strconv.FormatInt(t, 10) }
+
+// Release implements cairn.Leaser.
+func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(lease.Session); err != nil {
+		return err
+	}
+	res, err := releaseScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(s.now()), token(lease.Token)).Text()
+	return leaseReply("release", lease.Session, res, err)
+}
+
+// CurrentLease implements cairn.Leaser.
+func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return cairn.Lease{}, err
+	}
+	vals, err := s.client.HMGet(ctx, s.metaKey(id), "expires_at", "last_seq", "lease_holder", "lease_token", "lease_expires").Result()
+	if err != nil {
+		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, err)
+	}
+	str := func(i int) string { v, _ := vals[i].(string); return v }
+	now := s.now()
+	if vals[1] == nil || cairn.Expired(fromNanos(str(0)), now) {
+		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, cairn.ErrNotFound)
+	}
+	exp := fromNanos(str(4))
+	if str(2) == "" || exp.IsZero() || !now.Before(exp) {
+		return cairn.Lease{Session: id}, nil
+	}
+	tok, err := strconv.ParseInt(str(3), 10, 64)
+	if err != nil {
+		return cairn.Lease{}, fmt.Errorf("lease of %s: token %q: %w", id, str(3), err)
+	}
+	return cairn.Lease{Session: id, Holder: str(2), Token: tok, Expires: exp}, nil
+}
+
+// AppendFenced implements cairn.Leaser: one script checks the lease, then
+// does what Append's script does.
+func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+		return err
+	}
+	tok := token(lease.Token)
+	if lease.Session != id {
+		tok = "-1"
+	}
+	now := s.now()
+	d := cairn.Summarize(events)
+	hasMsg := "0"
+	if d.HasMessage {
+		hasMsg = "1"
+	}
+	args := make([]any, 0, fencedAppendArgs+len(events))
+	args = append(args,
+		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
+		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
+		hasMsg, d.FirstMessage, formatTime(now), id, score(now), tok)
+	for _, e := range events {
+		b, err := encodeEvent(e)
+		if err != nil {
+			return fmt.Errorf("append %s: seq %d: %w", id, e.Seq, err)
+		}
+		args = append(args, b)
+	}
+	res, err := fencedAppendScript.Run(ctx, s.client, s.scriptKeys(id), args...).Text()
+	if res == replyConflict {
+		return fmt.Errorf("append %s at seq %d: %w", id, expectSeq, cairn.ErrConflict)
+	}
+	if err := leaseReply("append", id, res, err); err != nil {
+		return err
+	}
+	if s.split {
+		if err := s.updateIndex(ctx, id, now, true); err != nil {
+			return fmt.Errorf("append %s: index: %w", id, err)
+		}
+	}
+	return nil
+}
