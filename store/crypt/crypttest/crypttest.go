@@ -1,0 +1,250 @@
+// Package crypttest checks that a backend erases what Delete erases, with
+// and without encryption, by searching the backend's raw storage for a
+// marker written into a session. Each backend runs it from its own tests
+// with a function that searches its storage: files, keys, rows, documents.
+package crypttest
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/crypt"
+)
+
+// Backend is what the erasure checks need of a backend.
+type Backend struct {
+	// URL is the store's URL for cairn.Open.
+	URL string
+	// Raw returns the places (files, keys, tables) of the backend's raw
+	// storage that hold needle, searched as bytes; none if it is nowhere.
+	Raw func(t *testing.T, needle string) []string
+	// Settle, if set, runs after a Delete and before the search: a
+	// checkpoint that makes the backend's own erasure take effect.
+	Settle func(t *testing.T)
+	// Drop, if set, removes what a namespace left on a shared server; it
+	// runs when the test ends.
+	Drop func(t *testing.T, namespace string)
+	// Lingers says that a plain Delete leaves the bytes in Raw's reach
+	// even after Settle: encryption is then what makes them unreadable.
+	Lingers bool
+}
+
+// Events returns a history of every event kind, seqs 1 to 13, with marker
+// in the data of each kind that has room for text.
+func Events(marker string) []cairn.Event {
+	args, _ := json.Marshal(map[string]string{"q": marker})
+	val, _ := json.Marshal(marker)
+	call := []cairn.ToolCall{{ID: "c1", Name: "search", Args: args}}
+	data := []any{
+		cairn.RunStarted{RunID: "r1", Agent: "agent " + marker, Model: "offline"},
+		cairn.MemoryReset{},
+		cairn.MessageSystem{Text: "system " + marker},
+		cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: "user " + marker}}},
+		cairn.ModelResponse{Text: "think " + marker, ToolCalls: call, Model: "offline"},
+		cairn.ToolStarted{CallID: "c1", Name: "search", Args: args},
+		cairn.ToolResult{CallID: "c1", Name: "search", Output: "found " + marker},
+		cairn.StateSet{Set: map[string]json.RawMessage{"note": val}},
+		cairn.RunInterrupted{Reason: cairn.InterruptApproval, Pending: call},
+		cairn.ApprovalDecided{CallID: "c1", Approved: true, Note: "ok " + marker},
+		cairn.MemoryCompacted{Summary: "summary " + marker, UpTo: 3},
+		cairn.Custom{Type: "app.note", Payload: val},
+		cairn.RunFinished{Status: cairn.RunCompleted, Output: "answer " + marker},
+	}
+	kinds := []cairn.Kind{cairn.KindRunStarted, cairn.KindMemoryReset, cairn.KindMessageSystem, cairn.KindMessageUser,
+		cairn.KindModelResponse, cairn.KindToolStarted, cairn.KindToolResult, cairn.KindStateSet, cairn.KindRunInterrupted,
+		cairn.KindApprovalDecided, cairn.KindMemoryCompacted, cairn.KindCustom, cairn.KindRunFinished}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	out := make([]cairn.Event, len(data))
+	for i, d := range data {
+		e := cairn.MustEvent(kinds[i], "r1", d)
+		e.Seq, e.At = int64(i+1), at.Add(time.Duration(i)*time.Second)
+		out[i] = e
+	}
+	return out
+}
+
+// Marker returns a unique marker that no other data holds.
+func Marker() string { return "cairn-marker-" + randHex(8) }
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewKeyring returns a keyring of one fresh key.
+func NewKeyring(t testing.TB) *crypt.Keyring {
+	t.Helper()
+	k, err := crypt.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := crypt.NewKeyring(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Run runs the erasure checks against b.
+func Run(t *testing.T, b Backend) {
+	t.Run("Plain", func(t *testing.T) { testPlain(t, b) })
+	t.Run("Encrypted", func(t *testing.T) { testEncrypted(t, b) })
+}
+
+func open(t *testing.T, b Backend, ns string, ring *crypt.Keyring) *crypt.Store {
+	t.Helper()
+	if b.Drop != nil {
+		t.Cleanup(func() {
+			b.Drop(t, ns)
+			b.Drop(t, crypt.KeyNamespace(ns))
+		})
+	}
+	s, err := crypt.Open(t.Context(), b.URL, cairn.StoreOptions{Namespace: ns}, ring)
+	if err != nil {
+		t.Fatalf("open %s: %v", cairn.RedactURL(b.URL), err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func write(t *testing.T, s cairn.Store, id, marker string) {
+	t.Helper()
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+		t.Fatalf("Create(%s): %v", id, err)
+	}
+	if err := s.Append(t.Context(), id, 0, Events(marker)...); err != nil {
+		t.Fatalf("Append(%s): %v", id, err)
+	}
+}
+
+// testPlain deletes an unencrypted session and searches for its marker.
+func testPlain(t *testing.T, b Backend) {
+	s := open(t, b, "er_"+randHex(5), nil)
+	marker := Marker()
+	write(t, s, "plain", marker)
+	if where := b.Raw(t, marker); len(where) == 0 {
+		t.Fatal("the marker is not in raw storage before the delete: the search cannot see an erasure")
+	}
+	if err := s.Delete(t.Context(), "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if b.Settle != nil {
+		b.Settle(t)
+	}
+	where := b.Raw(t, marker)
+	switch {
+	case len(where) > 0 && !b.Lingers:
+		t.Errorf("after Delete the marker is still in %s", strings.Join(where, ", "))
+	case len(where) > 0:
+		t.Logf("after Delete an unencrypted store keeps the marker in %s until it compacts; encryption covers this", strings.Join(where, ", "))
+	}
+}
+
+// testEncrypted writes a session through the encrypting store: its marker
+// never reaches raw storage. Delete removes the data key, and rows kept
+// from before (a backup, a WAL, dead tuples) no longer open.
+func testEncrypted(t *testing.T, b Backend) {
+	ns := "er_" + randHex(5)
+	ring := NewKeyring(t)
+	s := open(t, b, ns, ring)
+	marker := Marker()
+	write(t, s, "sealed", marker)
+	rec, err := s.Load(t.Context(), "sealed", 0)
+	if err != nil {
+		t.Fatalf("Load through the key: %v", err)
+	}
+	if !strings.Contains(string(rec.Events[3].Data), marker) || !strings.Contains(rec.Info.FirstMessage, marker) {
+		t.Fatalf("Load through the key does not give the marker back: %s, first %q", rec.Events[3].Data, rec.Info.FirstMessage)
+	}
+	if where := b.Raw(t, marker); len(where) > 0 {
+		t.Fatalf("the marker was written in clear to %s", strings.Join(where, ", "))
+	}
+
+	// What a backup or a leftover page holds: the sealed rows.
+	kept, err := s.Inner().Load(t.Context(), "sealed", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped := wrappedKey(t, b, ns, "sealed")
+	if where := b.Raw(t, wrapped); len(where) == 0 {
+		t.Fatal("the wrapped data key is not in raw storage: the search cannot see its erasure")
+	}
+
+	if err := s.Delete(t.Context(), "sealed"); err != nil {
+		t.Fatal(err)
+	}
+	if b.Settle != nil {
+		b.Settle(t)
+	}
+	if _, err := s.Load(t.Context(), "sealed", 0); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("Load after Delete: got %v, want ErrNotFound", err)
+	}
+	if !b.Lingers {
+		if where := b.Raw(t, wrapped); len(where) > 0 {
+			t.Errorf("after Delete the wrapped data key is still in %s", strings.Join(where, ", "))
+		}
+		tok := sealedText(t, kept.Events[3].Data)
+		if where := b.Raw(t, tok); len(where) > 0 {
+			t.Errorf("after Delete the sealed events are still in %s", strings.Join(where, ", "))
+		}
+	}
+
+	// Put the kept rows back under the same ID: they do not open, for
+	// their data key went with the Delete.
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "sealed"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Inner().Append(t.Context(), "sealed", 0, kept.Events...); err != nil {
+		t.Fatalf("restore the kept rows: %v", err)
+	}
+	if _, err := s.Load(t.Context(), "sealed", 0); !errors.Is(err, crypt.ErrUnknownKey) {
+		t.Errorf("Load of restored rows after Delete: got %v, want ErrUnknownKey", err)
+	}
+}
+
+// wrappedKey returns the base64 text of the session's wrapped data key, as
+// the key namespace stores it.
+func wrappedKey(t *testing.T, b Backend, ns, id string) string {
+	t.Helper()
+	keys, err := cairn.Open(t.Context(), b.URL, cairn.StoreOptions{Namespace: crypt.KeyNamespace(ns)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keys.Close()
+	rec, err := keys.Load(t.Context(), id, 0)
+	if err != nil || len(rec.Events) == 0 {
+		t.Fatalf("Load of the data key: %v (%d records)", err, len(rec.Events))
+	}
+	var c cairn.Custom
+	var kr struct {
+		W string `json:"w"`
+	}
+	if err := json.Unmarshal(rec.Events[0].Data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(c.Payload, &kr); err != nil || kr.W == "" {
+		t.Fatalf("key record %s: %v", c.Payload, err)
+	}
+	if _, err := base64.StdEncoding.DecodeString(kr.W); err != nil {
+		t.Fatal(err)
+	}
+	return kr.W
+}
+
+// sealedText returns the token of a sealed message.user.
+func sealedText(t *testing.T, data []byte) string {
+	t.Helper()
+	var m cairn.MessageUser
+	if err := json.Unmarshal(data, &m); err != nil || len(m.Parts) != 2 {
+		t.Fatalf("sealed message.user %s: %v", data, err)
+	}
+	return m.Parts[1].Text
+}

@@ -1,0 +1,57 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/hex"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairnhq/cairn/store/crypt/crypttest"
+	"github.com/cairnhq/cairn/store/postgres"
+)
+
+// TestStore_Erasure writes a marker into a session, deletes it, and queries
+// every table of the test's schemas for the marker (as text and as the hex
+// of bytea), with and without encryption. Deleted rows stay on disk as dead
+// tuples until VACUUM; encrypted, the marker was never in any row.
+func TestStore_Erasure(t *testing.T) {
+	pool := adminPool(t)
+	crypttest.Run(t, crypttest.Backend{
+		URL: dsn(t),
+		Raw: func(t *testing.T, needle string) []string {
+			ctx := t.Context()
+			rows, err := pool.Query(ctx, `SELECT table_schema, table_name FROM information_schema.tables
+				WHERE table_schema LIKE 'cairn\_er\_%' AND table_type = 'BASE TABLE'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pgx.Identifier, error) {
+				var schema, name string
+				err := r.Scan(&schema, &name)
+				return pgx.Identifier{schema, name}, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var where []string
+			for _, tb := range tables {
+				var n int
+				q := "SELECT count(*) FROM " + tb.Sanitize() + " t WHERE strpos(t::text, $1) > 0 OR strpos(t::text, $2) > 0"
+				if err := pool.QueryRow(ctx, q, needle, hex.EncodeToString([]byte(needle))).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n > 0 {
+					where = append(where, tb.Sanitize())
+				}
+			}
+			return where
+		},
+		Drop: func(t *testing.T, ns string) {
+			q := "DROP SCHEMA IF EXISTS " + pgx.Identifier{postgres.Schema(ns)}.Sanitize() + " CASCADE"
+			if _, err := pool.Exec(context.Background(), q); err != nil {
+				t.Errorf("drop schema of namespace %s: %v", ns, err)
+			}
+		},
+	})
+}
