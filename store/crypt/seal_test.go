@@ -298,4 +298,3 @@ func sameJSON(a, b []byte) bool {
 	cb, err2 := cairn.Canonical(b)
 	return err1 == nil && err2 == nil && string(ca) == string(cb)
 }
-
