@@ -1,0 +1,300 @@
+package mongodb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairnhq/cairn"
+)
+
+var _ cairn.Leaser = (*Store)(nil)
+
+// A session's leases live among its event documents, one document per
+// generation of the lease, at seq -generation: the unique index on
+// (session, seq) lets exactly one of many racing acquirers take the next
+// generation, even on servers whose single-document updates do not apply
+// their filter atomically with the write (FerretDB v1), and Create and
+// Delete remove them with the session's events, so a session created
+// again starts unleased. Readers never see them: events have seqs from 1.
+//
+// The fencing token is the larger of the previous token plus one and the
+// acquirer's real clock in nanoseconds, so it grows for a session and a
+// session deleted and created again starts above its earlier self's
+// tokens. The winner records its token in the session document
+// (lease_token, raised with $max) and raises the session's fence to its
+// real-clock now, so that no append that began before the takeover can
+// commit. A fenced append checks the lease before it writes, and its commit
+// (the compare-and-set of the session document) also requires lease_token
+// to be the caller's: on MongoDB, where that update is atomic, a holder
+// that was taken over can never commit.
+
+// leaseDoc is one generation of a session's lease.
+type leaseDoc struct {
+	Session  string `bson:"session"`
+	Seq      int64  `bson:"seq"` // -generation
+	Holder   string `bson:"holder"`
+	Token    int64  `bson:"lease_token"`
+	Expires  int64  `bson:"expires_ns"`
+	Released bool   `bson:"released"`
+}
+
+// readLease returns the latest lease document of a live session, or nil.
+func (s *Store) readLease(ctx context.Context, id string, now time.Time) (*leaseDoc, error) {
+	n, err := s.sessions.CountDocuments(ctx, liveFilter(id, now))
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, cairn.ErrNotFound
+	}
+	var d leaseDoc
+	err = s.events.FindOne(ctx,
+		bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: 0}}}},
+		options.FindOne().SetSort(bson.D{{Key: "seq", Value: 1}})).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Acquire implements cairn.Leaser.
+func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.acquire(ctx, id, holder, ttl, false)
+}
+
+// Takeover implements cairn.Leaser.
+func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.acquire(ctx, id, holder, ttl, true)
+}
+
+func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duration, force bool) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	for range 5 {
+		now := s.now()
+		cur, err := s.readLease(ctx, id, now)
+		if err != nil {
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
+		}
+		gen, tok := int64(1), time.Now().UnixNano()
+		if cur != nil {
+			if !cur.Released && cur.Expires > now.UnixNano() && !force {
+				return cairn.Lease{}, &cairn.LeaseHeldError{Session: id, Holder: cur.Holder, Expires: time.Unix(0, cur.Expires).UTC()}
+			}
+			gen, tok = -cur.Seq+1, max(tok, cur.Token+1)
+		}
+		exp := now.Add(ttl)
+		_, err = s.events.InsertOne(ctx, leaseDoc{Session: id, Seq: -gen, Holder: holder, Token: tok, Expires: exp.UnixNano()})
+		if mongo.IsDuplicateKeyError(err) {
+			// Another acquirer took this generation first.
+			var won leaseDoc
+			err := s.events.FindOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: -gen}}).Decode(&won)
+			if err == nil && !force {
+				return cairn.Lease{}, &cairn.LeaseHeldError{Session: id, Holder: won.Holder, Expires: time.Unix(0, won.Expires).UTC()}
+			}
+			continue
+		}
+		if err != nil {
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
+		}
+		res, err := s.sessions.UpdateOne(ctx, liveFilter(id, now), bson.D{{Key: "$max", Value: bson.D{
+			{Key: "lease_token", Value: tok}, {Key: "fence", Value: time.Now().UnixNano()},
+		}}})
+		if err == nil && res.MatchedCount == 0 {
+			err = cairn.ErrNotFound
+		}
+		if err != nil {
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
+		}
+		return cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp}, nil
+	}
+	return cairn.Lease{}, fmt.Errorf("acquire %s: the lease changed hands five times; try again", id)
+}
+
+// mine returns the lease document if lease is still the session's, or an
+// error: ErrNotFound for a missing session, ErrLeaseLost otherwise.
+func (s *Store) mine(ctx context.Context, id string, lease cairn.Lease) (*leaseDoc, error) {
+	cur, err := s.readLease(ctx, id, s.now())
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil || cur.Released || lease.Session != id || cur.Token != lease.Token {
+		return nil, cairn.ErrLeaseLost
+	}
+	return cur, nil
+}
+
+// Renew implements cairn.Leaser.
+func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease(lease.Session, lease.Holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	id := lease.Session
+	cur, err := s.mine(ctx, id, lease)
+	if err != nil {
+		return cairn.Lease{}, fmt.Errorf("renew %s: %w", id, err)
+	}
+	exp := s.now().Add(ttl)
+	if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}, {Key: "released", Value: false}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "expires_ns", Value: exp.UnixNano()}}}}); err != nil {
+		return cairn.Lease{}, fmt.Errorf("renew %s: %w", id, err)
+	}
+	// A takeover may have raced the update: it must not count as renewed.
+	if _, err := s.mine(ctx, id, lease); err != nil {
+		return cairn.Lease{}, fmt.Errorf("renew %s: %w", id, err)
+	}
+	lease.Expires = exp
+	return lease, nil
+}
+
+// Release implements cairn.Leaser.
+func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(lease.Session); err != nil {
+		return err
+	}
+	id := lease.Session
+	cur, err := s.mine(ctx, id, lease)
+	if err != nil {
+		return fmt.Errorf("release %s: %w", id, err)
+	}
+	if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "released", Value: true}}}}); err != nil {
+		return fmt.Errorf("release %s: %w", id, err)
+	}
+	return nil
+}
+
+// CurrentLease implements cairn.Leaser.
+func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return cairn.Lease{}, err
+	}
+	now := s.now()
+	cur, err := s.readLease(ctx, id, now)
+	if err != nil {
+		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, err)
+	}
+	if cur == nil || cur.Released || cur.Expires <= now.UnixNano() {
+		return cairn.Lease{Session: id}, nil
+	}
+	return cairn.Lease{Session: id, Holder: cur.Holder, Token: cur.Token, Expires: time.Unix(0, cur.Expires).UTC()}, nil
+}
+
+// AppendFenced implements cairn.Leaser: Append's insert and commit, with
+// the lease's token in the commit's filter.
+func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	docs := make([]eventDoc, len(events))
+	for i, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("append %s: encode seq %d: %w", id, e.Seq, err)
+		}
+		docs[i] = eventDoc{Session: id, Seq: e.Seq, Event: b}
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.appendFencedOnce(ctx, id, lease, expectSeq, events, docs)
+		if errors.Is(err, errStrays) && attempt == 0 {
+			continue
+		}
+		if errors.Is(err, errStrays) {
+			err = cairn.ErrConflict
+		}
+		if err != nil && !isSentinel(err) && !errors.Is(err, cairn.ErrLeaseLost) {
+			return fmt.Errorf("append %s: %w", id, err)
+		}
+		if err != nil {
+			return fmt.Errorf("append %s: %w", id, err)
+		}
+		return nil
+	}
+}
+
+// appendFencedOnce is appendOnce with the lease in the commit's filter.
+func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events []cairn.Event, docs []eventDoc) error {
+	if _, err := s.mine(ctx, id, lease); err != nil {
+		return err // checked again at the commit
+	}
+	start := time.Now()
+	token := newToken()
+	written := bson.NewDateTimeFromTime(start)
+	batch := make([]any, len(docs))
+	for i := range docs {
+		d := docs[i]
+		d.Token, d.WrittenAt = token, written
+		batch[i] = d
+	}
+	if _, err := s.events.InsertMany(ctx, batch, options.InsertMany().SetOrdered(true)); err != nil {
+		s.discard(ctx, id, token)
+		if mongo.IsDuplicateKeyError(err) {
+			return s.onDuplicate(ctx, id, expectSeq)
+		}
+		return err
+	}
+	now := s.now()
+	filter := append(liveFilter(id, now),
+		bson.E{Key: "lease_token", Value: lease.Token},
+		bson.E{Key: "last_seq", Value: expectSeq},
+		bson.E{Key: "fence", Value: bson.D{{Key: "$lt", Value: start.UnixNano()}}},
+	)
+	delta := cairn.Summarize(events)
+	expNs, expAt := s.expiry(now)
+	set := bson.D{
+		{Key: "last_seq", Value: expectSeq + int64(len(events))},
+		{Key: "updated_ns", Value: now.UnixNano()},
+		{Key: "updated_at", Value: bson.NewDateTimeFromTime(now)},
+		{Key: "expires_ns", Value: expNs},
+	}
+	update := bson.D{{Key: "$inc", Value: bson.D{{Key: "steps", Value: delta.Steps}}}}
+	if expAt != nil {
+		set = append(set, bson.E{Key: "expires_at", Value: *expAt})
+	} else {
+		update = append(update, bson.E{Key: "$unset", Value: bson.D{{Key: "expires_at", Value: ""}}})
+	}
+	if delta.Status != "" {
+		set = append(set, bson.E{Key: "status", Value: string(delta.Status)})
+	}
+	matched, err := s.commit(ctx, filter, set, update, delta)
+	if err == nil && matched {
+		return nil
+	}
+	s.discard(ctx, id, token)
+	if err != nil {
+		return err
+	}
+	if _, err := s.mine(ctx, id, lease); err != nil {
+		return err
+	}
+	return s.whyNot(ctx, id)
+}
