@@ -40,6 +40,10 @@ type Persistence struct {
 	Namespace  string `toml:"namespace"`
 	TTLSeconds int64  `toml:"ttl_seconds"`
 	OnError    string `toml:"on_error"`
+	// EncryptionKeyFile names a file holding the master key that encrypts
+	// every event before it reaches the store (see store/crypt); "" means
+	// no encryption.
+	EncryptionKeyFile string `toml:"encryption_key_file"`
 }
 
 // Connection is a named store address.
@@ -234,7 +238,8 @@ func (c *Config) Validate(file string) error {
 
 // ApplyEnv applies the environment variables over the configuration:
 // CAIRN_STORE (a store URL), CAIRN_NAMESPACE, CAIRN_MODEL (PROVIDER:NAME),
-// CAIRN_TTL_SECONDS, CAIRN_ON_ERROR, CAIRN_PERSISTENCE (true/false).
+// CAIRN_TTL_SECONDS, CAIRN_ON_ERROR, CAIRN_PERSISTENCE (true/false),
+// CAIRN_ENCRYPTION_KEY_FILE.
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	if v := getenv("CAIRN_STORE"); v != "" {
 		c.SetStore(v)
@@ -254,6 +259,9 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	}
 	if v := getenv("CAIRN_ON_ERROR"); v != "" {
 		c.Persistence.OnError = v
+	}
+	if v := getenv("CAIRN_ENCRYPTION_KEY_FILE"); v != "" {
+		c.Persistence.EncryptionKeyFile = v
 	}
 	if v := getenv("CAIRN_PERSISTENCE"); v != "" {
 		b, err := strconv.ParseBool(v)
