@@ -50,7 +50,10 @@ func Schemes() []string {
 func Open(ctx context.Context, rawURL string, opts StoreOptions) (Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("open store: malformed URL %q: %v", redact(rawURL), err)
+		var ok bool
+		if u, ok = parseMultiHost(rawURL); !ok {
+			return nil, fmt.Errorf("open store: malformed URL %q: %v", redact(rawURL), err)
+		}
 	}
 	scheme := strings.ToLower(u.Scheme)
 	registryMu.RLock()
@@ -60,6 +63,40 @@ func Open(ctx context.Context, rawURL string, opts StoreOptions) (Store, error) 
 		return nil, fmt.Errorf("open store: unknown scheme %q in %q (known: %s)", scheme, redact(rawURL), strings.Join(Schemes(), ", "))
 	}
 	return open(ctx, u, opts)
+}
+
+// parseMultiHost parses URLs that name several hosts, such as
+// "mongodb://h1:27017,h2:27017/db?replicaSet=rs", which url.Parse refuses
+// (it reads one port). The hosts stay together in Host, so u.String()
+// gives the URL back for the backend's own parser.
+func parseMultiHost(raw string) (*url.URL, bool) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || scheme == "" || !strings.Contains(rest, ",") {
+		return nil, false
+	}
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
+	}
+	base, err := url.Parse(scheme + "://placeholder" + tail)
+	if err != nil {
+		return nil, false
+	}
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		userinfo, err := url.Parse(scheme + "://" + authority[:at+1] + "placeholder")
+		if err != nil {
+			return nil, false
+		}
+		base.User = userinfo.User
+		authority = authority[at+1:]
+	}
+	for _, h := range strings.Split(authority, ",") {
+		if h == "" || strings.ContainsAny(h, " /?#@") {
+			return nil, false
+		}
+	}
+	base.Host = authority
+	return base, true
 }
 
 // redact hides a password in a URL for messages.
