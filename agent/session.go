@@ -36,6 +36,7 @@ type Session struct {
 	unsaved  []cairn.Event // events in memory the store does not hold yet, in order
 	degraded bool          // the store failed and has not answered since
 	warnings []error
+	claim    *Claim // the lease the session's writes are fenced with, if any
 }
 
 // ErrBusy is returned by Run and ResumeRun while another run of the same
@@ -194,14 +195,14 @@ func (s *Session) append(ctx context.Context, events ...cairn.Event) error {
 func (s *Session) write(ctx context.Context, batch []cairn.Event) ([]cairn.Event, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
-	err := s.store.Append(wctx, s.id, s.savedSeq, batch...)
+	err := s.storeAppend(wctx, s.savedSeq, batch...)
 	if errors.Is(err, cairn.ErrConflict) && len(s.unsaved) > 0 {
 		if n, ok := s.reconcile(wctx, batch); ok {
 			s.savedSeq = batch[n-1].Seq
 			batch = batch[n:]
 			err = nil
 			if len(batch) > 0 {
-				err = s.store.Append(wctx, s.id, s.savedSeq, batch...)
+				err = s.storeAppend(wctx, s.savedSeq, batch...)
 			}
 		}
 	}
@@ -248,6 +249,6 @@ func jsonEqual(a, b json.RawMessage) bool {
 // fatalStoreError reports whether err stops a run whatever OnError says:
 // another writer, a deleted session, or events the store refuses.
 func fatalStoreError(err error) bool {
-	return errors.Is(err, cairn.ErrConflict) || errors.Is(err, cairn.ErrInvalidEvent) ||
+	return errors.Is(err, cairn.ErrConflict) || errors.Is(err, cairn.ErrInvalidEvent) || errors.Is(err, cairn.ErrLeaseLost) ||
 		errors.Is(err, cairn.ErrTooLarge) || errors.Is(err, cairn.ErrNotFound) || errors.Is(err, cairn.ErrInvalidID)
 }

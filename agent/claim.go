@@ -1,0 +1,243 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// DefaultClaimTTL is the lease a Claim takes when ClaimOptions.TTL is 0. It
+// is renewed every third of it while the claim is held, so a dead holder
+// frees the session within this long.
+const DefaultClaimTTL = 15 * time.Second
+
+// ClaimOptions configure Session.Claim.
+type ClaimOptions struct {
+	// Holder names the claimant in the lease, as others see it (cairn
+	// sessions list, the "being run elsewhere" error). Empty: DefaultHolder.
+	Holder string
+	// TTL is the lease's duration; 0 means DefaultClaimTTL.
+	TTL time.Duration
+	// Force takes the lease over even while another holder's is live
+	// (cairn.Leaser.Takeover); that holder's writes are refused from then
+	// on. It does not break a LockFile held by a live process.
+	Force bool
+	// LockFile is used when the store has no leases (cairn.Leaser): an
+	// operating-system lock on this file is the claim, released by the
+	// kernel when the process dies, so a local store is free again at once
+	// after a crash. Empty: no claim on such a store.
+	LockFile string
+	// OnLost is called once, from the renewing goroutine, when the lease
+	// is found lost (taken over by another holder). Writes are already
+	// refused then; stop the run (cancel its context).
+	OnLost func(error)
+}
+
+// DefaultHolder returns a holder name for this process: host and process ID.
+func DefaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+// Claim is a session's lease held by this process: while it is held every
+// write of the session is fenced with the lease (cairn.Leaser.AppendFenced),
+// so once another holder has taken the session over no write of this one
+// gets in. It is renewed in the background until Release.
+type Claim struct {
+	s      *Session
+	leaser cairn.Leaser // nil: no lease (a lock file, or nothing)
+	ttl    time.Duration
+	lock   *fileLock
+	onLost func(error)
+
+	mu    sync.Mutex
+	lease cairn.Lease
+	err   error // why the lease was lost, nil while held
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// Claim takes the session for this process. On a store with leases it
+// acquires the session's lease (a *cairn.LeaseHeldError, wrapping
+// cairn.ErrLeaseHeld, names the holder while another holds it), renews it
+// every TTL/3 and fences every write with it until Release. On a store
+// without leases it takes the operating-system lock of opts.LockFile, if
+// given, or holds nothing: writes then rely on the store's seq check alone
+// (see cairn.Leaser). Claim at most once at a time per Session.
+func (s *Session) Claim(ctx context.Context, opts ClaimOptions) (*Claim, error) {
+	if opts.Holder == "" {
+		opts.Holder = DefaultHolder()
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultClaimTTL
+	}
+	c := &Claim{s: s, ttl: opts.TTL, onLost: opts.OnLost, stop: make(chan struct{}), done: make(chan struct{})}
+	l, ok := s.store.(cairn.Leaser)
+	switch {
+	case ok:
+		var (
+			lease cairn.Lease
+			err   error
+		)
+		if opts.Force {
+			lease, err = l.Takeover(ctx, s.id, opts.Holder, opts.TTL)
+		} else {
+			lease, err = l.Acquire(ctx, s.id, opts.Holder, opts.TTL)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claim session %s: %w", s.id, err)
+		}
+		c.leaser, c.lease = l, lease
+		go c.renew()
+	case opts.LockFile != "":
+		lock, err := lockFile(opts.LockFile, s.id, opts.Holder)
+		if err != nil {
+			return nil, fmt.Errorf("claim session %s: %w", s.id, err)
+		}
+		c.lock = lock
+		close(c.done)
+	default:
+		close(c.done)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.claim != nil {
+		c.release(ctx)
+		return nil, fmt.Errorf("claim session %s: %w", s.id, ErrBusy)
+	}
+	s.claim = c
+	return c, nil
+}
+
+// Lease returns the lease the claim holds now (renewals move its expiry),
+// and false when the claim holds no lease (a store without leases).
+func (c *Claim) Lease() (cairn.Lease, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lease, c.leaser != nil
+}
+
+// Err returns why the claim was lost (wrapping cairn.ErrLeaseLost), or nil
+// while it is held.
+func (c *Claim) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// renew extends the lease every third of its TTL until Release, or until
+// the lease is found lost.
+func (c *Claim) renew() {
+	defer close(c.done)
+	t := time.NewTicker(c.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		lease := c.lease
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), c.ttl/3)
+		next, err := c.leaser.Renew(ctx, lease, c.ttl)
+		cancel()
+		switch {
+		case err == nil:
+			c.mu.Lock()
+			c.lease = next
+			c.mu.Unlock()
+		case errors.Is(err, cairn.ErrLeaseLost) || errors.Is(err, cairn.ErrNotFound):
+			c.lost(err)
+			return
+		default:
+			// The store did not answer: try again at the next tick. The
+			// lease may expire meanwhile; fencing keeps that safe.
+			c.s.agent.logger().Warn("renew the session's lease", "session", c.s.id, "err", err)
+		}
+	}
+}
+
+func (c *Claim) lost(err error) {
+	c.mu.Lock()
+	first := c.err == nil
+	if first {
+		c.err = fmt.Errorf("session %s: %w", c.s.id, err)
+	}
+	err = c.err
+	c.mu.Unlock()
+	if first && c.onLost != nil {
+		c.onLost(err)
+	}
+}
+
+// appendFenced writes with the claim's lease, with the session's mu held.
+func (c *Claim) appendFenced(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	c.mu.Lock()
+	lease, lostErr := c.lease, c.err
+	c.mu.Unlock()
+	if lostErr != nil {
+		return lostErr
+	}
+	err := c.leaser.AppendFenced(ctx, id, lease, expectSeq, events...)
+	if errors.Is(err, cairn.ErrLeaseLost) {
+		go c.lost(err)
+	}
+	return err
+}
+
+// Release stops renewing, gives the lease (or the lock) up and returns the
+// session's writes to plain appends. It returns nil if the lease was lost
+// meanwhile (nothing is left to give up). It is safe to call twice.
+func (c *Claim) Release(ctx context.Context) error {
+	var err error
+	c.once.Do(func() {
+		c.s.mu.Lock()
+		if c.s.claim == c {
+			c.s.claim = nil
+		}
+		c.s.mu.Unlock()
+		err = c.release(ctx)
+	})
+	return err
+}
+
+func (c *Claim) release(ctx context.Context) error {
+	close(c.stop)
+	<-c.done
+	if c.lock != nil {
+		return c.lock.unlock()
+	}
+	if c.leaser == nil || c.Err() != nil {
+		return nil
+	}
+	c.mu.Lock()
+	lease := c.lease
+	c.mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+	if err := c.leaser.Release(rctx, lease); err != nil && !errors.Is(err, cairn.ErrLeaseLost) && !errors.Is(err, cairn.ErrNotFound) {
+		return fmt.Errorf("release session %s: %w", c.s.id, err)
+	}
+	return nil
+}
+
+// storeAppend is the session's write: fenced while a claim with a lease
+// is held, a plain Append otherwise. With s.mu held.
+func (s *Session) storeAppend(ctx context.Context, expectSeq int64, events ...cairn.Event) error {
+	if c := s.claim; c != nil && c.leaser != nil {
+		return c.appendFenced(ctx, s.id, expectSeq, events...)
+	}
+	return s.store.Append(ctx, s.id, expectSeq, events...)
+}

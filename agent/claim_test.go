@@ -1,0 +1,226 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/provider/script"
+)
+
+// plainStore hides the leases of the store it wraps: a store without
+// cairn.Leaser, as sqlite and file are.
+type plainStore struct{ cairn.Store }
+
+func claimAgent(t *testing.T, st cairn.Store) *agent.Agent {
+	steps := make([]script.Step, 40)
+	for i := range steps {
+		steps[i] = script.Step{Text: fmt.Sprintf("answer %d", i)}
+	}
+	return &agent.Agent{Name: "t", Model: scripted(t, steps...), Store: st, Logger: quietLogger()}
+}
+
+// TestSession_Claim_Concurrent: 16 goroutines resume one session and try to
+// claim it at once; exactly one gets it, the others are told who holds it,
+// and the history never forks.
+func TestSession_Claim_Concurrent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   func(t *testing.T) cairn.Store
+		lock bool
+	}{
+		{"lease", func(t *testing.T) cairn.Store { return newMemStore(t) }, false},
+		{"lockfile", func(t *testing.T) cairn.Store { return plainStore{newMemStore(t)} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := tc.st(t)
+			a := claimAgent(t, st)
+			s, err := a.Start(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Run(t.Context(), "first"); err != nil {
+				t.Fatal(err)
+			}
+			lockPath := ""
+			if tc.lock {
+				lockPath = filepath.Join(t.TempDir(), s.ID()+".lock")
+			}
+			const n = 16
+			var (
+				tried, wg sync.WaitGroup
+				mu        sync.Mutex
+				won       int
+				held      []error
+				other     []error
+			)
+			tried.Add(n)
+			for i := range n {
+				wg.Go(func() {
+					rs, err := a.Resume(context.Background(), s.ID())
+					if err != nil {
+						tried.Done()
+						mu.Lock()
+						other = append(other, err)
+						mu.Unlock()
+						return
+					}
+					c, err := rs.Claim(context.Background(), agent.ClaimOptions{Holder: fmt.Sprintf("g%d", i), LockFile: lockPath})
+					tried.Done()
+					tried.Wait() // every claim is tried while the winner holds its own
+					mu.Lock()
+					switch {
+					case err == nil:
+						won++
+					case errors.Is(err, cairn.ErrLeaseHeld):
+						held = append(held, err)
+					default:
+						other = append(other, err)
+					}
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+					defer c.Release(context.Background())
+					if _, err := rs.Run(context.Background(), "turn", agent.Continue()); err != nil {
+						mu.Lock()
+						other = append(other, err)
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if len(other) > 0 {
+				t.Fatalf("unexpected errors: %v", other)
+			}
+			if won != 1 || len(held) != n-1 {
+				t.Fatalf("%d claims won and %d were refused, want 1 and %d", won, len(held), n-1)
+			}
+			if msg := held[0].Error(); !strings.Contains(msg, "being run elsewhere") || !strings.Contains(msg, "g") {
+				t.Errorf("refusal %q does not say the session is run elsewhere, by whom", msg)
+			}
+			evs := loadEvents(t, st, s.ID())
+			if got := len(decoded[cairn.RunStarted](t, evs, cairn.KindRunStarted)); got != 2 {
+				t.Errorf("%d runs in the history, want 2 (the first and the winner's)", got)
+			}
+			if _, err := cairn.NewMemory(evs...); err != nil {
+				t.Errorf("history is not valid: %v", err)
+			}
+		})
+	}
+}
+
+// TestClaim_Takeover: a holder taken over with Force cannot write any more,
+// and the history holds only the new holder's run.
+func TestClaim_Takeover(t *testing.T) {
+	st := newMemStore(t)
+	a := claimAgent(t, st)
+	s, err := a.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Claim(t.Context(), agent.ClaimOptions{Holder: "old", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Release(t.Context())
+	s2, err := a.Resume(t.Context(), s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Claim(t.Context(), agent.ClaimOptions{Holder: "new"}); !errors.Is(err, cairn.ErrLeaseHeld) {
+		t.Fatalf("claim of a held session: got %v, want ErrLeaseHeld", err)
+	}
+	c2, err := s2.Claim(t.Context(), agent.ClaimOptions{Holder: "new", Force: true})
+	if err != nil {
+		t.Fatalf("forced claim: %v", err)
+	}
+	defer c2.Release(t.Context())
+	if _, err := s.Run(t.Context(), "stale writer"); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Fatalf("run by the holder taken over: got %v, want ErrLeaseLost", err)
+	}
+	if n := len(loadEvents(t, st, s.ID())); n != 0 {
+		t.Fatalf("the holder taken over wrote %d events", n)
+	}
+	res, err := s2.Run(t.Context(), "new writer")
+	if err != nil || res.Status != cairn.StatusCompleted {
+		t.Fatalf("run by the new holder: %v, %v", res, err)
+	}
+	if l, ok := c2.Lease(); !ok || l.Holder != "new" {
+		t.Errorf("Lease() = %+v, %v", l, ok)
+	}
+}
+
+// TestClaim_LockFileReleasedOnKill: a process that holds a session's lock
+// file and is killed with SIGKILL frees the session at once.
+func TestClaim_LockFileReleasedOnKill(t *testing.T) {
+	if os.Getenv("CAIRN_LOCK_CHILD") != "" {
+		return
+	}
+	lockPath := filepath.Join(t.TempDir(), "s.lock")
+	child := exec.Command(os.Args[0], "-test.run=^TestClaimLockChild$")
+	child.Env = append(os.Environ(), "CAIRN_LOCK_CHILD="+lockPath)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, _ := out.Read(buf)
+	if !strings.Contains(string(buf[:n]), "locked") {
+		child.Process.Kill()
+		child.Wait()
+		t.Fatalf("child said %q, want locked", buf[:n])
+	}
+	st := plainStore{newMemStore(t)}
+	a := claimAgent(t, st)
+	s, err := a.Start(t.Context(), agent.WithID("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Claim(t.Context(), agent.ClaimOptions{LockFile: lockPath})
+	if !errors.Is(err, cairn.ErrLeaseHeld) || !strings.Contains(err.Error(), "child-holder") {
+		t.Fatalf("claim while the child holds the lock: got %v, want ErrLeaseHeld naming child-holder", err)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	c, err := s.Claim(t.Context(), agent.ClaimOptions{LockFile: lockPath})
+	if err != nil {
+		t.Fatalf("claim after the holder was killed: %v", err)
+	}
+	if err := c.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClaimLockChild is the child process of TestClaim_LockFileReleasedOnKill.
+func TestClaimLockChild(t *testing.T) {
+	path := os.Getenv("CAIRN_LOCK_CHILD")
+	if path == "" {
+		t.Skip("run by TestClaim_LockFileReleasedOnKill")
+	}
+	st := plainStore{newMemStore(t)}
+	s, err := claimAgent(t, st).Start(context.Background(), agent.WithID("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(context.Background(), agent.ClaimOptions{Holder: "child-holder", LockFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("locked")
+	time.Sleep(time.Minute)
+}

@@ -1,0 +1,15 @@
+//go:build !unix
+
+package agent
+
+import "errors"
+
+// fileLock is not available on this system: a claim on a store without
+// leases holds nothing here.
+type fileLock struct{}
+
+func lockFile(path, id, holder string) (*fileLock, error) {
+	return nil, errors.New("lock files are not supported on this system")
+}
+
+func (l *fileLock) unlock() error { return nil }
