@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/file"
+	"github.com/cairnhq/cairn/store/memory"
+	"github.com/cairnhq/cairn/store/postgres"
+	"github.com/cairnhq/cairn/store/redis"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+// Default addresses of the servers Discover tries when their environment
+// variable is not set.
+const (
+	DefaultPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	DefaultRedis    = "redis://127.0.0.1:6379/0"
+	DefaultMongoDB  = "mongodb://127.0.0.1:27017/cairn"
+)
+
+// Discover returns the URLs of every backend it can reach: memory, and file
+// and sqlite stores in dir, always; PostgreSQL, Redis and MongoDB from
+// CAIRN_TEST_POSTGRES, CAIRN_TEST_REDIS and CAIRN_TEST_MONGODB, or at their
+// default local addresses when something listens there.
+func Discover(ctx context.Context, dir string) []string {
+	urls := []string{"memory:", "file://" + filepath.Join(dir, "file"), "sqlite://" + filepath.Join(dir, "sqlite", "cairn.db")}
+	for _, s := range []struct{ env, def string }{
+		{"CAIRN_TEST_POSTGRES", DefaultPostgres},
+		{"CAIRN_TEST_REDIS", DefaultRedis},
+		{"CAIRN_TEST_MONGODB", DefaultMongoDB},
+	} {
+		if u := os.Getenv(s.env); u != "" {
+			urls = append(urls, u)
+		} else if reachable(ctx, s.def) {
+			urls = append(urls, s.def)
+		}
+	}
+	return urls
+}
+
+// reachable reports whether something accepts connections at the URL's
+// host and port.
+func reachable(ctx context.Context, raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	d := net.Dialer{Timeout: 300 * time.Millisecond}
+	c, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+func backendName(raw string) string {
+	scheme, _, _ := strings.Cut(raw, ":")
+	switch scheme {
+	case "postgresql":
+		return "postgres"
+	case "rediss":
+		return "redis"
+	case "mongodb+srv":
+		return "mongodb"
+	}
+	return scheme
+}
+
+// backend is a store under measurement with the floor of its kind.
+type backend struct {
+	name      string
+	store     cairn.Store
+	ns        string
+	floorName string
+	floor     floor
+	// size returns the bytes the backend holds for the sessions of ids
+	// (or for the whole namespace), or false when it cannot tell.
+	size  func(ctx context.Context, ids []string) (int64, bool, error)
+	close func()
+	fresh []string // sessions created ahead, empty
+}
+
+// floor is the cheapest work of a backend's kind: a bare single durable
+// write, and rows stored and read back without cairn.
+type floor interface {
+	write(ctx context.Context, body []byte) error
+	put(ctx context.Context, name string, rows [][]byte) error
+	get(ctx context.Context, name string) ([][]byte, error)
+	close(ctx context.Context) error
+}
+
+// openBackend opens the store of a URL in a namespace of its own, and its
+// floor.
+func openBackend(ctx context.Context, raw, dir string) (*backend, error) {
+	ns := "bench_" + strings.ToLower(cairn.NewID()[len(cairn.NewID())-8:])
+	opts := cairn.StoreOptions{Namespace: ns}
+	b := &backend{name: backendName(raw), ns: ns}
+	var err error
+	switch b.name {
+	case "memory":
+		b.store, err = memory.New(opts)
+		b.floorName, b.floor = "a 1 KB copy appended to a slice under a mutex", &memFloor{rows: map[string][][]byte{}}
+	case "file":
+		err = openFile(ctx, b, raw, opts)
+	case "sqlite":
+		err = openSQLite(ctx, b, raw, opts)
+	case "postgres":
+		var s *postgres.Store
+		if s, err = postgres.Open(ctx, raw, opts); err == nil {
+			b.store = s
+			err = pgFloor(ctx, b, s)
+		}
+	case "redis":
+		var s *redis.Store
+		if s, err = redis.Open(ctx, raw, opts); err == nil {
+			b.store = s
+			redisFloor(b, s)
+		}
+	case "mongodb":
+		err = openMongo(ctx, b, raw, opts)
+	default:
+		return nil, fmt.Errorf("no benchmark for store %s", cairn.RedactURL(raw))
+	}
+	if err != nil {
+		if b.store != nil {
+			b.store.Close()
+		}
+		return nil, fmt.Errorf("open %s: %w", cairn.RedactURL(raw), err)
+	}
+	closeStore := b.close
+	b.close = func() {
+		ctx := context.WithoutCancel(ctx)
+		_ = b.floor.close(ctx)
+		if closeStore != nil {
+			closeStore()
+		}
+		b.store.Close()
+	}
+	if b.size == nil {
+		b.size = func(context.Context, []string) (int64, bool, error) { return 0, false, nil }
+	}
+	return b, nil
+}
+
+// fileDir and sqlitePath return where a URL puts its store.
+func urlPath(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	if u.Opaque != "" {
+		return u.Opaque, nil
+	}
+	return u.Path, nil
+}
+
+func openFile(ctx context.Context, b *backend, raw string, opts cairn.StoreOptions) error {
+	dir, err := urlPath(raw)
+	if err != nil {
+		return err
+	}
+	s, err := file.Open(ctx, dir, opts)
+	if err != nil {
+		return err
+	}
+	b.store = s
+	b.floorName = "write of 1 KB to an open file + fsync"
+	b.floor, err = newFileFloor(filepath.Join(dir, ".floor-"+opts.Namespace))
+	b.size = func(_ context.Context, ids []string) (int64, bool, error) {
+		var n int64
+		for _, id := range ids {
+			err := filepath.Walk(filepath.Join(dir, opts.Namespace, id), func(_ string, fi os.FileInfo, err error) error {
+				if err == nil && fi.Mode().IsRegular() {
+					n += fi.Size()
+				}
+				return err
+			})
+			if err != nil {
+				return 0, false, err
+			}
+		}
+		return n, true, nil
+	}
+	b.close = func() { os.RemoveAll(filepath.Join(dir, opts.Namespace)) }
+	return err
+}
+
+func openSQLite(ctx context.Context, b *backend, raw string, opts cairn.StoreOptions) error {
+	path, err := urlPath(raw)
+	if err != nil {
+		return err
+	}
+	s, err := sqlite.Open(ctx, path, sqlite.Options{StoreOptions: opts})
+	if err != nil {
+		return err
+	}
+	b.store = s
+	b.floorName = "one-row INSERT into a bare table, WAL, synchronous=FULL"
+	f, err := newSQLiteFloor(ctx, filepath.Join(filepath.Dir(s.Path()), "floor-"+opts.Namespace+".db"))
+	if err != nil {
+		return err
+	}
+	b.floor = f
+	b.size = func(ctx context.Context, _ []string) (int64, bool, error) { return sqliteSize(ctx, s.Path()) }
+	return nil
+}

@@ -1,0 +1,208 @@
+// Package bench measures what cairn's stores cost against what their
+// backends cannot beat: the report behind `cairn bench` and
+// docs/PERFORMANCE.md.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Options configure Run.
+type Options struct {
+	// Stores are the store URLs to measure; empty means every backend
+	// Discover finds.
+	Stores []string
+	// Quick takes fewer samples and shorter runs: a smoke check.
+	Quick bool
+	// Dir is where the file and sqlite stores and the naive rewrite
+	// write; empty means a new temporary folder, removed afterwards.
+	Dir string
+	// Progress, when set, is told what is being measured.
+	Progress func(step string)
+}
+
+// Report is the result of Run; its JSON form is what `cairn bench --json`
+// prints.
+type Report struct {
+	Results      []Result `json:"results"`
+	NaiveRewrite Naive    `json:"naive_rewrite"`
+	Quick        bool     `json:"quick"`
+}
+
+// Result is what Run measured on one backend. Latencies are medians (p50)
+// and 99th percentiles of single calls; maps are keyed by history length
+// or session length.
+type Result struct {
+	Backend        string             `json:"backend"`
+	AppendP50      map[string]float64 `json:"append_p50_us"`
+	AppendP99      map[string]float64 `json:"append_p99_us"`
+	FloorP50       float64            `json:"floor_p50_us"`
+	FloorP99       float64            `json:"floor_p99_us"`
+	Floor          string             `json:"floor"` // what the floor is
+	ResumeMS       map[string]float64 `json:"resume_ms"`
+	ResumeFloorMS  map[string]float64 `json:"resume_floor_ms"`
+	BytesPerEvent  *float64           `json:"bytes_per_event"` // nil where the backend cannot tell
+	EventJSONBytes int                `json:"event_json_bytes"`
+	Concurrent8vs1 float64            `json:"concurrent_8_vs_1"`
+	Throughput1    float64            `json:"throughput_1_per_s"`
+	Throughput8    float64            `json:"throughput_8_per_s"`
+	Error          string             `json:"error,omitempty"` // why the backend could not be measured
+}
+
+// Naive compares cairn with the naive way to save a chat loop: re-serialise
+// the whole memory and rewrite one file after every step.
+type Naive struct {
+	Steps      int     `json:"steps"`
+	NaiveMS    float64 `json:"naive_ms"`    // rewrite and fsync the document after each step
+	CairnMS    float64 `json:"cairn_ms"`    // one Append per step to the file store
+	Ratio      float64 `json:"ratio"`       // NaiveMS / CairnMS
+	NaiveBytes int64   `json:"naive_bytes"` // bytes the naive loop wrote
+	CairnBytes int64   `json:"cairn_bytes"` // bytes the file store wrote
+	NoSyncMS   float64 `json:"naive_nosync_ms"`
+}
+
+// settings are the sample counts of a run.
+type settings struct {
+	lengths   []int // history lengths of the append measurement
+	samples   int   // appends per history length
+	resume    []int // session lengths of the resume measurement
+	resumeRep int   // resumes per length
+	perWriter int   // appends per writer in the concurrency measurement
+	rounds    int   // rounds of the concurrency measurement
+	steps     int   // steps of the naive comparison
+}
+
+func settingsFor(quick bool) settings {
+	if quick {
+		return settings{lengths: []int{10, 10000}, samples: 40, resume: []int{1000, 20000}, resumeRep: 1,
+			perWriter: 40, rounds: 1, steps: 300}
+	}
+	return settings{lengths: []int{10, 100, 1000, 3000, 10000}, samples: 400, resume: []int{1000, 20000},
+		resumeRep: 5, perWriter: 300, rounds: 3, steps: 1000}
+}
+
+// Run measures every store of opts and the naive comparison.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	cfg := settingsFor(opts.Quick)
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	dir, cleanup, err := workDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	urls := opts.Stores
+	if len(urls) == 0 {
+		urls = Discover(ctx, dir)
+	}
+	rep := &Report{Results: []Result{}, Quick: opts.Quick}
+	for _, u := range urls {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		res := Result{Backend: backendName(u)}
+		b, err := openBackend(ctx, u, dir)
+		if err != nil {
+			res.Error = err.Error()
+			rep.Results = append(rep.Results, res)
+			continue
+		}
+		err = measure(ctx, b, cfg, &res, func(step string) { progress(res.Backend + ": " + step) })
+		b.close()
+		if err != nil {
+			res.Error = err.Error()
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	progress("naive rewrite")
+	if rep.NaiveRewrite, err = naive(ctx, dir, cfg.steps); err != nil {
+		return nil, fmt.Errorf("naive rewrite: %w", err)
+	}
+	return rep, nil
+}
+
+// measure fills res with every measurement of b.
+func measure(ctx context.Context, b *backend, cfg settings, res *Result, progress func(string)) error {
+	res.Floor = b.floorName
+	res.EventJSONBytes = EventJSONBytes(Event(1))
+	progress("sessions")
+	short := 0
+	for _, n := range cfg.lengths {
+		if n < 1000 {
+			short++
+		}
+	}
+	if err := b.createSessions(ctx, len(cfg.lengths)+short*(cfg.samples/rotate+1)+len(cfg.resume)+cfg.rounds*9); err != nil {
+		return fmt.Errorf("create sessions: %w", err)
+	}
+	progress("append latency")
+	if err := measureAppend(ctx, b, cfg, res); err != nil {
+		return fmt.Errorf("append: %w", err)
+	}
+	progress("resume")
+	if err := measureResume(ctx, b, cfg, res); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	progress("concurrency")
+	if err := measureConcurrency(ctx, b, cfg, res); err != nil {
+		return fmt.Errorf("concurrency: %w", err)
+	}
+	return nil
+}
+
+// percentile returns the p-th percentile of d in microseconds.
+func percentile(d []time.Duration, p int) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return round(float64(s[min(len(s)-1, len(s)*p/100)].Nanoseconds()) / 1e3)
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// round keeps three significant decimals, enough for a report.
+func round(v float64) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	return f
+}
+
+func key(n int) string { return strconv.Itoa(n) }
+
+// createSessions creates n empty sessions for the measurements to use, all
+// before any of them writes: on some backends (the mongodb store on
+// FerretDB) a Create costs more as the events collection grows.
+func (b *backend) createSessions(ctx context.Context, n int) error {
+	for range n {
+		id := "bench-" + cairn.NewID()
+		if err := b.store.Create(ctx, cairn.SessionMeta{ID: id}); err != nil {
+			return err
+		}
+		b.fresh = append(b.fresh, id)
+	}
+	return nil
+}
+
+// session returns an empty session for a measurement.
+func (b *backend) session(ctx context.Context) (string, error) {
+	if len(b.fresh) > 0 {
+		id := b.fresh[0]
+		b.fresh = b.fresh[1:]
+		return id, nil
+	}
+	id := "bench-" + cairn.NewID()
+	return id, b.store.Create(ctx, cairn.SessionMeta{ID: id})
+}

@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// tiny are settings small enough for a test: every measurement runs, on
+// short histories.
+var tiny = settings{lengths: []int{10, 30}, samples: 25, resume: []int{20, 40}, resumeRep: 1, perWriter: 5, rounds: 1, steps: 20}
+
+func TestMeasure_LocalBackends(t *testing.T) {
+	dir := t.TempDir()
+	for _, u := range []string{"memory:", "file://" + filepath.Join(dir, "file"), "sqlite://" + filepath.Join(dir, "sqlite", "cairn.db")} {
+		t.Run(backendName(u), func(t *testing.T) {
+			b, err := openBackend(t.Context(), u, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(b.close)
+			var res Result
+			if err := measure(t.Context(), b, tiny, &res, func(string) {}); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []string{"10", "30"} {
+				if res.AppendP50[n] <= 0 || res.AppendP99[n] < res.AppendP50[n] {
+					t.Errorf("append at %s: p50 %v p99 %v, want 0 < p50 <= p99", n, res.AppendP50[n], res.AppendP99[n])
+				}
+			}
+			for _, n := range []string{"20", "40"} {
+				if res.ResumeMS[n] <= 0 || res.ResumeFloorMS[n] <= 0 {
+					t.Errorf("resume of %s: %v ms, floor %v ms; want both > 0", n, res.ResumeMS[n], res.ResumeFloorMS[n])
+				}
+			}
+			if res.Concurrent8vs1 <= 0 || res.EventJSONBytes < 1000 {
+				t.Errorf("8 vs 1 = %v, event JSON %d bytes; want > 0 and about 1 KB", res.Concurrent8vs1, res.EventJSONBytes)
+			}
+			if b.name == "memory" {
+				if res.BytesPerEvent != nil {
+					t.Errorf("bytes per event %v in memory, want none", *res.BytesPerEvent)
+				}
+				return
+			}
+			if res.FloorP50 <= 0 {
+				t.Errorf("floor p50 %v, want > 0", res.FloorP50)
+			}
+			if res.BytesPerEvent == nil || *res.BytesPerEvent < float64(res.EventJSONBytes)/2 {
+				t.Errorf("bytes per event %v, want at least half the event's %d JSON bytes", res.BytesPerEvent, res.EventJSONBytes)
+			}
+		})
+	}
+}
+
+func TestNaive(t *testing.T) {
+	n, err := naive(t.Context(), t.TempDir(), tiny.steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Steps != tiny.steps || n.NaiveMS <= 0 || n.CairnMS <= 0 || n.Ratio <= 0 {
+		t.Errorf("naive = %+v, want every time set", n)
+	}
+	// The rewrite writes the whole history each step: 1+2+…+20 events.
+	if n.NaiveBytes < 200*int64(EventJSONBytes(Event(1))) || n.CairnBytes >= n.NaiveBytes/5 {
+		t.Errorf("naive wrote %d bytes, cairn %d; want over 200 events' worth and a fifth of it at most", n.NaiveBytes, n.CairnBytes)
+	}
+}
+
+func TestEvent_RealisticAndValid(t *testing.T) {
+	for seq := int64(1); seq <= 2; seq++ {
+		e := Event(seq)
+		if _, err := e.Decode(); err != nil {
+			t.Fatalf("event %d: %v", seq, err)
+		}
+		if n := EventJSONBytes(e); n < 900 || n > 1500 {
+			t.Errorf("event %d (%s) is %d bytes of JSON, want about 1 KB", seq, e.Kind, n)
+		}
+	}
+}
+
+func TestBackendName(t *testing.T) {
+	for raw, want := range map[string]string{"memory:": "memory", "postgresql://h/db": "postgres", "rediss://h": "redis",
+		"mongodb+srv://h": "mongodb", "sqlite:///x.db": "sqlite", "file:///d": "file"} {
+		if got := backendName(raw); got != want {
+			t.Errorf("backendName(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// slot is a session kept near one history length. Below 1,000 events a
+// slot moves to a fresh session every rotate appends, so that the length
+// it measures stays near its nominal one.
+type slot struct {
+	length int
+	id     string
+	last   int64
+	taken  int
+	durs   []time.Duration
+}
+
+const rotate = 20
+
+func (s *slot) ready(ctx context.Context, b *backend) error {
+	if s.id != "" && (s.length >= 1000 || s.taken < rotate) {
+		return nil
+	}
+	id, err := b.session(ctx)
+	if err != nil {
+		return err
+	}
+	s.id, s.last, s.taken = id, 0, 0
+	if err := prefill(ctx, b.store, s.id, 0, int64(s.length)); err != nil {
+		return err
+	}
+	s.last = int64(s.length)
+	return nil
+}
+
+// measureAppend times single appends of one realistic event at each
+// history length, and the backend's floor write, in turn, so that all of
+// them see the same load on a shared machine.
+func measureAppend(ctx context.Context, b *backend, cfg settings, res *Result) error {
+	slots := make([]*slot, len(cfg.lengths))
+	for i, n := range cfg.lengths {
+		slots[i] = &slot{length: n}
+	}
+	body, _ := json.Marshal(Event(1))
+	var floor []time.Duration
+	for range cfg.samples {
+		for _, s := range slots {
+			if err := s.ready(ctx, b); err != nil {
+				return err
+			}
+			e := Event(s.last + 1)
+			t0 := time.Now()
+			if err := b.store.Append(ctx, s.id, s.last, e); err != nil {
+				return err
+			}
+			s.durs = append(s.durs, time.Since(t0))
+			s.last++
+			s.taken++
+		}
+		t0 := time.Now()
+		if err := b.floor.write(ctx, body); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		floor = append(floor, time.Since(t0))
+	}
+	res.AppendP50, res.AppendP99 = map[string]float64{}, map[string]float64{}
+	for _, s := range slots {
+		res.AppendP50[key(s.length)] = percentile(s.durs, 50)
+		res.AppendP99[key(s.length)] = percentile(s.durs, 99)
+	}
+	res.FloorP50, res.FloorP99 = percentile(floor, 50), percentile(floor, 99)
+	return nil
+}
+
+// measureResume times loading a session and folding it to a State, and
+// the floor: the same envelopes read back from bare rows of the backend
+// and decoded plainly. It also measures the bytes stored per event.
+func measureResume(ctx context.Context, b *backend, cfg settings, res *Result) error {
+	res.ResumeMS, res.ResumeFloorMS = map[string]float64{}, map[string]float64{}
+	for _, n := range cfg.resume {
+		before, known, err := b.size(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("size: %w", err)
+		}
+		id, err := b.session(ctx)
+		if err != nil {
+			return err
+		}
+		if err := prefill(ctx, b.store, id, 0, int64(n)); err != nil {
+			return err
+		}
+		if known && res.BytesPerEvent == nil {
+			after, _, err := b.size(ctx, []string{id})
+			if err != nil {
+				return fmt.Errorf("size: %w", err)
+			}
+			if b.name == "file" {
+				before = 0 // the size of this session's folder alone
+			}
+			v := round(float64(after-before) / float64(n))
+			res.BytesPerEvent = &v
+		}
+		rows := make([][]byte, n)
+		for i, e := range Events(1, int64(n)) {
+			rows[i], _ = json.Marshal(e)
+		}
+		name := fmt.Sprint(n)
+		if err := b.floor.put(ctx, name, rows); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		var cairnMS, floorMS []float64
+		for range cfg.resumeRep {
+			t0 := time.Now()
+			rec, err := b.store.Load(ctx, id, 0)
+			if err != nil {
+				return err
+			}
+			st, err := cairn.Fold(rec.Events)
+			if err != nil {
+				return err
+			}
+			if st.LastSeq != int64(n) {
+				return fmt.Errorf("resumed %d events, want %d", st.LastSeq, n)
+			}
+			t1 := time.Now()
+			got, err := b.floor.get(ctx, name)
+			if err != nil {
+				return fmt.Errorf("floor: %w", err)
+			}
+			if len(got) != n {
+				return fmt.Errorf("floor read %d rows, want %d", len(got), n)
+			}
+			if err := decodePlain(got); err != nil {
+				return fmt.Errorf("floor: %w", err)
+			}
+			cairnMS = append(cairnMS, float64(t1.Sub(t0).Microseconds())/1e3)
+			floorMS = append(floorMS, float64(time.Since(t1).Microseconds())/1e3)
+		}
+		res.ResumeMS[name], res.ResumeFloorMS[name] = round(median(cairnMS)), round(median(floorMS))
+	}
+	return nil
+}
+
+// measureConcurrency compares the appends per second of one session
+// appending alone with those of 8 sessions appending at once.
+func measureConcurrency(ctx context.Context, b *backend, cfg settings, res *Result) error {
+	var ratios, one, eight []float64
+	for range cfg.rounds {
+		r1, err := throughput(ctx, b, 1, cfg.perWriter)
+		if err != nil {
+			return err
+		}
+		r8, err := throughput(ctx, b, 8, cfg.perWriter)
+		if err != nil {
+			return err
+		}
+		one, eight, ratios = append(one, r1), append(eight, r8), append(ratios, r8/r1)
+	}
+	res.Throughput1, res.Throughput8 = round(median(one)), round(median(eight))
+	res.Concurrent8vs1 = round(median(ratios))
+	return nil
+}
+
+// throughput runs writers sessions, each appending n events one at a
+// time, and returns the appends per second of all of them.
+func throughput(ctx context.Context, b *backend, writers, n int) (float64, error) {
+	st := b.store
+	ids := make([]string, writers)
+	for i := range ids {
+		var err error
+		if ids[i], err = b.session(ctx); err != nil {
+			return 0, err
+		}
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		ferr error
+	)
+	t0 := time.Now()
+	for _, id := range ids {
+		wg.Go(func() {
+			for seq := int64(1); seq <= int64(n); seq++ {
+				if err := st.Append(ctx, id, seq-1, Event(seq)); err != nil {
+					mu.Lock()
+					ferr = err
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	return float64(writers*n) / el.Seconds(), ferr
+}
+
+// workDir returns dir, or a new temporary folder that cleanup removes.
+func workDir(dir string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o700)
+	}
+	d, err := os.MkdirTemp("", "cairn-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
+}

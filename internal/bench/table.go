@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable writes the report as tables for people: each backend's
+// figures, then the ratios the targets in docs/PERFORMANCE.md are about.
+func WriteTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "backend\tappend p50 @10\t@10000\tp99 @10\t@10000\tfloor p50\tresume 1k\t20k\tfloor 1k\t20k\tB/event\t8 vs 1\t")
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\tnot measured: %s\t\n", r.Backend, r.Error)
+			continue
+		}
+		bpe := "-"
+		if r.BytesPerEvent != nil {
+			bpe = fmt.Sprintf("%.0f", *r.BytesPerEvent)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f µs\t%.0f µs\t%.0f µs\t%.0f µs\t%.0f µs\t%.1f ms\t%.0f ms\t%.1f ms\t%.0f ms\t%s\t%.2f×\t\n",
+			r.Backend, r.AppendP50["10"], r.AppendP50["10000"], r.AppendP99["10"], r.AppendP99["10000"], r.FloorP50,
+			r.ResumeMS["1000"], r.ResumeMS["20000"], r.ResumeFloorMS["1000"], r.ResumeFloorMS["20000"], bpe, r.Concurrent8vs1)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "backend\tp50 @10000 ÷ @10\tappend ÷ floor\tresume ÷ floor @20k\tevent JSON\t")
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%d B\t\n", r.Backend, ratio(r.AppendP50["10000"], r.AppendP50["10"]),
+			ratio(r.AppendP50["10000"], r.FloorP50), ratio(r.ResumeMS["20000"], r.ResumeFloorMS["20000"]), r.EventJSONBytes)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	n := rep.NaiveRewrite
+	_, err := fmt.Fprintf(w, "\nnaive rewrite, %d steps: %.0f ms (%.0f ms without fsync), %d bytes written; cairn (file store): %.0f ms, %d bytes: %.1f× faster\n",
+		n.Steps, n.NaiveMS, n.NoSyncMS, n.NaiveBytes, n.CairnMS, n.CairnBytes, n.Ratio)
+	return err
+}
+
+// ratio is a / b, 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
