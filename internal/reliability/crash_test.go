@@ -1,0 +1,300 @@
+package reliability
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/provider/script"
+	"github.com/cairnhq/cairn/store/mongodb"
+)
+
+// crashScript writes a 14-step script whose tool calls append to side, one
+// line per step, with calc and remember calls beside them.
+func crashScript(t *testing.T, dir, side string) string {
+	t.Helper()
+	var s script.Script
+	for i := range 13 {
+		st := script.Step{Text: fmt.Sprintf("step %d", i), DelayMS: 2 + i%4*2}
+		line, _ := json.Marshal(map[string]string{"path": side, "line": fmt.Sprintf("line %d", i)})
+		st.ToolCalls = append(st.ToolCalls, script.Call{Name: "append_file", Arguments: line})
+		if i%2 == 0 {
+			st.ToolCalls = append(st.ToolCalls, script.Call{Name: "calc", Arguments: json.RawMessage(fmt.Sprintf(`{"expression":"%d*(3+4)"}`, i))})
+		}
+		if i%3 == 0 {
+			st.ToolCalls = append(st.ToolCalls, script.Call{Name: "remember", Arguments: json.RawMessage(fmt.Sprintf(`{"key":"k%d","value":%d}`, i, i))})
+		}
+		s.Steps = append(s.Steps, st)
+	}
+	s.Steps = append(s.Steps, script.Step{Text: "all done", DelayMS: 2})
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// cli runs the cairn binary on one backend, in a folder of its own with
+// no config file and a private home.
+type cli struct {
+	bin string
+	dir string
+	env []string
+	url string // the store URL cairn is given
+	ns  string
+}
+
+func newCLI(t *testing.T, url, ns string) *cli {
+	dir := t.TempDir()
+	home := filepath.Join(dir, ".home")
+	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "XDG_DATA_HOME="+home+"/.local/share")
+	env = slices.DeleteFunc(env, func(kv string) bool {
+		return strings.HasPrefix(kv, "CAIRN_") && !strings.HasPrefix(kv, "CAIRN_TEST_")
+	})
+	return &cli{bin: cairnBinary(t), dir: dir, env: env, url: url, ns: ns}
+}
+
+// command returns the cairn command with the store, namespace and model
+// flags and args.
+func (c *cli) command(scriptPath string, args ...string) *exec.Cmd {
+	full := append([]string{"--store", c.url, "--namespace", c.ns, "--model", "script:" + scriptPath}, args...)
+	cmd := exec.Command(c.bin, full...)
+	cmd.Dir, cmd.Env = c.dir, c.env
+	return cmd
+}
+
+// exit is how one cairn process ended.
+type exit struct {
+	code   int  // exit status, -1 when killed
+	killed bool // by the test's SIGKILL
+	stderr string
+}
+
+// start runs cmd and kills it with SIGKILL after d unless it exits first
+// (d < 0: never).
+func start(t *testing.T, cmd *exec.Cmd, d time.Duration) exit {
+	t.Helper()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	if d < 0 {
+		err = <-done
+	} else {
+		select {
+		case err = <-done:
+		case <-time.After(d):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			err = <-done
+		}
+	}
+	e := exit{stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		e.code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			e.killed = true
+		}
+	default:
+		t.Fatalf("run cairn: %v", err)
+	}
+	return e
+}
+
+// TestCLI_CrashResume kills the cairn command with SIGKILL at random
+// moments of a scripted run and resumes the session with `cairn sessions
+// resume` until it completes, on every backend, and checks each session
+// against an uninterrupted run.
+func TestCLI_CrashResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cairn and kills it")
+	}
+	for _, name := range allBackends {
+		t.Run(name, func(t *testing.T) { crashResume(t, newBackend(t, name)) })
+	}
+}
+
+// crashWorkers is how many sessions run at once on one backend: while one
+// waits out a dead writer's leftovers (mongodb), the others go on.
+const crashWorkers = 3
+
+// crashStats is what one backend's crash test saw.
+type crashStats struct {
+	mu                                 sync.Mutex
+	kills, sessions, restarts, unknown int
+	blocked                            int            // starts refused until a dead writer's leftovers went stale
+	landed                             map[string]int // the last stored event when a kill landed
+}
+
+// crashRun is one backend's crash test: a reference and the workers.
+type crashRun struct {
+	b      *backend
+	st     cairn.Store
+	c      *cli
+	ref    []response
+	refDur time.Duration
+	want   int
+	stats  crashStats
+}
+
+const crashPrompt = "Run the script."
+
+// maxWaits is how many times a session is let wait out a dead writer's
+// leftovers before it is left to finish without further kills.
+const maxWaits = 2
+
+func crashResume(t *testing.T, b *backend) {
+	r := &crashRun{b: b, st: b.open(t), c: newCLI(t, b.url, b.ns), want: wantKills()}
+	r.stats.landed = map[string]int{}
+
+	// The reference: one uninterrupted run.
+	refSide := filepath.Join(t.TempDir(), "ref.txt")
+	refScript := crashScript(t, t.TempDir(), refSide)
+	begin := time.Now()
+	if e := start(t, r.c.command(refScript, "run", "--session", "ref", crashPrompt), -1); e.code != 0 {
+		t.Fatalf("reference run: exit %d\n%s", e.code, e.stderr)
+	}
+	r.refDur = time.Since(begin)
+	r.ref, _ = checkCompleted(t, r.st, "ref", refSide, nil)
+
+	seed := uint64(time.Now().UnixNano())
+	begin = time.Now()
+	t.Run("workers", func(t *testing.T) {
+		for w := range crashWorkers {
+			t.Run(fmt.Sprint(w), func(t *testing.T) {
+				t.Parallel()
+				r.work(t, w, rand.New(rand.NewPCG(seed, uint64(w))))
+			})
+		}
+	})
+	s := &r.stats
+	t.Logf("%s (seed %d): %d SIGKILLs over %d sessions and %d starts in %s; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; %d starts refused until a dead writer's leftovers went stale; last event stored when killed: %s",
+		b.name, seed, s.kills, s.sessions, s.restarts, time.Since(begin).Round(time.Millisecond), len(r.ref), s.unknown, s.blocked, sortedCounts(s.landed))
+}
+
+// work runs sessions to completion, killing and resuming them, until the
+// backend has taken the kills it should.
+func (r *crashRun) work(t *testing.T, w int, rng *rand.Rand) {
+	for n := 1; ; n++ {
+		r.stats.mu.Lock()
+		enough := r.stats.kills >= r.want
+		if !enough {
+			r.stats.sessions++
+		}
+		r.stats.mu.Unlock()
+		if enough {
+			return
+		}
+		id := fmt.Sprintf("crash-%d-%d", w, n)
+		sdir := t.TempDir()
+		side := filepath.Join(sdir, "side.txt")
+		scr := crashScript(t, sdir, side)
+		r.session(t, id, scr, rng)
+		_, unknown := checkCompleted(t, r.st, id, side, r.ref)
+		r.stats.mu.Lock()
+		r.stats.unknown += unknown
+		r.stats.mu.Unlock()
+	}
+}
+
+// session starts cairn on session id, kills it at a random moment and
+// starts it again (`run` while nothing of the run is stored, then
+// `sessions resume`) until the session is completed.
+func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
+	waits := 0
+	for lives := 0; ; lives++ {
+		if lives > 300 {
+			t.Fatalf("session %s did not complete after %d restarts", id, lives)
+		}
+		status, _ := statusOf(t, r.st, id)
+		var args []string
+		switch status {
+		case cairn.StatusCompleted:
+			return
+		case "", cairn.StatusNew:
+			args = []string{"run", "--session", id, crashPrompt}
+		default:
+			args = []string{"sessions", "resume", id}
+		}
+		d := time.Duration(rng.Int64N(int64(r.refDur) * 6 / 5))
+		if waits >= maxWaits {
+			d = -1 // let it finish: each wait costs StaleAfter
+		}
+		e := start(t, r.c.command(scr, args...), d)
+		blocked := false
+		switch {
+		case e.killed:
+			_, last := statusOf(t, r.st, id)
+			r.stats.mu.Lock()
+			r.stats.kills++
+			r.stats.landed[last]++
+			r.stats.mu.Unlock()
+		case e.code == 0:
+		case r.b.name == "mongodb" && staleBlock(e.stderr):
+			// A writer killed between the two round trips of an append
+			// (or a create) holds the position until its documents are
+			// StaleAfter old; then the next writer clears them.
+			blocked = true
+		default:
+			t.Fatalf("session %s: cairn %v: exit %d\n%s", id, args, e.code, e.stderr)
+		}
+		r.stats.mu.Lock()
+		r.stats.restarts++
+		if blocked {
+			r.stats.blocked++
+		}
+		r.stats.mu.Unlock()
+		if blocked {
+			waits++
+			t.Logf("session %s: %s; waiting %s", id, lastLine(e.stderr, "cairn:"), mongodb.StaleAfter)
+			time.Sleep(mongodb.StaleAfter + time.Second)
+		}
+	}
+}
+
+// lastLine returns the last line of s that starts with prefix.
+func lastLine(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], prefix) {
+			return lines[i]
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// staleBlock reports whether cairn refused to go on because another
+// writer's uncommitted append or create holds the session.
+func staleBlock(stderr string) bool {
+	return strings.Contains(stderr, "changed by another process") || strings.Contains(stderr, "created and deleted concurrently")
+}
+
+func sortedCounts(m map[string]int) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s=%d ", k, m[k])
+	}
+	return strings.TrimSpace(b.String())
+}
