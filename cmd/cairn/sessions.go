@@ -25,6 +25,7 @@ func newSessionsCmd(app *cli.App) *cobra.Command {
 		newCopyCmd(app),
 		newExportCmd(app),
 		newImportCmd(app),
+		newRekeyCmd(app),
 	)
 	addSessionRuntimeCommands(c, app)
 	return c

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/config"
+	"github.com/cairnhq/cairn/store/crypt"
 )
 
 // Flags are the global flags of every command.
@@ -98,17 +99,48 @@ func (a *App) OpenStore(ctx context.Context) (cairn.Store, string, error) {
 }
 
 // OpenURL opens a store by URL with the configured namespace and TTL,
-// creating the folder of a local store when it is missing.
+// creating the folder of a local store when it is missing. With an
+// encryption key configured, the store encrypts every event (store/crypt).
 func (a *App) OpenURL(ctx context.Context, rawURL string) (cairn.Store, error) {
 	opts, err := a.StoreOptions()
 	if err != nil {
 		return nil, err
 	}
-	s, err := cairn.Open(ctx, rawURL, opts)
+	ring, err := a.Keyring()
+	if err != nil {
+		return nil, err
+	}
+	var s cairn.Store
+	if ring != nil {
+		s, err = crypt.Open(ctx, rawURL, opts, ring)
+	} else {
+		s, err = cairn.Open(ctx, rawURL, opts)
+	}
 	if err != nil {
 		return nil, Fail(fmt.Errorf("open store %s: %w", cairn.RedactURL(rawURL), err), storeHint(rawURL, err))
 	}
 	return s, nil
+}
+
+// KeyHint says how to make and configure an encryption key.
+const KeyHint = "set persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE to a file of 32 random bytes in base64 (head -c 32 /dev/urandom | base64 > cairn.key)"
+
+// Keyring returns the keyring of the configured encryption key, or nil
+// when none is configured.
+func (a *App) Keyring() (*crypt.Keyring, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return nil, err
+	}
+	path := cfg.Persistence.EncryptionKeyFile
+	if path == "" {
+		return nil, nil
+	}
+	k, err := crypt.LoadKeyFile(path)
+	if err != nil {
+		return nil, Fail(fmt.Errorf("encryption key: %w", err), KeyHint)
+	}
+	return crypt.NewKeyring(k)
 }
 
 func storeHint(rawURL string, err error) string {
