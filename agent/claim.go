@@ -32,6 +32,11 @@ type ClaimOptions struct {
 	// kernel when the process dies, so a local store is free again at once
 	// after a crash. Empty: no claim on such a store.
 	LockFile string
+	// Adopt, when its Holder is set, is a lease of this session that the
+	// caller already holds (from cairn.Claimer.ClaimNext, say): the claim
+	// takes it as it is instead of acquiring one, and renews and releases
+	// it like its own.
+	Adopt cairn.Lease
 	// OnLost is called once, from the renewing goroutine, when the lease
 	// is found lost (taken over by another holder). Writes are already
 	// refused then; stop the run (cancel its context).
@@ -89,9 +94,15 @@ func (s *Session) Claim(ctx context.Context, opts ClaimOptions) (*Claim, error) 
 			lease cairn.Lease
 			err   error
 		)
-		if opts.Force {
+		switch {
+		case opts.Adopt.Holder != "":
+			if opts.Adopt.Session != s.id {
+				return nil, fmt.Errorf("claim session %s: the lease to adopt is of session %s", s.id, opts.Adopt.Session)
+			}
+			lease = opts.Adopt
+		case opts.Force:
 			lease, err = l.Takeover(ctx, s.id, opts.Holder, opts.TTL)
-		} else {
+		default:
 			lease, err = l.Acquire(ctx, s.id, opts.Holder, opts.TTL)
 		}
 		if err != nil {

@@ -30,7 +30,7 @@ stopped. --resume without an ID picks the most recently updated session;
 				return cli.Usage("use one of them", "--session and --resume cannot be used together")
 			}
 			ctx := c.Context()
-			store, _, err := openRunStore(c, app)
+			store, storeURL, err := openRunStore(c, app)
 			if err != nil {
 				return err
 			}
@@ -43,6 +43,11 @@ stopped. --resume without an ID picks the most recently updated session;
 			if err != nil {
 				return err
 			}
+			cl, err := claimSession(ctx, app, s, store, storeURL, false)
+			if err != nil {
+				return err
+			}
+			defer releaseClaim(ctx, app, cl)
 			return chatLoop(ctx, app, s)
 		},
 	}

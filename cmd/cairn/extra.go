@@ -9,7 +9,7 @@ import (
 // addRuntimeCommands adds the commands that run agents.
 func addRuntimeCommands(root *cobra.Command, app *cli.App) {
 	root.AddCommand(newChatCmd(app), newRunCmd(app), newDoctorCmd(app))
-	root.AddCommand(newBenchCmd(app))
+	root.AddCommand(newBenchCmd(app), newWorkerCmd(app))
 }
 
 // addSessionRuntimeCommands adds the session commands that run agents.

@@ -50,14 +50,15 @@ func newListCmd(app *cli.App) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			holders := cli.Holders(c.Context(), store, infos)
 			if app.Flags.JSON {
-				return cli.WriteJSON(app.Stdout, infos)
+				return cli.WriteJSON(app.Stdout, cli.WithHolders(infos, holders))
 			}
 			if len(infos) == 0 {
 				fmt.Fprintln(app.Stderr, "no sessions saved yet; start one with `cairn chat` or `cairn run \"…\"`")
 				return nil
 			}
-			return cli.InfoTable(app.Stdout, infos, time.Now())
+			return cli.InfoTableHolders(app.Stdout, infos, holders, time.Now())
 		},
 	}
 	c.Flags().StringSliceVar(&status, "status", nil, "only sessions with this status (new, running, interrupted, awaiting_approval, completed, failed, max_steps)")

@@ -15,6 +15,7 @@ import (
 func newResumeCmd(app *cli.App) *cobra.Command {
 	var approve, deny []string
 	var note string
+	var force bool
 	c := &cobra.Command{
 		Use:   `resume ID ["prompt"]`,
 		Short: "Finish an interrupted run, or continue a session with a new prompt",
@@ -43,6 +44,11 @@ store is searched first, then the user-global store.`,
 			if err != nil {
 				return cli.Fail(err, "`cairn doctor` checks the store")
 			}
+			cl, err := claimSession(ctx, app, s, loc.Store, loc.URL, force)
+			if err != nil {
+				return err
+			}
+			defer releaseClaim(ctx, app, cl)
 			if err := decide(c, s, approve, true, note); err != nil {
 				return err
 			}
@@ -76,6 +82,7 @@ store is searched first, then the user-global store.`,
 	c.Flags().StringSliceVar(&approve, "approve", nil, "approve a tool call waiting for a person (CALL_ID, or all)")
 	c.Flags().StringSliceVar(&deny, "deny", nil, "deny a tool call waiting for a person (CALL_ID, or all)")
 	c.Flags().StringVar(&note, "note", "", "a note recorded with the decisions")
+	c.Flags().BoolVar(&force, "force", false, "take the session over from the process whose lease holds it (a shared store)")
 	return c
 }
 

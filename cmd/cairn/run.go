@@ -17,6 +17,7 @@ func newRunCmd(app *cli.App) *cobra.Command {
 		session string
 		cont    bool
 		reset   bool
+		detach  bool
 	)
 	c := &cobra.Command{
 		Use:   `run [--session ID | --continue] [--reset] "prompt"`,
@@ -38,7 +39,10 @@ with ` + "`cairn sessions resume ID`" + `.`,
 				return cli.Usage("give the prompt as an argument", "the prompt is empty")
 			}
 			ctx := c.Context()
-			store, _, err := openRunStore(c, app)
+			if detach {
+				return detachRun(c, app, session, cont || reset, prompt)
+			}
+			store, storeURL, err := openRunStore(c, app)
 			if err != nil {
 				return err
 			}
@@ -75,6 +79,11 @@ with ` + "`cairn sessions resume ID`" + `.`,
 					return cli.Fail(err, "`cairn doctor` checks the store")
 				}
 			}
+			cl, err := claimSession(ctx, app, s, store, storeURL, false)
+			if err != nil {
+				return err
+			}
+			defer releaseClaim(ctx, app, cl)
 			var opts []agent.RunOption
 			if continuing && !reset {
 				opts = append(opts, agent.Continue())
@@ -95,6 +104,7 @@ with ` + "`cairn sessions resume ID`" + `.`,
 	c.Flags().StringVar(&session, "session", "", "continue (or start) the session with this ID")
 	c.Flags().BoolVar(&cont, "continue", false, "continue the most recently updated session")
 	c.Flags().BoolVar(&reset, "reset", false, "start the session's memory fresh")
+	c.Flags().BoolVar(&detach, "detach", false, "queue the run for `cairn worker` and print the session ID at once")
 	return c
 }
 

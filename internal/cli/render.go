@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,6 +26,61 @@ func InfoTable(w io.Writer, infos []cairn.SessionInfo, now time.Time) error {
 	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tSTEPS\tFIRST MESSAGE")
 	for _, i := range infos {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", i.ID, Ago(i.UpdatedAt, now), i.Status, i.Steps, OneLine(i.FirstMessage, 50))
+	}
+	return tw.Flush()
+}
+
+// Holders returns the live lease of each session that has one, when the
+// store has leases (cairn.Leaser); nil otherwise.
+func Holders(ctx context.Context, store cairn.Store, infos []cairn.SessionInfo) map[string]cairn.Lease {
+	l, ok := store.(cairn.Leaser)
+	if !ok {
+		return nil
+	}
+	out := map[string]cairn.Lease{}
+	for _, i := range infos {
+		if lease, err := l.CurrentLease(ctx, i.ID); err == nil && lease.Holder != "" {
+			out[i.ID] = lease
+		}
+	}
+	return out
+}
+
+// HeldInfo is a session's info with the holder of its lease, for --json.
+type HeldInfo struct {
+	cairn.SessionInfo
+	Holder       string     `json:"holder,omitempty"`
+	LeaseExpires *time.Time `json:"lease_expires,omitempty"`
+}
+
+// WithHolders joins infos with their holders.
+func WithHolders(infos []cairn.SessionInfo, holders map[string]cairn.Lease) []HeldInfo {
+	out := make([]HeldInfo, len(infos))
+	for i, info := range infos {
+		out[i].SessionInfo = info
+		if l, ok := holders[info.ID]; ok {
+			out[i].Holder = l.Holder
+			exp := l.Expires
+			out[i].LeaseExpires = &exp
+		}
+	}
+	return out
+}
+
+// InfoTableHolders is InfoTable with a HOLDER column (the worker or
+// process whose lease holds the session) when any session is held.
+func InfoTableHolders(w io.Writer, infos []cairn.SessionInfo, holders map[string]cairn.Lease, now time.Time) error {
+	if len(holders) == 0 {
+		return InfoTable(w, infos, now)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tSTEPS\tHOLDER\tFIRST MESSAGE")
+	for _, i := range infos {
+		holder := "-"
+		if l, ok := holders[i.ID]; ok {
+			holder = l.Holder
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", i.ID, Ago(i.UpdatedAt, now), i.Status, i.Steps, holder, OneLine(i.FirstMessage, 50))
 	}
 	return tw.Flush()
 }
