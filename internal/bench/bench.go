@@ -59,12 +59,15 @@ type Result struct {
 // the whole memory and rewrite one file after every step.
 type Naive struct {
 	Steps      int     `json:"steps"`
-	NaiveMS    float64 `json:"naive_ms"`    // rewrite and fsync the document after each step
-	CairnMS    float64 `json:"cairn_ms"`    // one Append per step to the file store
-	Ratio      float64 `json:"ratio"`       // NaiveMS / CairnMS
-	NaiveBytes int64   `json:"naive_bytes"` // bytes the naive loop wrote
-	CairnBytes int64   `json:"cairn_bytes"` // bytes the file store wrote
-	NoSyncMS   float64 `json:"naive_nosync_ms"`
+	NaiveMS    float64 `json:"naive_ms"`        // rewrite and fsync the document after each step
+	CairnMS    float64 `json:"cairn_ms"`        // one Append per step to the file store
+	Ratio      float64 `json:"ratio"`           // NaiveMS / CairnMS
+	NaiveBytes int64   `json:"naive_bytes"`     // bytes the naive loop wrote
+	CairnBytes int64   `json:"cairn_bytes"`     // bytes the file store wrote
+	NoSyncMS   float64 `json:"naive_nosync_ms"` // the same loop without fsync, as the simplest chat loop does
+	// StepUS is the naive loop's time for one step (the median of the ten
+	// steps ending there) by history length: it grows with the history.
+	StepUS map[string]float64 `json:"naive_step_us"`
 }
 
 // settings are the sample counts of a run.

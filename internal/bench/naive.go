@@ -17,10 +17,18 @@ import (
 func naive(ctx context.Context, dir string, steps int) (Naive, error) {
 	out := Naive{Steps: steps}
 	var err error
-	if out.NaiveMS, out.NaiveBytes, err = rewriteLoop(ctx, filepath.Join(dir, "naive.json"), steps, true); err != nil {
+	var durs []time.Duration
+	if out.NaiveMS, out.NaiveBytes, durs, err = rewriteLoop(ctx, filepath.Join(dir, "naive.json"), steps, true); err != nil {
 		return out, err
 	}
-	if out.NoSyncMS, _, err = rewriteLoop(ctx, filepath.Join(dir, "naive-nosync.json"), steps, false); err != nil {
+	out.StepUS = map[string]float64{}
+	for _, k := range []int{10, 100, 300, 1000} {
+		if k <= len(durs) {
+			// The median of the ten steps that end at step k.
+			out.StepUS[key(k)] = percentile(durs[max(0, k-10):k], 50)
+		}
+	}
+	if out.NoSyncMS, _, _, err = rewriteLoop(ctx, filepath.Join(dir, "naive-nosync.json"), steps, false); err != nil {
 		return out, err
 	}
 	fdir := filepath.Join(dir, "naive-cairn")
@@ -57,27 +65,30 @@ func naive(ctx context.Context, dir string, steps int) (Naive, error) {
 
 // rewriteLoop adds one event per step to a memory and rewrites the whole
 // document after each, returning the milliseconds and bytes it took.
-func rewriteLoop(ctx context.Context, path string, steps int, sync bool) (float64, int64, error) {
+func rewriteLoop(ctx context.Context, path string, steps int, sync bool) (float64, int64, []time.Duration, error) {
 	m := &cairn.Memory{}
 	var written int64
+	durs := make([]time.Duration, 0, steps)
 	t0 := time.Now()
 	for seq := int64(1); seq <= int64(steps); seq++ {
 		if err := ctx.Err(); err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
+		ts := time.Now()
 		if _, err := m.Add(Event(seq)); err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		doc, err := m.DumpJSON()
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		if err := writeFile(path, doc, sync); err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
+		durs = append(durs, time.Since(ts))
 		written += int64(len(doc))
 	}
-	return round(float64(time.Since(t0).Microseconds()) / 1e3), written, nil
+	return round(float64(time.Since(t0).Microseconds()) / 1e3), written, durs, nil
 }
 
 func writeFile(path string, data []byte, sync bool) error {

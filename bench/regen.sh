@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Regenerates the figures of docs/PERFORMANCE.md: the full `cairn bench`
+# run (every reachable backend, see CAIRN_TEST_* in the doc), the DBOS
+# comparison on the same PostgreSQL, and the plot. Run from anywhere:
+#
+#	bench/regen.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+mkdir -p results
+(cd .. && go run ./cmd/cairn bench --json) > results/bench.json
+go run ./dbos -steps 2000 > results/dbos.json
+go run ./plot -in results/bench.json -out ../docs/performance.png
+echo "wrote results/bench.json, results/dbos.json and docs/performance.png"
