@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"sync/atomic"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -153,7 +152,7 @@ func (m *Model) failure(ctx context.Context, err error, attempts int) error {
 			RequestID:  apiErr.RequestID,
 			InStream:   apiErr.StatusCode < 400,
 			Attempts:   attempts,
-			err:        err,
+			Err:        err,
 		})
 	}
 	if attempts > 1 {
@@ -162,43 +161,9 @@ func (m *Model) failure(ctx context.Context, err error, attempts int) error {
 	return fmt.Errorf("anthropic %s: %w", m.name, err)
 }
 
-// StatusError is an HTTP error status that ended a call, after retries, or
-// an error event in the stream. It unwraps to the SDK's *anthropic.Error.
-type StatusError struct {
-	StatusCode int    // the HTTP status
-	Type       string // the provider's error type, for example "rate_limit_error"
-	Message    string // the provider's message, if any
-	RequestID  string // the provider's request-id, if any
-	InStream   bool   // the error came as an event in a stream that had begun
-	Attempts   int    // requests made, retries included
-	err        error
-}
-
-// Error reports the status, the provider's message and the attempts made.
-func (e *StatusError) Error() string {
-	var b strings.Builder
-	if e.InStream {
-		b.WriteString("error event in the stream")
-	} else {
-		fmt.Fprintf(&b, "HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
-	}
-	if e.Type != "" {
-		fmt.Fprintf(&b, " (%s)", e.Type)
-	}
-	if e.Message != "" {
-		fmt.Fprintf(&b, ": %s", e.Message)
-	}
-	if e.Attempts > 1 {
-		fmt.Fprintf(&b, " (after %d attempts)", e.Attempts)
-	}
-	if e.RequestID != "" {
-		fmt.Fprintf(&b, " [request-id %s]", e.RequestID)
-	}
-	return b.String()
-}
-
-// Unwrap returns the SDK's error.
-func (e *StatusError) Unwrap() error { return e.err }
+// StatusError is an HTTP error status that ended a call; see
+// provider.StatusError.
+type StatusError = provider.StatusError
 
 type attemptsKey struct{}
 

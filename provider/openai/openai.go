@@ -172,7 +172,7 @@ func (m *Model) failure(ctx context.Context, err error, attempts int) error {
 			Type:       cmp.Or(apiErr.Code, apiErr.Type),
 			Message:    apiErr.Message,
 			Attempts:   attempts,
-			err:        err,
+			Err:        err,
 		})
 	}
 	if attempts > 1 {
@@ -181,34 +181,9 @@ func (m *Model) failure(ctx context.Context, err error, attempts int) error {
 	return fmt.Errorf("openai %s: %w", m.name, err)
 }
 
-// StatusError is an HTTP error status that ended a call, after retries.
-// It unwraps to the SDK's *openai.Error.
-type StatusError struct {
-	StatusCode int    // the HTTP status
-	Type       string // the provider's error code or type, if any
-	Message    string // the provider's message, if any
-	Attempts   int    // requests made, retries included
-	err        error
-}
-
-// Error reports the status, the provider's message and the attempts made.
-func (e *StatusError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
-	if e.Type != "" {
-		fmt.Fprintf(&b, " (%s)", e.Type)
-	}
-	if e.Message != "" {
-		fmt.Fprintf(&b, ": %s", e.Message)
-	}
-	if e.Attempts > 1 {
-		fmt.Fprintf(&b, " (after %d attempts)", e.Attempts)
-	}
-	return b.String()
-}
-
-// Unwrap returns the SDK's error.
-func (e *StatusError) Unwrap() error { return e.err }
+// StatusError is an HTTP error status that ended a call; see
+// provider.StatusError.
+type StatusError = provider.StatusError
 
 type attemptsKey struct{}
 
