@@ -112,7 +112,10 @@ func (a *App) OpenURL(ctx context.Context, rawURL string) (cairn.Store, error) {
 	}
 	var s cairn.Store
 	if ring != nil {
-		s, err = crypt.Open(ctx, rawURL, opts, ring)
+		var cs *crypt.Store
+		if cs, err = crypt.Open(ctx, rawURL, opts, ring); err == nil {
+			s = cs.Full() // keeps the backend's leases and claims
+		}
 	} else {
 		s, err = cairn.Open(ctx, rawURL, opts)
 	}

@@ -62,6 +62,6 @@ func TestStore_Conformance(t *testing.T) {
 			dbs[t] = db
 		}
 		mu.Unlock()
-		return wrapMemory(t, db, ring, opts)
+		return wrapMemory(t, db, ring, opts).Full()
 	})
 }

@@ -119,6 +119,13 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if s.ring == nil {
 		return s.inner.Append(ctx, id, expectSeq, events...)
 	}
+	return s.append(ctx, id, expectSeq, events, func(sealed []cairn.Event) error {
+		return s.inner.Append(ctx, id, expectSeq, sealed...)
+	})
+}
+
+// append seals events and hands them to write.
+func (s *Store) append(ctx context.Context, id string, expectSeq int64, events []cairn.Event, write func([]cairn.Event) error) error {
 	if err := cairn.CheckAppend(s.limits, id, expectSeq, events); err != nil {
 		return err
 	}
@@ -132,7 +139,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 			return fmt.Errorf("append %s: %w", id, err)
 		}
 	}
-	err = s.inner.Append(ctx, id, expectSeq, sealed...)
+	err = write(sealed)
 	if errors.Is(err, cairn.ErrNotFound) {
 		// No such session: drop a key that this call may have made.
 		s.forget(id)

@@ -1,0 +1,83 @@
+package crypt
+
+import (
+	"context"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Full returns s as a cairn.Store that also has the optional abilities of
+// the inner store that the wrapper carries over: leases (cairn.Leaser,
+// whose fenced appends are sealed like Append) and claims (cairn.Claimer).
+// Sweeper is always there. Use it where callers look for those abilities,
+// as the agent and the worker do.
+func (s *Store) Full() cairn.Store {
+	l, ok := s.inner.(cairn.Leaser)
+	if !ok {
+		return s
+	}
+	ls := &leasing{Store: s, l: l}
+	if c, ok := s.inner.(cairn.Claimer); ok {
+		return &claiming{leasing: ls, c: c}
+	}
+	return ls
+}
+
+// leasing is a Store over an inner store with leases.
+type leasing struct {
+	*Store
+	l cairn.Leaser
+}
+
+var (
+	_ cairn.Leaser  = (*leasing)(nil)
+	_ cairn.Claimer = (*claiming)(nil)
+)
+
+// Acquire implements cairn.Leaser.
+func (s *leasing) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.l.Acquire(ctx, id, holder, ttl)
+}
+
+// Takeover implements cairn.Leaser.
+func (s *leasing) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.l.Takeover(ctx, id, holder, ttl)
+}
+
+// Renew implements cairn.Leaser.
+func (s *leasing) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
+	return s.l.Renew(ctx, lease, ttl)
+}
+
+// Release implements cairn.Leaser.
+func (s *leasing) Release(ctx context.Context, lease cairn.Lease) error {
+	return s.l.Release(ctx, lease)
+}
+
+// CurrentLease implements cairn.Leaser.
+func (s *leasing) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
+	return s.l.CurrentLease(ctx, id)
+}
+
+// AppendFenced implements cairn.Leaser: Append, sealed, fenced by lease.
+func (s *leasing) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
+	if s.ring == nil {
+		return s.l.AppendFenced(ctx, id, lease, expectSeq, events...)
+	}
+	return s.append(ctx, id, expectSeq, events, func(sealed []cairn.Event) error {
+		return s.l.AppendFenced(ctx, id, lease, expectSeq, sealed...)
+	})
+}
+
+// claiming is a Store over an inner store with leases and claims.
+type claiming struct {
+	*leasing
+	c cairn.Claimer
+}
+
+// ClaimNext implements cairn.Claimer. The filter's status and labels are
+// clear in the inner store, so it filters there.
+func (s *claiming) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
+	return s.c.ClaimNext(ctx, holder, ttl, filter)
+}
