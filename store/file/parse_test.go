@@ -1,0 +1,71 @@
+package file
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// TestParseLine checks the one-pass reader of log lines against
+// json.Unmarshal on the lines encodeEvents writes, and that it hands
+// anything else back.
+func TestParseLine(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	evs := []cairn.Event{
+		{V: 1, Seq: 1, At: at, Kind: cairn.KindCustom, Run: "r1", Data: json.RawMessage(`{"type":"a.b","payload":{"x":[1,2,"é\"}"]}}`)},
+		{V: 1, Seq: 2, At: at, Kind: cairn.KindCustom, Run: "r\"1", Data: json.RawMessage(`{"type":"a.b","payload":null}  `)},
+		{V: 1, Seq: 10, At: at, Kind: cairn.KindCustom, Run: "", Data: json.RawMessage("{\"type\":\"a.b\",\n\"payload\":1}")},
+	}
+	buf, err := encodeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := splitLines(buf)
+	for i, line := range lines {
+		var want cairn.Event
+		if err := json.Unmarshal(line, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := parseLine(line)
+		if i == 1 {
+			if ok {
+				t.Errorf("line %s: parsed a run with an escape; want it handed back", line)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("line %s: not parsed", line)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) || !got.At.Equal(want.At) {
+			t.Errorf("line %s:\ngot  %+v\nwant %+v", line, got, want)
+		}
+	}
+	for _, bad := range []string{
+		`{"v":1,"seq":01,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"r","data":{}}`,
+		`{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"cus` + "\x01" + `tom","run":"r","data":{}}`,
+		`{"v":1,"seq":1,"at":"yesterday","kind":"custom","run":"r","data":{}}`,
+		`{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"r","data":{"a":}}`,
+		`{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"r","data":{}`,
+		`{"seq":1,"v":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"r","data":{}}`,
+	} {
+		if _, ok := parseLine([]byte(bad)); ok {
+			t.Errorf("parsed %s; want it handed back", bad)
+		}
+	}
+}
+
+func splitLines(buf []byte) [][]byte {
+	var out [][]byte
+	start := 0
+	for i, c := range buf {
+		if c == '\n' {
+			out = append(out, buf[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
