@@ -61,9 +61,11 @@ func (s *Store) load(ctx context.Context, id string, from int64) (*cairn.Record,
 		if err := rows.Scan(&raw); err != nil {
 			return nil, err
 		}
-		var e cairn.Event
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("event %d: stored envelope does not decode: %w", from+int64(len(rec.Events)), err)
+		e, ok := parseEnvelope(raw)
+		if !ok {
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return nil, fmt.Errorf("event %d: stored envelope does not decode: %w", from+int64(len(rec.Events)), err)
+			}
 		}
 		e.At = e.At.UTC()
 		rec.Events = append(rec.Events, e)
