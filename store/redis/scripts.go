@@ -84,10 +84,22 @@ const appendArgs = 12
 //	      status ("" unchanged), has_message ("1"/"0"), first_message,
 //	      updated_at, id, score, event...
 //	returns "OK", "NOTFOUND" or "CONFLICT"
+//
+// An append that finds exactly its own events already at its positions is
+// the client's retry of an append whose reply was lost (go-redis sends a
+// command again after a network error): it returns "OK", not "CONFLICT".
 var appendScript = goredis.NewScript(luaHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
-if tonumber(cur[2]) ~= tonumber(ARGV[4]) then return 'CONFLICT' end
+if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
+  if tonumber(cur[2]) ~= tonumber(ARGV[5]) then return 'CONFLICT' end
+  local held = redis.call('LRANGE', KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]) - 1)
+  if #held ~= #ARGV - 12 then return 'CONFLICT' end
+  for i = 1, #held do
+    if held[i] ~= ARGV[12 + i] then return 'CONFLICT' end
+  end
+  return 'OK'
+end
 for i = 13, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
