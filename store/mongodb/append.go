@@ -115,11 +115,31 @@ func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, even
 	if err == nil && matched {
 		return nil
 	}
-	s.discard(ctx, id, token)
+	s.undo(ctx, id, token, expectSeq, err != nil)
 	if err != nil {
 		return err
 	}
 	return s.whyNot(ctx, id)
+}
+
+// undo removes the documents of an append whose commit did not match. A
+// commit that failed with an error (a broken connection, a timeout) may
+// have been applied, or be applied later: the session's fence is first
+// raised to now, while it is still at expectSeq, so that the commit can no
+// longer land. If the session has moved on, the commit landed and the
+// documents are its events: they stay.
+func (s *Store) undo(ctx context.Context, id, token string, expectSeq int64, unknown bool) {
+	if unknown {
+		cctx, cancel := cleanupCtx(ctx)
+		res, err := s.sessions.UpdateOne(cctx,
+			bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: expectSeq}},
+			bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: time.Now().UnixNano()}}}})
+		cancel()
+		if err != nil || res.MatchedCount == 0 {
+			return // uncommitted ones go once they are StaleAfter old (onDuplicate)
+		}
+	}
+	s.discard(ctx, id, token)
 }
 
 // commit runs the compare-and-set of the session document. The first user

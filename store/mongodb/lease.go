@@ -289,7 +289,7 @@ func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lea
 	if err == nil && matched {
 		return nil
 	}
-	s.discard(ctx, id, token)
+	s.undo(ctx, id, token, expectSeq, err != nil)
 	if err != nil {
 		return err
 	}
