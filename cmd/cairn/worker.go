@@ -190,6 +190,10 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease) {
 	defer cl.Release(context.WithoutCancel(ctx))
 	var res *agent.Result
 	switch st := s.State().Status; st {
+	case cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusMaxSteps, cairn.StatusAwaiting:
+		// Listed while it waited, finished by another worker since.
+		log.Info("skipped", "status", st)
+		return
 	case cairn.StatusNew:
 		input, ok := queuedInput(s.Memory().Events())
 		if !ok {

@@ -1,0 +1,207 @@
+package workertest
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
+)
+
+var throughput = flag.Bool("workertest.throughput", false, "measure sessions per second of 1, 2 and 4 workers")
+
+func TestWorkers_Postgres(t *testing.T) { testWorkers(t, testenv.URL(t, testenv.Postgres)) }
+func TestWorkers_Redis(t *testing.T)    { testWorkers(t, testenv.URL(t, testenv.Redis)) }
+func TestWorkers_MongoDB(t *testing.T)  { testWorkers(t, testenv.URL(t, testenv.MongoDB)) }
+
+const (
+	sessions  = 50
+	leaseTTL  = 1500 * time.Millisecond
+	stepDelay = 150 // ms of simulated model latency per step
+)
+
+// testWorkers queues 50 scripted runs, starts three workers of two slots
+// each, SIGKILLs one while it runs sessions, SIGSTOPs another past its
+// lease while it runs sessions and then lets it go on, and checks that
+// every session completed exactly once, with no run and no step twice, and
+// that the killed worker's sessions were finished by the others.
+func testWorkers(t *testing.T, storeURL string) {
+	e := newEnv(t, storeURL, stepDelay)
+	ids := e.enqueue(sessions)
+	st := e.openStore()
+	if n := len(ids); n != sessions {
+		t.Fatalf("queued %d sessions, want %d", n, sessions)
+	}
+	workers := []*workerProc{
+		e.startWorker("w0", 2, leaseTTL),
+		e.startWorker("w1", 2, leaseTTL),
+		e.startWorker("w2", 2, leaseTTL),
+	}
+	killed, paused := workers[0], workers[1]
+
+	// Kill w0 while it runs sessions, once a few sessions are done.
+	waitFor(t, "w0 to run a session after 8 completed", 60*time.Second, func() bool {
+		return completed(t, st) >= 8 && len(killed.running(t)) > 0
+	})
+	orphans := killed.running(t)
+	if err := killed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed.wait()
+	t.Logf("SIGKILLed w0 while it ran %v", orphans)
+
+	// Stop w1 while it runs a session, for twice its lease, then go on.
+	waitFor(t, "w1 to run a session", 60*time.Second, func() bool { return len(paused.running(t)) > 0 })
+	stalled := paused.running(t)
+	if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2*leaseTTL + 500*time.Millisecond) // the fault: a stall past the lease
+	if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SIGSTOPped w1 for %s while it ran %v", 2*leaseTTL+500*time.Millisecond, stalled)
+
+	waitFor(t, "every session to complete", 90*time.Second, func() bool { return completed(t, st) == sessions })
+	for _, w := range workers[1:] {
+		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.wait(); err != nil {
+			t.Errorf("worker %s after SIGTERM: %v, want a clean exit", w.name, err)
+		}
+	}
+
+	dups := checkHistories(t, st, ids)
+	finishedBy := map[string][]logLine{}
+	tokens := map[string][]int64{}
+	lost := 0
+	for _, w := range workers {
+		for _, l := range w.lines(t) {
+			switch l.msg {
+			case "finished":
+				finishedBy[l.session] = append(finishedBy[l.session], l)
+			case "claimed":
+				tokens[l.session] = append(tokens[l.session], l.token)
+			case "lease lost; the session is another worker's now":
+				if w == paused {
+					lost++
+				}
+			}
+		}
+	}
+	for _, id := range ids {
+		if f := finishedBy[id]; len(f) != 1 {
+			t.Errorf("session %s was finished %d times (%v), want once", id, len(f), f)
+		}
+		toks := tokens[id]
+		slices.Sort(toks)
+		if len(slices.Compact(slices.Clone(toks))) != len(toks) {
+			t.Errorf("session %s was claimed twice with one token: %v", id, tokens[id])
+		}
+	}
+	for _, id := range orphans {
+		f := finishedBy[id]
+		if len(f) != 1 || f[0].worker == "w0" {
+			t.Errorf("session %s of the killed worker: finished by %v, want another worker", id, f)
+		}
+	}
+	t.Logf("%d sessions, 1 SIGKILL (%d sessions orphaned, all finished by others), 1 SIGSTOP past the lease (%d sessions stalled, %d lost-lease stops), %d duplicated steps",
+		sessions, len(orphans), len(stalled), lost, dups)
+}
+
+// checkHistories checks every session's history: one run, started once,
+// the script's three model responses in order, two tool results with
+// distinct calls, no interruption, and run.finished completed last. It
+// returns how many duplicated steps it found.
+func checkHistories(t *testing.T, st cairn.Store, ids []string) int {
+	dups := 0
+	for _, id := range ids {
+		rec, err := st.Load(context.Background(), id, 0)
+		if err != nil {
+			t.Fatalf("load %s: %v", id, err)
+		}
+		count := map[cairn.Kind]int{}
+		runs := map[string]bool{}
+		calls := map[string]int{}
+		var texts []string
+		for _, e := range rec.Events {
+			count[e.Kind]++
+			if e.Kind != cairn.KindCustom {
+				runs[e.Run] = true
+			}
+			v, err := e.Decode()
+			if err != nil {
+				t.Fatalf("%s seq %d: %v", id, e.Seq, err)
+			}
+			switch d := v.(type) {
+			case *cairn.ToolResult:
+				calls[d.CallID]++
+			case *cairn.ModelResponse:
+				texts = append(texts, d.Text)
+			}
+		}
+		for c, n := range calls {
+			if n > 1 {
+				dups += n - 1
+				t.Errorf("session %s: tool call %s has %d results", id, c, n)
+			}
+		}
+		if n := count[cairn.KindModelResponse]; n != 3 {
+			dups += max(n-3, 0)
+			t.Errorf("session %s: %d model responses, want 3 (%q)", id, n, texts)
+		}
+		switch {
+		case count[cairn.KindRunStarted] != 1 || len(runs) != 1:
+			t.Errorf("session %s: %d run.started and %d run IDs, want one run (interleaved runs?)", id, count[cairn.KindRunStarted], len(runs))
+		case count[cairn.KindToolResult] != 2:
+			t.Errorf("session %s: %d tool results, want 2", id, count[cairn.KindToolResult])
+		case count[cairn.KindRunInterrupted] != 0:
+			t.Errorf("session %s: %d run.interrupted, want none (a fenced-out worker wrote?)", id, count[cairn.KindRunInterrupted])
+		case count[cairn.KindRunFinished] != 1 || rec.Events[len(rec.Events)-1].Kind != cairn.KindRunFinished:
+			t.Errorf("session %s: %d run.finished, want one, last", id, count[cairn.KindRunFinished])
+		case texts[2] != "done":
+			t.Errorf("session %s: final text %q, want done", id, texts[2])
+		}
+		if rec.Info.Status != cairn.StatusCompleted {
+			t.Errorf("session %s: status %s, want completed", id, rec.Info.Status)
+		}
+	}
+	return dups
+}
+
+// TestWorkers_Throughput measures how many queued sessions per second 1, 2
+// and 4 worker processes (two slots each) complete on PostgreSQL, with no
+// simulated model latency: the cost of claiming, leasing, fenced appends and
+// releasing. Run with -workertest.throughput.
+func TestWorkers_Throughput(t *testing.T) {
+	if !*throughput {
+		t.Skip("run with -workertest.throughput to measure")
+	}
+	url := testenv.URL(t, testenv.Postgres)
+	const n = 200
+	for _, workers := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			e := newEnv(t, url, 0)
+			e.enqueue(n)
+			st := e.openStore()
+			start := time.Now()
+			var procs []*workerProc
+			for i := range workers {
+				procs = append(procs, e.startWorker(fmt.Sprintf("w%d", i), 2, 15*time.Second))
+			}
+			waitFor(t, "every session to complete", 5*time.Minute, func() bool { return completed(t, st) == n })
+			elapsed := time.Since(start)
+			for _, p := range procs {
+				_ = p.cmd.Process.Signal(syscall.SIGTERM)
+				p.wait()
+			}
+			t.Logf("%d workers: %d sessions in %s: %.1f sessions/s", workers, n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
+		})
+	}
+}
