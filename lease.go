@@ -101,7 +101,9 @@ var (
 	ErrLeaseLost = errors.New("lease lost: the session was taken over by another holder")
 )
 
-// LeaseHeldError says who holds a session's lease, and until when.
+// LeaseHeldError says who holds a session's lease, and until when. A zero
+// Expires means a claim without expiry: an operating-system lock held by a
+// live process.
 type LeaseHeldError struct {
 	Session string
 	Holder  string
@@ -110,6 +112,9 @@ type LeaseHeldError struct {
 
 // Error names the session, the holder and the expiry.
 func (e *LeaseHeldError) Error() string {
+	if e.Expires.IsZero() {
+		return fmt.Sprintf("session %s is being run elsewhere: %s holds it for as long as that process runs", e.Session, e.Holder)
+	}
 	return fmt.Sprintf("session %s is being run elsewhere: %s holds its lease until %s",
 		e.Session, e.Holder, e.Expires.UTC().Format(time.RFC3339))
 }

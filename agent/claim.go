@@ -27,10 +27,14 @@ type ClaimOptions struct {
 	// (cairn.Leaser.Takeover); that holder's writes are refused from then
 	// on. It does not break a LockFile held by a live process.
 	Force bool
-	// LockFile is used when the store has no leases (cairn.Leaser): an
-	// operating-system lock on this file is the claim, released by the
-	// kernel when the process dies, so a local store is free again at once
-	// after a crash. Empty: no claim on such a store.
+	// LockFile, for a store on this machine (sqlite, file), is a file
+	// whose operating-system lock is taken first: the kernel releases it
+	// when the process dies, however it dies, so the session is free again
+	// at once after a crash. When the store has leases as well, holding the
+	// lock proves that no other claimant using the same file is alive, so
+	// a lease left by a dead one is taken over at once instead of waiting
+	// for it to expire: every claimant of a local store must then use the
+	// lock file (the cairn command and cairn worker do). Empty: no lock.
 	LockFile string
 	// Adopt, when its Holder is set, is a lease of this session that the
 	// caller already holds (from cairn.Claimer.ClaimNext, say): the claim
@@ -87,9 +91,14 @@ func (s *Session) Claim(ctx context.Context, opts ClaimOptions) (*Claim, error) 
 		opts.TTL = DefaultClaimTTL
 	}
 	c := &Claim{s: s, ttl: opts.TTL, onLost: opts.OnLost, stop: make(chan struct{}), done: make(chan struct{})}
-	l, ok := s.store.(cairn.Leaser)
-	switch {
-	case ok:
+	if opts.LockFile != "" {
+		lock, err := lockFile(opts.LockFile, s.id, opts.Holder)
+		if err != nil {
+			return nil, fmt.Errorf("claim session %s: %w", s.id, err)
+		}
+		c.lock = lock
+	}
+	if l, ok := s.store.(cairn.Leaser); ok {
 		var (
 			lease cairn.Lease
 			err   error
@@ -97,27 +106,23 @@ func (s *Session) Claim(ctx context.Context, opts ClaimOptions) (*Claim, error) 
 		switch {
 		case opts.Adopt.Holder != "":
 			if opts.Adopt.Session != s.id {
-				return nil, fmt.Errorf("claim session %s: the lease to adopt is of session %s", s.id, opts.Adopt.Session)
+				err = fmt.Errorf("the lease to adopt is of session %s", opts.Adopt.Session)
 			}
 			lease = opts.Adopt
-		case opts.Force:
+		case opts.Force || c.lock != nil:
 			lease, err = l.Takeover(ctx, s.id, opts.Holder, opts.TTL)
 		default:
 			lease, err = l.Acquire(ctx, s.id, opts.Holder, opts.TTL)
 		}
 		if err != nil {
+			if c.lock != nil {
+				_ = c.lock.unlock()
+			}
 			return nil, fmt.Errorf("claim session %s: %w", s.id, err)
 		}
 		c.leaser, c.lease = l, lease
 		go c.renew()
-	case opts.LockFile != "":
-		lock, err := lockFile(opts.LockFile, s.id, opts.Holder)
-		if err != nil {
-			return nil, fmt.Errorf("claim session %s: %w", s.id, err)
-		}
-		c.lock = lock
-		close(c.done)
-	default:
+	} else {
 		close(c.done)
 	}
 	s.mu.Lock()
@@ -228,7 +233,7 @@ func (c *Claim) release(ctx context.Context) error {
 	close(c.stop)
 	<-c.done
 	if c.lock != nil {
-		return c.lock.unlock()
+		defer c.lock.unlock() // after the lease: the next holder finds it released
 	}
 	if c.leaser == nil || c.Err() != nil {
 		return nil

@@ -13,22 +13,20 @@ import (
 	"github.com/cairnhq/cairn/internal/cli"
 )
 
-// claimSession takes the session for this command's run: its lease on a
-// store with leases (renewed while the command runs), or an operating-system
-// lock file beside a local store (sqlite, file), which the kernel releases
-// if the process dies. Another process running the session makes it fail
+// claimSession takes the session for this command's run: on a local store
+// (sqlite, file) an operating-system lock on a file beside it, which the
+// kernel releases if the process dies, and on a store with leases its lease
+// (renewed while the command runs; on a local store a dead holder's lease
+// is taken over at once, since the lock proves it dead). Another process running the session makes it fail
 // at once with "session … is being run elsewhere". With force a live lease
 // is taken over, with a warning naming the holder whose writes will be
 // refused from then on. The caller releases the claim.
 func claimSession(ctx context.Context, app *cli.App, s *agent.Session, store cairn.Store, storeURL string, force bool) (*agent.Claim, error) {
-	opts := agent.ClaimOptions{Force: force}
-	if _, leases := store.(cairn.Leaser); !leases {
-		sopts, err := app.StoreOptions()
-		if err != nil {
-			return nil, err
-		}
-		opts.LockFile = lockFilePath(storeURL, sopts.Namespace, s.ID())
+	sopts, err := app.StoreOptions()
+	if err != nil {
+		return nil, err
 	}
+	opts := agent.ClaimOptions{Force: force, LockFile: lockFilePath(storeURL, sopts.Namespace, s.ID())}
 	if force {
 		if l, ok := store.(cairn.Leaser); ok {
 			if cur, err := l.CurrentLease(ctx, s.ID()); err == nil && cur.Holder != "" {

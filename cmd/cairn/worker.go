@@ -35,7 +35,8 @@ that dies (or stalls past its lease) has its sessions finished by others.
 
 SIGTERM (or Ctrl+C) stops claiming, interrupts the runs under way (each is
 saved as run.interrupted, for another worker to finish) and releases their
-leases. The store must have leases: postgres, redis, mongodb or memory.`,
+leases. The store must have leases: postgres, redis, mongodb, sqlite or
+memory.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if concurrency < 1 {
@@ -51,7 +52,7 @@ leases. The store must have leases: postgres, redis, mongodb or memory.`,
 			defer store.Close()
 			if _, ok := store.(cairn.Leaser); !ok {
 				return cli.Fail(fmt.Errorf("the store %s has no leases", cairn.RedactURL(storeURL)),
-					"run workers on a shared store: postgres, redis or mongodb (see docs/SCALING.md)")
+					"run workers on a store with leases: postgres, redis, mongodb or sqlite (see docs/SCALING.md)")
 			}
 			ag, err := app.NewAgent(store)
 			if err != nil {
@@ -60,13 +61,18 @@ leases. The store must have leases: postgres, redis, mongodb or memory.`,
 			if name == "" {
 				name = agent.DefaultHolder()
 			}
+			sopts, err := app.StoreOptions()
+			if err != nil {
+				return err
+			}
 			w := &worker{
-				app: app, store: store, agent: ag, name: name, ttl: leaseTTL, poll: poll,
+				app: app, store: store, agent: ag, name: name, ttl: leaseTTL, poll: poll, storeURL: storeURL,
 				filter: cairn.ListOptions{
 					Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted},
 					Labels: map[string]string{QueueLabel: queue},
 				},
 				log: slog.New(slog.NewTextHandler(app.Stderr, nil)).With("worker", name),
+				ns:  sopts.Namespace,
 			}
 			return w.run(c.Context(), concurrency)
 		},
@@ -89,6 +95,8 @@ type worker struct {
 	poll   time.Duration
 	filter cairn.ListOptions
 	log    *slog.Logger
+
+	storeURL, ns string // for the lock files of a local store
 
 	claimMu sync.Mutex // one claim at a time per process: no self-contention
 }
@@ -181,7 +189,8 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease) {
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	cl, err := s.Claim(ctx, agent.ClaimOptions{Adopt: lease, TTL: w.ttl, OnLost: func(err error) { cancel(err) }})
+	cl, err := s.Claim(ctx, agent.ClaimOptions{Adopt: lease, TTL: w.ttl, OnLost: func(err error) { cancel(err) },
+		LockFile: lockFilePath(w.storeURL, w.ns, lease.Session)})
 	if err != nil {
 		log.Warn("claim", "err", err)
 		release()

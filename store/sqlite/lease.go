@@ -1,0 +1,220 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+var _ cairn.Leaser = (*Store)(nil)
+
+// Leases live in the session's row (lease_holder, lease_token,
+// lease_expires). Every lease change and every fenced append is one
+// transaction on the one writer connection, so the lease check and the
+// append are one atomic step.
+//
+// A lease guards against a second writer on the same database file, from
+// this process or another. Between processes on one machine the command
+// line adds an operating-system lock on a file beside the database, which
+// frees the session at once when its process dies, where a lease would
+// have to expire first.
+
+// leaseRow is the lease part of a session row.
+type leaseRow struct {
+	holder  string
+	token   int64
+	expires int64
+}
+
+// readLease reads the lease of a live session inside tx.
+func (s *Store) readLease(ctx context.Context, tx *sql.Tx, id string, now time.Time) (leaseRow, error) {
+	var (
+		l   leaseRow
+		exp int64
+	)
+	err := tx.QueryRowContext(ctx, `SELECT expires_at, lease_holder, lease_token, lease_expires
+		FROM sessions WHERE namespace = ? AND id = ?`, s.opts.Namespace, id).Scan(&exp, &l.holder, &l.token, &l.expires)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && expired(exp, now) {
+		return l, cairn.ErrNotFound
+	}
+	return l, err
+}
+
+func (l leaseRow) live(now time.Time) bool { return l.holder != "" && l.expires > nanos(now) }
+
+// Acquire implements cairn.Leaser.
+func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.acquire(ctx, id, holder, ttl, false)
+}
+
+// Takeover implements cairn.Leaser.
+func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	return s.acquire(ctx, id, holder, ttl, true)
+}
+
+func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duration, force bool) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	var lease cairn.Lease
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		now := s.opts.Now().UTC()
+		cur, err := s.readLease(ctx, tx, id, now)
+		if err != nil {
+			return err
+		}
+		if cur.live(now) && !force {
+			return &cairn.LeaseHeldError{Session: id, Holder: cur.holder, Expires: fromNanos(cur.expires)}
+		}
+		var tok int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO lease_tokens (namespace, last) VALUES (?, 1)
+			ON CONFLICT (namespace) DO UPDATE SET last = last + 1 RETURNING last`, s.opts.Namespace).Scan(&tok); err != nil {
+			return err
+		}
+		exp := now.Add(ttl)
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_holder = ?, lease_token = ?, lease_expires = ?
+			WHERE namespace = ? AND id = ?`, holder, tok, nanos(exp), s.opts.Namespace, id); err != nil {
+			return err
+		}
+		lease = cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp}
+		return nil
+	})
+	if err != nil {
+		var held *cairn.LeaseHeldError
+		if errors.As(err, &held) {
+			return cairn.Lease{}, err
+		}
+		return cairn.Lease{}, s.fail("acquire", id, err)
+	}
+	return lease, nil
+}
+
+// held checks, inside tx, that lease is still the session's.
+func (s *Store) held(ctx context.Context, tx *sql.Tx, id string, lease cairn.Lease) error {
+	cur, err := s.readLease(ctx, tx, id, s.opts.Now())
+	if err != nil {
+		return err
+	}
+	if cur.holder == "" || cur.token != lease.Token || lease.Session != id {
+		return cairn.ErrLeaseLost
+	}
+	return nil
+}
+
+// Renew implements cairn.Leaser.
+func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease(lease.Session, lease.Holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	exp := s.opts.Now().UTC().Add(ttl)
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := s.held(ctx, tx, lease.Session, lease); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_expires = ? WHERE namespace = ? AND id = ?`,
+			nanos(exp), s.opts.Namespace, lease.Session)
+		return err
+	})
+	if err != nil {
+		return cairn.Lease{}, s.leaseFail("renew", lease.Session, err)
+	}
+	lease.Expires = exp
+	return lease, nil
+}
+
+// leaseFail wraps a lease error, keeping ErrLeaseLost.
+func (s *Store) leaseFail(op, id string, err error) error {
+	if errors.Is(err, cairn.ErrLeaseLost) {
+		return fmt.Errorf("%s %s: %w", op, id, err)
+	}
+	return s.fail(op, id, err)
+}
+
+// Release implements cairn.Leaser.
+func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.ValidateID(lease.Session); err != nil {
+		return err
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := s.held(ctx, tx, lease.Session, lease); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_holder = '', lease_expires = 0 WHERE namespace = ? AND id = ?`,
+			s.opts.Namespace, lease.Session)
+		return err
+	})
+	if err != nil {
+		return s.leaseFail("release", lease.Session, err)
+	}
+	return nil
+}
+
+// CurrentLease implements cairn.Leaser.
+func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.ValidateID(id); err != nil {
+		return cairn.Lease{}, err
+	}
+	var (
+		exp int64
+		l   leaseRow
+	)
+	now := s.opts.Now()
+	err := s.r.QueryRowContext(ctx, `SELECT expires_at, lease_holder, lease_token, lease_expires
+		FROM sessions WHERE namespace = ? AND id = ?`, s.opts.Namespace, id).Scan(&exp, &l.holder, &l.token, &l.expires)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && expired(exp, now) {
+		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, cairn.ErrNotFound)
+	}
+	if err != nil {
+		return cairn.Lease{}, s.fail("lease of", id, err)
+	}
+	if !l.live(now) {
+		return cairn.Lease{Session: id}, nil
+	}
+	return cairn.Lease{Session: id, Holder: l.holder, Token: l.token, Expires: fromNanos(l.expires)}, nil
+}
+
+// AppendFenced implements cairn.Leaser: in one transaction, the lease
+// check, then Append's own steps.
+func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+		return err
+	}
+	bodies := make([]string, len(events))
+	for i, e := range events {
+		b, err := envelope(e)
+		if err != nil {
+			return fmt.Errorf("append %s: %w", id, err)
+		}
+		bodies[i] = b
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := s.held(ctx, tx, id, lease); err != nil {
+			return err
+		}
+		return s.appendTx(ctx, tx, &appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
+			delta: cairn.Summarize(events)})
+	})
+	if err != nil {
+		return s.leaseFail("append", id, err)
+	}
+	return nil
+}
