@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -136,7 +137,8 @@ func (s *Store) undo(ctx context.Context, id, token string, expectSeq int64, unk
 			bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: time.Now().UnixNano()}}}})
 		cancel()
 		if err != nil || res.MatchedCount == 0 {
-			return // uncommitted ones go once they are StaleAfter old (onDuplicate)
+			s.remember(id, token) // if uncommitted, onDuplicate removes them
+			return
 		}
 	}
 	s.discard(ctx, id, token)
@@ -162,11 +164,47 @@ func (s *Store) commit(ctx context.Context, filter, set, update bson.D, delta ca
 }
 
 // discard removes the event documents one Append call wrote. It runs even
-// when ctx is cancelled.
+// when ctx is cancelled. The token is kept for onDuplicate too: after a
+// broken connection the removal may fail, or the insert reach the server
+// after it.
 func (s *Store) discard(ctx context.Context, id, token string) {
+	s.remember(id, token)
 	ctx, cancel := cleanupCtx(ctx)
 	defer cancel()
 	_, _ = s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "token", Value: token}})
+}
+
+// maxLeftovers bounds the tokens kept by session in s.leftovers.
+const maxLeftovers = 64
+
+// remember keeps the token of a failed append of session id.
+func (s *Store) remember(id, token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leftovers == nil {
+		s.leftovers = map[string][]string{}
+	}
+	own := append(s.leftovers[id], token)
+	s.leftovers[id] = own[max(0, len(own)-maxLeftovers):]
+}
+
+// ownLeftovers returns the tokens of session id's failed appends.
+func (s *Store) ownLeftovers(id string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.leftovers[id])
+}
+
+// forget drops tokens whose documents are gone.
+func (s *Store) forget(id string, tokens []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rest := slices.DeleteFunc(s.leftovers[id], func(t string) bool { return slices.Contains(tokens, t) })
+	if len(rest) == 0 {
+		delete(s.leftovers, id)
+	} else {
+		s.leftovers[id] = rest
+	}
 }
 
 // whyNot tells why a commit matched nothing: ErrNotFound for a session that
@@ -189,7 +227,9 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 // uncommitted document of the session is older than StaleAfter, the
 // session's fence is raised to now, so that no append that began before
 // can still commit, those documents are removed and errStrays asks the
-// caller to try again.
+// caller to try again. Documents of this store's own failed appends (see
+// discard) count as stale at once: the calls that wrote them have
+// returned, and the fence stops a commit of theirs still on its way.
 func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64) error {
 	var doc sessionDoc
 	err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
@@ -206,7 +246,17 @@ func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64) err
 	wall := time.Now()
 	stale := bson.NewDateTimeFromTime(wall.Add(-StaleAfter))
 	above := bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: doc.LastSeq}}}}
-	fresh, err := s.events.CountDocuments(ctx, append(above, bson.E{Key: "written_at", Value: bson.D{{Key: "$gte", Value: stale}}}))
+	old := bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: stale}}}}
+	freshFilter := append(slices.Clone(above), bson.E{Key: "written_at", Value: bson.D{{Key: "$gte", Value: stale}}})
+	staleFilter := append(slices.Clone(above), old...)
+	own := s.ownLeftovers(id)
+	if len(own) > 0 {
+		freshFilter = append(freshFilter, bson.E{Key: "token", Value: bson.D{{Key: "$nin", Value: own}}})
+		staleFilter = append(slices.Clone(above), bson.E{Key: "$or", Value: bson.A{
+			old, bson.D{{Key: "token", Value: bson.D{{Key: "$in", Value: own}}}},
+		}})
+	}
+	fresh, err := s.events.CountDocuments(ctx, freshFilter)
 	if err != nil {
 		return err
 	}
@@ -222,9 +272,10 @@ func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64) err
 	if res.MatchedCount == 0 {
 		return cairn.ErrConflict
 	}
-	if _, err := s.events.DeleteMany(ctx, append(above, bson.E{Key: "written_at", Value: bson.D{{Key: "$lt", Value: stale}}})); err != nil {
+	if _, err := s.events.DeleteMany(ctx, staleFilter); err != nil {
 		return err
 	}
+	s.forget(id, own)
 	return errStrays
 }
 

@@ -50,6 +50,11 @@ type Store struct {
 
 	mu     sync.Mutex
 	closed bool
+	// leftovers holds, by session, the tokens of this store's last failed
+	// appends, whose documents may have outlived their removal (the
+	// connection broke): no live writer holds them, so onDuplicate removes
+	// them at once instead of waiting until they are StaleAfter old.
+	leftovers map[string][]string
 }
 
 var (
