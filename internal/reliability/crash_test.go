@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/mongodb"
 )
@@ -90,8 +91,8 @@ type exit struct {
 // (d < 0: never).
 func start(t *testing.T, cmd *exec.Cmd, d time.Duration) exit {
 	t.Helper()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +146,7 @@ type crashStats struct {
 	mu                                 sync.Mutex
 	kills, sessions, restarts, unknown int
 	blocked                            int            // starts refused until a dead writer's leftovers went stale
+	leaseWaits                         int            // starts refused until a dead process's lease ran out
 	landed                             map[string]int // the last stored event when a kill landed
 }
 
@@ -190,8 +192,8 @@ func crashResume(t *testing.T, b *backend) {
 		}
 	})
 	s := &r.stats
-	t.Logf("%s (seed %d): %d SIGKILLs over %d sessions and %d starts in %s; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; %d starts refused until a dead writer's leftovers went stale; last event stored when killed: %s",
-		b.name, seed, s.kills, s.sessions, s.restarts, time.Since(begin).Round(time.Millisecond), len(r.ref), s.unknown, s.blocked, sortedCounts(s.landed))
+	t.Logf("%s (seed %d): %d SIGKILLs over %d sessions and %d starts in %s; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; %d starts refused until a dead writer's leftovers went stale, %d until a dead process's lease ran out; last event stored when killed: %s",
+		b.name, seed, s.kills, s.sessions, s.restarts, time.Since(begin).Round(time.Millisecond), len(r.ref), s.unknown, s.blocked, s.leaseWaits, sortedCounts(s.landed))
 }
 
 // work runs sessions to completion, killing and resuming them, until the
@@ -237,13 +239,19 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 			args = []string{"run", "--session", id, crashPrompt}
 		default:
 			args = []string{"sessions", "resume", id}
+			if r.b.server() {
+				// The killed process's lease would hold the session for
+				// up to agent.DefaultClaimTTL: take it over, as the
+				// "being run elsewhere" hint says.
+				args = append(args, "--force")
+			}
 		}
 		d := time.Duration(rng.Int64N(int64(r.refDur) * 6 / 5))
 		if waits >= maxWaits {
 			d = -1 // let it finish: each wait costs StaleAfter
 		}
 		e := start(t, r.c.command(scr, args...), d)
-		blocked := false
+		blocked, leaseWait := false, false
 		switch {
 		case e.killed:
 			_, last := statusOf(t, r.st, id)
@@ -252,6 +260,10 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 			r.stats.landed[last]++
 			r.stats.mu.Unlock()
 		case e.code == 0:
+		case args[0] == "run" && strings.Contains(e.stderr, "being run elsewhere"):
+			// Killed after it took the lease and before the run began:
+			// `run` cannot take a session over; the lease runs out.
+			leaseWait = true
 		case r.b.name == "mongodb" && staleBlock(e.stderr):
 			// A writer killed between the two round trips of an append
 			// (or a create) holds the position until its documents are
@@ -265,7 +277,14 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 		if blocked {
 			r.stats.blocked++
 		}
+		if leaseWait {
+			r.stats.leaseWaits++
+		}
 		r.stats.mu.Unlock()
+		if leaseWait {
+			t.Logf("session %s: %s; waiting %s", id, lastLine(e.stderr, "cairn:"), agent.DefaultClaimTTL)
+			time.Sleep(agent.DefaultClaimTTL + time.Second)
+		}
 		if blocked {
 			waits++
 			t.Logf("session %s: %s; waiting %s", id, lastLine(e.stderr, "cairn:"), mongodb.StaleAfter)

@@ -1,0 +1,116 @@
+package reliability
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/provider/script"
+)
+
+// Each of TestAgent_OutageRandom's runs meets up to randomCuts cuts; each
+// backend and mode gets randomRuns runs.
+const (
+	randomCuts = 6
+	randomRuns = 3
+)
+
+// TestAgent_OutageRandom cuts the connections at random moments of a run,
+// so that some cuts land while a write is on the wire (its reply lost,
+// whether or not the server applied it). With "degrade" the run completes
+// and the store ends up holding exactly the session. With "fail" the run
+// completes or stops with an error; the store then holds a valid session
+// that the session's memory is a prefix of (the one write whose reply was
+// lost may be there too), and resuming it completes the run.
+func TestAgent_OutageRandom(t *testing.T) {
+	for _, name := range serverBackends {
+		for _, mode := range []string{agent.Degrade, agent.Fail} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				r := newOutageRig(t, name)
+				for i := range randomRuns {
+					randomOutage(t, r, mode, fmt.Sprintf("random-%d", i))
+				}
+			})
+		}
+	}
+}
+
+func randomOutage(t *testing.T, r *outageRig, mode, id string) {
+	dir := t.TempDir()
+	side := filepath.Join(dir, "side.txt")
+	model, err := script.Load(crashScript(t, dir, side))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAgent := func() *agent.Agent {
+		a := r.agent(t, mode, script.Step{Text: "replaced"})
+		a.Model, a.MaxSteps = model, model.Steps()+1
+		return a
+	}
+	s, err := newAgent().Start(t.Context(), agent.WithID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	stop, cutter := make(chan struct{}), make(chan int)
+	go func() {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		n := 0
+		defer func() { r.p.restore(); cutter <- n }()
+		for n < randomCuts {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(rng.IntN(60_000)) * time.Microsecond):
+			}
+			r.p.cut()
+			n++
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(rng.IntN(30_000)) * time.Microsecond):
+			}
+			r.p.restore()
+		}
+	}()
+	begin := time.Now()
+	res, err := s.Run(t.Context(), "Run the script.")
+	close(stop)
+	cuts := <-cutter
+	took := time.Since(begin).Round(time.Millisecond)
+	switch {
+	case mode == agent.Degrade || err == nil:
+		if err != nil || res.Status != cairn.StatusCompleted {
+			t.Fatalf("%s (seed %d, %d cuts): %+v, %v; want completed", id, seed, cuts, res, err)
+		}
+		flush(t, s)
+		checkStored(t, r.direct, s)
+		t.Logf("%s %s (seed %d): %d cuts in a run of %s; completed; %d warning(s); %d event(s) unsaved at its end",
+			r.b.name, id, seed, cuts, took, len(res.Warnings), res.Unsaved)
+	default:
+		stored, _ := loadValid(t, r.direct, id)
+		mem := s.Memory().Events()
+		if len(stored) < len(mem) {
+			t.Fatalf("%s: the store holds %d events, fewer than the %d of the session's memory", id, len(stored), len(mem))
+		}
+		sameEvents(t, stored[:len(mem)], mem)
+		t.Logf("%s %s (seed %d): %d cuts in a run of %s; stopped: %v; %d event(s) stored beyond the session's memory",
+			r.b.name, id, seed, cuts, took, err, len(stored)-len(mem))
+		again, err := newAgent().Resume(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := again.ResumeRun(t.Context()); err != nil || res.Status != cairn.StatusCompleted {
+			t.Fatalf("%s: resume: %+v, %v", id, res, err)
+		}
+		checkStored(t, r.direct, again)
+	}
+	got, _ := checkCompleted(t, r.direct, id, side, nil)
+	if len(got) != model.Steps() {
+		t.Errorf("%s: %d model responses, want %d", id, len(got), model.Steps())
+	}
+}
