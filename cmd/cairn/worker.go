@@ -218,8 +218,8 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease) {
 		log.Warn("lease lost; the session is another worker's now", "err", err)
 	case ctx.Err() != nil:
 		log.Info("interrupted for shutdown")
-	case err != nil && res == nil:
-		log.Warn("run", "err", err)
+	case err != nil:
+		log.Warn("run failed; the session waits for another try", "err", err)
 	default:
 		log.Info("finished", "status", res.Status, "steps", res.Steps)
 	}

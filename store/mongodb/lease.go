@@ -258,7 +258,7 @@ func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lea
 	if _, err := s.events.InsertMany(ctx, batch, options.InsertMany().SetOrdered(true)); err != nil {
 		s.discard(ctx, id, token)
 		if mongo.IsDuplicateKeyError(err) {
-			return s.onDuplicate(ctx, id, expectSeq)
+			return s.clearFenced(ctx, id, expectSeq)
 		}
 		return err
 	}
@@ -297,4 +297,40 @@ func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lea
 		return err
 	}
 	return s.whyNot(ctx, id)
+}
+
+// clearFenced handles a fenced insert that met a position already held.
+// Event documents above the session's last seq written before the
+// session's fence can never commit (taking the lease raised the fence), so
+// they are removed at once and errStrays asks the caller to try again,
+// rather than waiting StaleAfter as a plain Append must. Anything else goes
+// to onDuplicate.
+func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64) error {
+	var doc struct {
+		LastSeq int64 `bson:"last_seq"`
+		Fence   int64 `bson:"fence"`
+	}
+	err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
+		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}})).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return cairn.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if doc.LastSeq != expectSeq {
+		return cairn.ErrConflict
+	}
+	res, err := s.events.DeleteMany(ctx, bson.D{
+		{Key: "session", Value: id},
+		{Key: "seq", Value: bson.D{{Key: "$gt", Value: doc.LastSeq}}},
+		{Key: "written_at", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(time.Unix(0, doc.Fence))}}},
+	})
+	if err != nil {
+		return err
+	}
+	if res.DeletedCount > 0 {
+		return errStrays
+	}
+	return s.onDuplicate(ctx, id, expectSeq)
 }
