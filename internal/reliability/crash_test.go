@@ -147,6 +147,7 @@ type crashStats struct {
 	kills, sessions, restarts, unknown int
 	blocked                            int            // starts refused until a dead writer's leftovers went stale
 	leaseWaits                         int            // starts refused until a dead process's lease ran out
+	late                               int            // starts that met the killed process's last write landing after it died
 	landed                             map[string]int // the last stored event when a kill landed
 }
 
@@ -192,8 +193,8 @@ func crashResume(t *testing.T, b *backend) {
 		}
 	})
 	s := &r.stats
-	t.Logf("%s (seed %d): %d SIGKILLs over %d sessions and %d starts in %s; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; %d starts refused until a dead writer's leftovers went stale, %d until a dead process's lease ran out; last event stored when killed: %s",
-		b.name, seed, s.kills, s.sessions, s.restarts, time.Since(begin).Round(time.Millisecond), len(r.ref), s.unknown, s.blocked, s.leaseWaits, sortedCounts(s.landed))
+	t.Logf("%s (seed %d): %d SIGKILLs over %d sessions and %d starts in %s; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; %d starts refused until a dead writer's leftovers went stale, %d until a dead process's lease ran out; %d met the killed process's last write landing late; last event stored when killed: %s",
+		b.name, seed, s.kills, s.sessions, s.restarts, time.Since(begin).Round(time.Millisecond), len(r.ref), s.unknown, s.blocked, s.leaseWaits, s.late, sortedCounts(s.landed))
 }
 
 // work runs sessions to completion, killing and resuming them, until the
@@ -251,7 +252,7 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 			d = -1 // let it finish: each wait costs StaleAfter
 		}
 		e := start(t, r.c.command(scr, args...), d)
-		blocked, leaseWait := false, false
+		blocked, leaseWait, late := false, false, false
 		switch {
 		case e.killed:
 			_, last := statusOf(t, r.st, id)
@@ -260,6 +261,12 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 			r.stats.landed[last]++
 			r.stats.mu.Unlock()
 		case e.code == 0:
+		case strings.Contains(e.stderr, "has no unfinished run (status completed)"),
+			r.b.name != "mongodb" && strings.Contains(e.stderr, "changed by another process"):
+			// The killed process's last write was on its way to the
+			// server and landed after the check above: the session moved
+			// on under this start, which saw it and stopped. Look again.
+			late = true
 		case args[0] == "run" && strings.Contains(e.stderr, "being run elsewhere"):
 			// Killed after it took the lease and before the run began:
 			// `run` cannot take a session over; the lease runs out.
@@ -279,6 +286,10 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 		}
 		if leaseWait {
 			r.stats.leaseWaits++
+		}
+		if late {
+			r.stats.late++
+			t.Logf("session %s: %s", id, lastLine(e.stderr, "cairn:"))
 		}
 		r.stats.mu.Unlock()
 		if leaseWait {
