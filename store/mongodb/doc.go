@@ -76,6 +76,13 @@
 // once. Otherwise it returns ErrConflict, as for any lost race. This relies
 // on the writers' clocks agreeing to well within StaleAfter.
 //
+// A Store also remembers the tokens of its own failed appends: after a
+// broken connection their documents may outlive their removal. Its next
+// append treats them as stale at once (fence first). And when a commit
+// fails with an error, so that it may have been applied, the fence is
+// raised (while the session is still at expectSeq) before the call's
+// documents are removed; if the session has moved on they stay.
+//
 // # Create, Delete and the states between
 //
 // Create inserts the session document with last_seq -1 ("creating"),
