@@ -15,6 +15,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/config"
 	"github.com/cairnhq/cairn/store/crypt"
+	"golang.org/x/sys/unix"
 )
 
 // Flags are the global flags of every command.
@@ -192,14 +193,15 @@ func (a *App) Warnf(format string, args ...any) {
 // Notef writes a note for people to stderr.
 func (a *App) Notef(format string, args ...any) { fmt.Fprintf(a.Stderr, format+"\n", args...) }
 
-// IsTerminal reports whether w is a terminal (a character device).
+// IsTerminal reports whether w is a terminal: a file whose terminal
+// attributes can be read (a character device such as /dev/null is not).
 func IsTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // Interactive reports whether output for people (colour, progress,
