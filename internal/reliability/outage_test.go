@@ -191,7 +191,7 @@ func TestAgent_OutageDegrade(t *testing.T) {
 			if n := strings.Count(r.logs.String(), "the store failed"); n != 1 {
 				t.Errorf("the failure was logged %d times, want once:\n%s", n, r.logs.String())
 			}
-			t.Logf("%s: %d event(s) unsaved when the run ended", name, res.Unsaved)
+			t.Logf("%s: %d event(s) unsaved when the run ended; %d connection(s) refused while cut", name, res.Unsaved, r.p.refusals())
 			flush(t, s)
 			state := checkStored(t, r.direct, s)
 			for _, k := range []string{"k0", "k3"} {
