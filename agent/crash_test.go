@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 	_ "github.com/cairnhq/cairn/store/file"
 	_ "github.com/cairnhq/cairn/store/sqlite"
@@ -305,44 +306,7 @@ func checkCrashSession(t *testing.T, url, id, side string, want []response) ([]r
 	}) {
 		t.Errorf("session %s: model responses\n got %v\nwant %v", id, got, want)
 	}
-	checkHistory(t, state.Messages)
-	data, err := os.ReadFile(side)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		if seen[line] {
-			t.Errorf("session %s: side-effect line %q written twice", id, line)
-		}
-		seen[line] = true
-	}
+	testcheck.History(t, state.Messages)
+	testcheck.UniqueLines(t, id, side)
 	return got, unknown
-}
-
-// checkHistory checks that the messages are valid for a provider: every
-// assistant tool call is followed by exactly one result, before the next
-// assistant or user message, and no result comes without its call.
-func checkHistory(t *testing.T, msgs []cairn.Message) {
-	t.Helper()
-	open := map[string]bool{}
-	for i, m := range msgs {
-		switch m.Role {
-		case cairn.RoleAssistant, cairn.RoleUser, cairn.RoleSystem:
-			if len(open) > 0 {
-				t.Fatalf("message %d (%s): tool calls %v have no result before it", i, m.Role, open)
-			}
-			for _, c := range m.ToolCalls {
-				open[c.ID] = true
-			}
-		case cairn.RoleTool:
-			if !open[m.ToolCallID] {
-				t.Fatalf("message %d: result of %s without an open call", i, m.ToolCallID)
-			}
-			delete(open, m.ToolCallID)
-		}
-	}
-	if len(open) > 0 {
-		t.Fatalf("tool calls %v have no result", open)
-	}
 }

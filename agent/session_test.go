@@ -9,6 +9,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
+	"github.com/cairnhq/cairn/internal/testcheck"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/offline"
 	"github.com/cairnhq/cairn/provider/script"
@@ -203,7 +204,7 @@ func TestSession_MaxSteps(t *testing.T) {
 	if fin := decoded[cairn.RunFinished](t, events, cairn.KindRunFinished); len(fin) != 1 || fin[0].Status != cairn.RunMaxSteps {
 		t.Errorf("run.finished: %+v", fin)
 	}
-	checkHistory(t, s.State().Messages)
+	testcheck.History(t, s.State().Messages)
 	// The default limit is 20.
 	a.MaxSteps = 0
 	a.Model = scripted(t, slices.Repeat(steps[:1], 25)...)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/testcheck"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
 )
@@ -262,7 +263,7 @@ func TestSession_InterruptDuringTool(t *testing.T) {
 	if len(results) != 1 || results[0].Output != "finished" {
 		t.Errorf("results: %+v", results)
 	}
-	checkHistory(t, s2.State().Messages)
+	testcheck.History(t, s2.State().Messages)
 }
 
 func TestSession_InterruptDuringModel(t *testing.T) {
@@ -358,7 +359,7 @@ func TestSession_ResumeAfterCrash(t *testing.T) {
 	if n := len(decoded[cairn.ModelResponse](t, loadEvents(t, st, "crashed"), cairn.KindModelResponse)); n != 2 {
 		t.Errorf("%d model responses, want 2 (the recorded one is not made again)", n)
 	}
-	checkHistory(t, s.State().Messages)
+	testcheck.History(t, s.State().Messages)
 }
 
 // Calls without an ID, with a repeated ID or with arguments that are not
@@ -397,7 +398,7 @@ func TestSession_MalformedCalls(t *testing.T) {
 	if !results[0].IsError || !results[1].IsError || results[2].Output != "1" {
 		t.Errorf("results: %+v", results)
 	}
-	checkHistory(t, s.State().Messages)
+	testcheck.History(t, s.State().Messages)
 }
 
 // A new input after a run was interrupted with a call pending: the call
@@ -437,7 +438,7 @@ func TestSession_ContinueAfterInterrupt(t *testing.T) {
 	if got := strings.Join(roles, " "); got != want {
 		t.Errorf("messages\n got %s\nwant %s", got, want)
 	}
-	checkHistory(t, s.State().Messages)
+	testcheck.History(t, s.State().Messages)
 }
 
 func TestSession_Busy(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/mongodb"
 )
@@ -116,7 +117,7 @@ func TestCLI_Outage(t *testing.T) {
 					if state.Status == cairn.StatusCompleted {
 						t.Fatalf("the run stopped with an error but the store holds it completed")
 					}
-					checkHistory(t, state.Messages[:openCalls(state)])
+					testcheck.History(t, state.Messages[:openCalls(state)])
 					// The lease could not be released while the store was
 					// away: take it over, as the hint says.
 					e := start(t, c.command(scr, "sessions", "resume", "cut", "--force"), -1)
@@ -137,7 +138,7 @@ func TestCLI_Outage(t *testing.T) {
 				if state.Status != cairn.StatusCompleted || state.Output != "all done" || state.RunSteps != steps+1 {
 					t.Errorf("stored: status %s, output %q, %d steps; want completed, \"all done\", %d", state.Status, state.Output, state.RunSteps, steps+1)
 				}
-				checkHistory(t, state.Messages)
+				testcheck.History(t, state.Messages)
 			})
 		}
 	}

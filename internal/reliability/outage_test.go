@@ -18,6 +18,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
+	"github.com/cairnhq/cairn/internal/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 )
 
@@ -252,7 +253,7 @@ func TestAgent_OutageFail(t *testing.T) {
 				t.Fatalf("resume: %+v, %v", res, err)
 			}
 			state := checkStored(t, r.direct, again)
-			checkHistory(t, state.Messages)
+			testcheck.History(t, state.Messages)
 			checkLines(t, r.side, "after the cut")
 		})
 	}
