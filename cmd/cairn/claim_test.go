@@ -110,6 +110,18 @@ func TestResume_AfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLocked(t, c.dir, "s1")
+	// Kill once the resumed run has started, so there is a run to finish.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if s, ok := c.show("s1"); ok && s.Info.Status == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			a.Process.Kill()
+			t.Fatal("the resumed run never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
