@@ -197,7 +197,14 @@ func (s *Session) write(ctx context.Context, batch []cairn.Event) ([]cairn.Event
 	defer cancel()
 	err := s.storeAppend(wctx, s.savedSeq, batch...)
 	if errors.Is(err, cairn.ErrConflict) && len(s.unsaved) > 0 {
-		if n, ok := s.reconcile(wctx, batch); ok {
+		n, ok, lerr := s.reconcile(wctx, batch)
+		switch {
+		case lerr != nil:
+			// The store answered the append but not the check: whether
+			// the conflict is our own earlier write is unknown, so keep
+			// the events unsaved and look again at the next write.
+			err = fmt.Errorf("check what the store holds after a conflict: %w", lerr)
+		case ok:
 			s.savedSeq = batch[n-1].Seq
 			batch = batch[n:]
 			err = nil
@@ -225,19 +232,26 @@ func (s *Session) write(ctx context.Context, batch []cairn.Event) ([]cairn.Event
 }
 
 // reconcile reports how many of batch's first events the store already
-// holds, byte for byte, and whether it holds nothing else after them.
-func (s *Session) reconcile(ctx context.Context, batch []cairn.Event) (int, bool) {
+// holds, byte for byte, and whether it holds nothing else after them. An
+// error means the store could not be read: nothing is known.
+func (s *Session) reconcile(ctx context.Context, batch []cairn.Event) (int, bool, error) {
 	rec, err := s.store.Load(ctx, s.id, s.savedSeq+1)
-	if err != nil || len(rec.Events) == 0 || len(rec.Events) > len(batch) {
-		return 0, false
+	if err != nil {
+		if fatalStoreError(err) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	if len(rec.Events) == 0 || len(rec.Events) > len(batch) {
+		return 0, false, nil
 	}
 	for i, got := range rec.Events {
 		want := batch[i]
 		if got.Seq != want.Seq || got.Kind != want.Kind || got.Run != want.Run || !jsonEqual(got.Data, want.Data) {
-			return 0, false
+			return 0, false, nil
 		}
 	}
-	return len(rec.Events), true
+	return len(rec.Events), true, nil
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
