@@ -95,23 +95,7 @@ func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, even
 		bson.E{Key: "last_seq", Value: expectSeq},
 		bson.E{Key: "fence", Value: bson.D{{Key: "$lt", Value: start.UnixNano()}}},
 	)
-	delta := cairn.Summarize(events)
-	expNs, expAt := s.expiry(now)
-	set := bson.D{
-		{Key: "last_seq", Value: last},
-		{Key: "updated_ns", Value: now.UnixNano()},
-		{Key: "updated_at", Value: bson.NewDateTimeFromTime(now)},
-		{Key: "expires_ns", Value: expNs},
-	}
-	update := bson.D{{Key: "$inc", Value: bson.D{{Key: "steps", Value: delta.Steps}}}}
-	if expAt != nil {
-		set = append(set, bson.E{Key: "expires_at", Value: *expAt})
-	} else {
-		update = append(update, bson.E{Key: "$unset", Value: bson.D{{Key: "expires_at", Value: ""}}})
-	}
-	if delta.Status != "" {
-		set = append(set, bson.E{Key: "status", Value: string(delta.Status)})
-	}
+	set, update, delta := s.commitFields(events, last, now)
 	matched, err := s.commit(ctx, filter, set, update, delta)
 	if err == nil && matched {
 		return nil
@@ -283,4 +267,27 @@ func newToken() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// commitFields returns the $set and the other update operators with which
+// a commit moves the session document to last, and the events' info delta.
+func (s *Store) commitFields(events []cairn.Event, last int64, now time.Time) (set, update bson.D, delta cairn.InfoDelta) {
+	delta = cairn.Summarize(events)
+	expNs, expAt := s.expiry(now)
+	set = bson.D{
+		{Key: "last_seq", Value: last},
+		{Key: "updated_ns", Value: now.UnixNano()},
+		{Key: "updated_at", Value: bson.NewDateTimeFromTime(now)},
+		{Key: "expires_ns", Value: expNs},
+	}
+	update = bson.D{{Key: "$inc", Value: bson.D{{Key: "steps", Value: delta.Steps}}}}
+	if expAt != nil {
+		set = append(set, bson.E{Key: "expires_at", Value: *expAt})
+	} else {
+		update = append(update, bson.E{Key: "$unset", Value: bson.D{{Key: "expires_at", Value: ""}}})
+	}
+	if delta.Status != "" {
+		set = append(set, bson.E{Key: "status", Value: string(delta.Status)})
+	}
+	return set, update, delta
 }

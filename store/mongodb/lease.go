@@ -268,23 +268,7 @@ func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lea
 		bson.E{Key: "last_seq", Value: expectSeq},
 		bson.E{Key: "fence", Value: bson.D{{Key: "$lt", Value: start.UnixNano()}}},
 	)
-	delta := cairn.Summarize(events)
-	expNs, expAt := s.expiry(now)
-	set := bson.D{
-		{Key: "last_seq", Value: expectSeq + int64(len(events))},
-		{Key: "updated_ns", Value: now.UnixNano()},
-		{Key: "updated_at", Value: bson.NewDateTimeFromTime(now)},
-		{Key: "expires_ns", Value: expNs},
-	}
-	update := bson.D{{Key: "$inc", Value: bson.D{{Key: "steps", Value: delta.Steps}}}}
-	if expAt != nil {
-		set = append(set, bson.E{Key: "expires_at", Value: *expAt})
-	} else {
-		update = append(update, bson.E{Key: "$unset", Value: bson.D{{Key: "expires_at", Value: ""}}})
-	}
-	if delta.Status != "" {
-		set = append(set, bson.E{Key: "status", Value: string(delta.Status)})
-	}
+	set, update, delta := s.commitFields(events, expectSeq+int64(len(events)), now)
 	matched, err := s.commit(ctx, filter, set, update, delta)
 	if err == nil && matched {
 		return nil
