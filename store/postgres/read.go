@@ -64,9 +64,13 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, id string, from int64) (*ca
 			return nil, err
 		}
 		want := from + int64(len(evs))
-		var e cairn.Event
-		if err := json.Unmarshal(env, &e); err != nil {
-			return nil, fmt.Errorf("event seq %d: stored envelope does not decode: %w", seq, err)
+		// env is the row's own copy (pgx allocates it per Scan), so the
+		// event's data may alias it.
+		e, ok := cairn.ParseEnvelope(env)
+		if !ok {
+			if err := json.Unmarshal(env, &e); err != nil {
+				return nil, fmt.Errorf("event seq %d: stored envelope does not decode: %w", seq, err)
+			}
 		}
 		switch {
 		case seq != want:
