@@ -25,6 +25,7 @@
 //	      meta.json           SessionMeta and SessionInfo, durable checkpoint
 //	      info.json           SessionInfo cache, rewritten after each append
 //	      lock                empty; what flock locks
+//	      lease.json          the session's lease, once one was taken
 //	    .tmp-RANDOM/          a session being created
 //	    .trash-RANDOM/        a session being deleted
 //
@@ -70,8 +71,8 @@
 // # Locking
 //
 // Each session has two locks: an in-process mutex, and an OS file lock
-// (flock) on its lock file, exclusive for Create, Append, Delete and Sweep,
-// shared for Load. The OS releases a file lock when its process dies, even
+// (flock) on its lock file, exclusive for Create, Append, Delete, Sweep and
+// every lease change, shared for Load and CurrentLease. The OS releases a file lock when its process dies, even
 // by SIGKILL, so a crashed writer never leaves a session locked. A caller
 // waiting for another process's lock polls, so its context can stop the
 // wait.
@@ -96,6 +97,50 @@
 // is cut off with the exclusive lock (and ignored with the shared one). A
 // readable line with a wrong seq, or one after an unreadable line, is
 // damage rather than a crash: that is an error, and nothing is cut.
+//
+// # Leases
+//
+// The store implements cairn.Leaser. A session's lease is lease.json in its
+// folder:
+//
+//	{"format":"cairn.file.lease","version":1,"session":"…","holder":"…","token":N,"expires":"…"}
+//
+// It is read and replaced only under the session's exclusive lock (the
+// shared one for CurrentLease), so Acquire, Takeover, Renew, Release and
+// AppendFenced are each one atomic step between all the processes that
+// share the folder. AppendFenced checks the lease under the same lock as
+// the expected seq, before the log's one write and one fsync. A plain
+// Append never reads lease.json, and nothing of it is cached, so a lease
+// changed by another process is seen at once.
+//
+// A lease change is durable before it returns: the new lease.json is
+// written beside the old one (lease.json.tmp), fsynced, renamed over it,
+// and the folder fsynced. A crash leaves the old lease or the new one,
+// whole; a leftover lease.json.tmp is ignored, and replaced by the next
+// change.
+//
+// The token in the file is the last one handed out; Release empties the
+// holder and keeps it. The next token is one more, or the machine's clock
+// in microseconds when that is larger: a session deleted or expired and
+// created again starts without lease.json, and its tokens are still above
+// its earlier self's unless the clock went back. A lease is the session's
+// while the file names a holder and has the lease's token and holder.
+// Expiry is on the store's clock (StoreOptions.Now); a lease does not move
+// the session's own TTL. Delete and Sweep remove the lease with the folder.
+//
+// A lease.json the store cannot read (not JSON, torn, another format or
+// version, another session's, no token) is never taken for a free lease,
+// which could let a second holder in beside one that still writes: every
+// lease call and fenced append of the session fails with an error naming
+// the file, and leaves the file as it is. Append, Load and Delete go on.
+// The store only ever replaces the file whole, so such a file was changed
+// by something else; once no process runs the session, remove it, and the
+// next Acquire starts again from the clock, above the lost tokens.
+//
+// Between processes on one machine, the cairn command also takes an
+// operating-system lock file per session (agent.ClaimOptions.LockFile),
+// which frees the session at once when its process dies: a dead process's
+// lease is then taken over instead of waiting for it to expire.
 //
 // # Expiry
 //

@@ -135,8 +135,18 @@ func TestStore_RootIsASecondWall(t *testing.T) {
 		if err := s.create(ctx, cairn.SessionMeta{ID: id}); err == nil {
 			t.Errorf("create(%q) succeeded", id)
 		}
-		if err := s.append(ctx, id, 0, []cairn.Event{testEvent(1)}); err == nil {
+		if err := s.append(ctx, id, 0, []cairn.Event{testEvent(1)}, nil); err == nil {
 			t.Errorf("append(%q) succeeded", id)
+		}
+		lease := cairn.Lease{Session: id, Holder: "h", Token: 1}
+		if err := s.append(ctx, id, 0, []cairn.Event{testEvent(1)}, &lease); err == nil {
+			t.Errorf("fenced append(%q) succeeded", id)
+		}
+		err := s.withLease(ctx, id, true, func(leaseFile, time.Time) (*leaseFile, error) {
+			return &leaseFile{Format: leaseFormat, Version: 1, Session: id, Holder: "h", Token: 1}, nil
+		})
+		if err == nil {
+			t.Errorf("withLease(%q) succeeded", id)
 		}
 		if _, err := s.load(ctx, id, 0); err == nil {
 			t.Errorf("load(%q) succeeded", id)

@@ -111,7 +111,10 @@ func (s *Store) replaceExpired(ctx context.Context, id string) error {
 }
 
 // append writes the events after expectSeq under the session's locks.
-func (s *Store) append(ctx context.Context, id string, expectSeq int64, events []cairn.Event) error {
+// With fence set (AppendFenced) it first checks, under the same exclusive
+// lock, that the lease is still the session's; a plain Append (fence nil)
+// reads nothing more than the log's length.
+func (s *Store) append(ctx context.Context, id string, expectSeq int64, events []cairn.Event, fence *cairn.Lease) error {
 	buf, err := encodeEvents(events)
 	if err != nil {
 		return err
@@ -124,6 +127,11 @@ func (s *Store) append(ctx context.Context, id string, expectSeq int64, events [
 	defer ss.unlock()
 	if s.expired(ss.info, s.opts.Now()) {
 		return cairn.ErrNotFound
+	}
+	if fence != nil {
+		if err := s.fenced(id, *fence); err != nil {
+			return err
+		}
 	}
 	if ss.info.LastSeq != expectSeq {
 		return cairn.ErrConflict

@@ -21,6 +21,7 @@ const (
 	metaName    = "meta.json"    // durable SessionMeta and SessionInfo checkpoint
 	infoName    = "info.json"    // SessionInfo cache, replaced after every append
 	lockName    = "lock"         // empty; the target of flock
+	leaseName   = "lease.json"   // the session's lease, once one was taken
 	tmpPrefix   = ".tmp-"        // a session folder being created
 	trashPrefix = ".trash-"      // a session folder being deleted
 )
@@ -54,6 +55,7 @@ type Store struct {
 var (
 	_ cairn.Store   = (*Store)(nil)
 	_ cairn.Sweeper = (*Store)(nil)
+	_ cairn.Leaser  = (*Store)(nil)
 )
 
 // Open opens the store in dir, creating dir (mode 0700) and the
@@ -133,7 +135,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.append(ctx, id, expectSeq, events); err != nil {
+	if err := s.append(ctx, id, expectSeq, events, nil); err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
 	return nil
