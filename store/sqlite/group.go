@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cairnhq/cairn"
 )
 
 // Group commit. Appends that arrive while the writer is busy wait in a
-// queue; the next transaction takes all of them, each inside a savepoint of
-// its own, and one commit (one fsync with synchronous=FULL) makes them all
-// durable. An append that fails (a conflict, a missing session) is rolled
-// back to its savepoint and the others go on; each caller returns only once
-// the commit that holds its events is durable. With a single writer nothing
+// queue; the next transaction takes all of them, one after another, and one
+// commit (one fsync with synchronous=FULL) makes them all durable. An
+// append that fails its checks (a conflict, a missing session) writes
+// nothing and the others go on; each caller returns only once the commit
+// that holds its events is durable. With a single writer nothing
 // waits: the append runs alone in its own transaction, as before.
 
 // appendReq is one Append waiting for, or in, a group commit.
@@ -99,6 +100,12 @@ func (s *Store) submit(r *appendReq) error {
 // one's err. An append whose context has ended is left out. The
 // transaction itself runs without the callers' contexts: once an append
 // is in it, it is committed or failed with the others.
+//
+// An append that fails its checks (a conflict, a missing session) has
+// written nothing when it fails, so the others go on in the same
+// transaction. One that fails while writing leaves the transaction in
+// doubt: it is rolled back, and each append of the batch runs again in a
+// transaction of its own.
 func (s *Store) commitBatch(batch []*appendReq) {
 	ctx := context.WithoutCancel(batch[0].ctx)
 	tx, err := s.w.BeginTx(ctx, nil)
@@ -108,31 +115,20 @@ func (s *Store) commitBatch(batch []*appendReq) {
 		}
 		return
 	}
-	savepoints := len(batch) > 1
 	var ok []*appendReq
 	for _, r := range batch {
 		if r.err = r.ctx.Err(); r.err != nil {
 			continue
 		}
-		if !savepoints {
-			r.err = s.appendTx(ctx, tx, r)
-		} else if r.err = execTx(ctx, tx, `SAVEPOINT append`); r.err == nil {
-			if r.err = s.appendTx(ctx, tx, r); r.err != nil {
-				if err := execTx(ctx, tx, `ROLLBACK TO append`, `RELEASE append`); err != nil {
-					_ = tx.Rollback()
-					for _, o := range batch {
-						if o.err == nil {
-							o.err = fmt.Errorf("roll back to savepoint: %w", err)
-						}
-					}
-					return
-				}
-			} else {
-				r.err = execTx(ctx, tx, `RELEASE append`)
-			}
-		}
-		if r.err == nil {
+		var wrote bool
+		if wrote, r.err = s.appendTx(ctx, tx, r); r.err == nil {
 			ok = append(ok, r)
+		} else if wrote {
+			_ = tx.Rollback()
+			if len(batch) > 1 {
+				s.commitEach(batch)
+			}
+			return
 		}
 	}
 	if len(ok) == 0 {
@@ -146,48 +142,55 @@ func (s *Store) commitBatch(batch []*appendReq) {
 	}
 }
 
-func execTx(ctx context.Context, tx *sql.Tx, stmts ...string) error {
-	for _, q := range stmts {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
+// commitEach runs each append of batch in a transaction of its own: the
+// way back from a batch whose transaction failed while writing.
+func (s *Store) commitEach(batch []*appendReq) {
+	for _, r := range batch {
+		if r.err = r.ctx.Err(); r.err == nil {
+			s.commitBatch([]*appendReq{r})
 		}
 	}
-	return nil
 }
 
-// appendTx is one append inside tx: read the session's head row by its
-// key, insert the events, update the head row.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) error {
-	var (
-		info   cairn.SessionInfo
-		exp    int64
-		status string
-	)
-	err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, s.opts.Namespace, r.id).
-		Scan(&info.LastSeq, &exp, &info.Steps, &status, &info.FirstMessage)
-	if errors.Is(err, sql.ErrNoRows) {
-		return cairn.ErrNotFound
-	}
-	if err != nil {
-		return err
-	}
+// appendTx is one append inside tx: move the session's head row from
+// the expected seq to the new last seq (matching only a live session at
+// the expected seq), then insert the events. wrote says whether anything
+// was written: an error before that (ErrNotFound, ErrConflict) leaves tx as
+// it was.
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) (wrote bool, err error) {
 	now := s.opts.Now().UTC()
-	if expired(exp, now) {
-		return cairn.ErrNotFound
+	d := r.delta
+	res, err := tx.StmtContext(ctx, s.advance).ExecContext(ctx,
+		r.expectSeq+int64(len(r.events)), nanos(now), nanos(s.opts.ExpiresAt(now)),
+		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
+		s.opts.Namespace, r.id, r.expectSeq, nanos(now))
+	if err != nil {
+		return true, err
 	}
-	if info.LastSeq != r.expectSeq {
-		return fmt.Errorf("%w: last seq is %d, not %d", cairn.ErrConflict, info.LastSeq, r.expectSeq)
+	if n, err := res.RowsAffected(); err != nil {
+		return true, err
+	} else if n == 0 {
+		return false, s.whyNot(ctx, tx, r, now)
 	}
 	insert := tx.StmtContext(ctx, s.insert)
 	for i, e := range r.events {
 		if _, err := insert.ExecContext(ctx, s.opts.Namespace, r.id, e.Seq, r.bodies[i]); err != nil {
-			return err
+			return true, err
 		}
 	}
-	info.Status = cairn.Status(status)
-	r.delta.Apply(&info, r.expectSeq+int64(len(r.events)), now)
-	_, err = tx.StmtContext(ctx, s.update).ExecContext(ctx,
-		info.LastSeq, nanos(info.UpdatedAt), nanos(s.opts.ExpiresAt(now)),
-		info.Steps, string(info.Status), info.FirstMessage, s.opts.Namespace, r.id)
-	return err
+	return true, nil
+}
+
+// whyNot tells why the head row of r's session did not move: ErrNotFound
+// for a missing or expired session, else ErrConflict with the last seq.
+func (s *Store) whyNot(ctx context.Context, tx *sql.Tx, r *appendReq, now time.Time) error {
+	var last, exp int64
+	err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, s.opts.Namespace, r.id).Scan(&last, &exp)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || err == nil && expired(exp, now):
+		return cairn.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%w: last seq is %d, not %d", cairn.ErrConflict, last, r.expectSeq)
 }

@@ -72,3 +72,68 @@ func TestStore_GroupCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_GroupCommitWriteFailure plants an event row where the next
+// append of one session will write, so that its INSERT fails after its
+// checks passed: the appends of other sessions that share its commit must
+// still be stored, and the failing one must leave its session as it was.
+func TestStore_GroupCommitWriteFailure(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s := openStore(t, path, cairn.StoreOptions{})
+	const sessions, appends = 6, 25
+	for i := range sessions {
+		if err := s.Create(ctx, cairn.SessionMeta{ID: fmt.Sprint("s", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Create(ctx, cairn.SessionMeta{ID: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	if _, err := db.ExecContext(ctx, `INSERT INTO events (namespace, session_id, seq, envelope) VALUES (?, 'bad', 1, '{}')`,
+		cairn.DefaultNamespace); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions*appends*2)
+	for i := range sessions {
+		id := fmt.Sprint("s", i)
+		wg.Go(func() {
+			for seq := int64(1); seq <= appends; seq++ {
+				if err := s.Append(ctx, id, seq-1, storetest.Custom(seq, id)); err != nil {
+					errs <- fmt.Errorf("append %s seq %d: %w", id, seq, err)
+				}
+			}
+		})
+		wg.Go(func() {
+			for range appends {
+				if err := s.Append(ctx, "bad", 0, storetest.Custom(1, "bad")); err == nil {
+					errs <- errors.New("an append onto a planted row succeeded")
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i := range sessions {
+		id := fmt.Sprint("s", i)
+		rec, err := s.Load(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(rec.Events); got != appends || rec.Info.LastSeq != appends {
+			t.Errorf("%s: %d events, last seq %d; want %d", id, got, rec.Info.LastSeq, appends)
+		}
+	}
+	rec, err := s.Load(ctx, "bad", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Info.LastSeq != 0 || len(rec.Events) != 0 {
+		t.Errorf("bad: last seq %d, %d events; want 0 and 0", rec.Info.LastSeq, len(rec.Events))
+	}
+}

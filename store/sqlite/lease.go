@@ -210,8 +210,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		if err := s.held(ctx, tx, id, lease); err != nil {
 			return err
 		}
-		return s.appendTx(ctx, tx, &appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
+		_, err := s.appendTx(ctx, tx, &appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
 			delta: cairn.Summarize(events)})
+		return err
 	})
 	if err != nil {
 		return s.leaseFail("append", id, err)

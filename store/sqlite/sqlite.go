@@ -51,9 +51,9 @@ type Store struct {
 	r *sql.DB // reader connections
 
 	// Prepared statements of the hot path, on the writer.
-	head   *sql.Stmt // a session's last seq, expiry and summary
-	insert *sql.Stmt // one event
-	update *sql.Stmt // a session's summary after an append
+	head    *sql.Stmt // a session's last seq and expiry
+	insert  *sql.Stmt // one event
+	advance *sql.Stmt // a live session's head row moved past an append
 
 	queue commitQueue // appends waiting for the writer
 
@@ -168,16 +168,19 @@ func (s *Store) connect(ctx context.Context) error {
 	if err := r.PingContext(ctx); err != nil {
 		return err
 	}
-	if s.head, err = w.PrepareContext(ctx, `SELECT last_seq, expires_at, steps, status, first_message
-		FROM sessions WHERE namespace = ? AND id = ?`); err != nil {
+	if s.head, err = w.PrepareContext(ctx, `SELECT last_seq, expires_at FROM sessions
+		WHERE namespace = ? AND id = ?`); err != nil {
 		return err
 	}
 	if s.insert, err = w.PrepareContext(ctx, `INSERT INTO events (namespace, session_id, seq, envelope)
 		VALUES (?, ?, ?, ?)`); err != nil {
 		return err
 	}
-	s.update, err = w.PrepareContext(ctx, `UPDATE sessions SET last_seq = ?, updated_at = ?, expires_at = ?,
-		steps = ?, status = ?, first_message = ? WHERE namespace = ? AND id = ?`)
+	s.advance, err = w.PrepareContext(ctx, `UPDATE sessions SET last_seq = ?1, updated_at = ?2, expires_at = ?3,
+		steps = steps + ?4,
+		status = CASE WHEN ?5 = '' THEN status ELSE ?5 END,
+		first_message = CASE WHEN first_message = '' AND ?6 THEN ?7 ELSE first_message END
+		WHERE namespace = ?8 AND id = ?9 AND last_seq = ?10 AND (expires_at = 0 OR expires_at > ?11)`)
 	return err
 }
 
@@ -193,7 +196,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.head, s.insert, s.update} {
+	for _, st := range []*sql.Stmt{s.head, s.insert, s.advance} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

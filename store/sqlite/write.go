@@ -58,8 +58,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // read the session's head row by its key, insert the events, update the
 // head row. Nothing in it reads or counts earlier events, so its cost does
 // not grow with the history. Appends from many goroutines that arrive
-// together share one transaction and one commit (see submit), each in a
-// savepoint of its own, so that a failed append leaves the others be.
+// together share one transaction and one commit (see submit); one that
+// fails its checks writes nothing, so it leaves the others be.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
 	if err := s.check(); err != nil {
 		return err
