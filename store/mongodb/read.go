@@ -1,6 +1,7 @@
 package mongodb
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,15 +43,19 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 	rec.Events = make([]cairn.Event, 0, doc.LastSeq-from+1)
 	want := from
 	for cur.Next(ctx) {
-		var d eventDoc
-		if err := cur.Decode(&d); err != nil {
+		seq, env, err := rawEvent(cur.Current)
+		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", id, err)
 		}
-		var e cairn.Event
-		if err := json.Unmarshal(d.Event, &e); err != nil {
-			return nil, fmt.Errorf("load %s: event seq %d: %w", id, d.Seq, err)
+		// env aliases the cursor's batch, which the next batch replaces:
+		// the event keeps a copy.
+		e, ok := cairn.ParseEnvelope(env)
+		if ok {
+			e.Data = bytes.Clone(e.Data)
+		} else if err := json.Unmarshal(env, &e); err != nil {
+			return nil, fmt.Errorf("load %s: event seq %d: %w", id, seq, err)
 		}
-		if d.Seq != want || e.Seq != want {
+		if seq != want || e.Seq != want {
 			break // a gap: checked below
 		}
 		rec.Events = append(rec.Events, e)
@@ -68,6 +73,20 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 		return nil, fmt.Errorf("load %s: history has a gap at seq %d (last seq %d)", id, want, doc.LastSeq)
 	}
 	return rec, nil
+}
+
+// rawEvent reads the seq and the envelope of an event document without
+// decoding the rest of it.
+func rawEvent(doc bson.Raw) (int64, []byte, error) {
+	seq, ok := doc.Lookup("seq").AsInt64OK()
+	if !ok {
+		return 0, nil, errors.New("an event document without an integer seq")
+	}
+	_, env, ok := doc.Lookup("event").BinaryOK()
+	if !ok {
+		return 0, nil, fmt.Errorf("event document of seq %d without its binary envelope", seq)
+	}
+	return seq, env, nil
 }
 
 // find returns the live session document of id, or ErrNotFound.
