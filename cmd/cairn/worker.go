@@ -35,8 +35,8 @@ that dies (or stalls past its lease) has its sessions finished by others.
 
 SIGTERM (or Ctrl+C) stops claiming, interrupts the runs under way (each is
 saved as run.interrupted, for another worker to finish) and releases their
-leases. The store must have leases: postgres, redis, mongodb, sqlite or
-memory.`,
+leases. The store must have leases: postgres, redis, mongodb, sqlite, file
+or memory.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if concurrency < 1 {
@@ -52,7 +52,7 @@ memory.`,
 			defer store.Close()
 			if _, ok := store.(cairn.Leaser); !ok {
 				return cli.Fail(fmt.Errorf("the store %s has no leases", cairn.RedactURL(storeURL)),
-					"run workers on a store with leases: postgres, redis, mongodb or sqlite (see docs/SCALING.md)")
+					"run workers on a store with leases: postgres, redis, mongodb, sqlite or file (see docs/SCALING.md)")
 			}
 			ag, err := app.NewAgent(store)
 			if err != nil {
