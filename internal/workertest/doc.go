@@ -1,6 +1,7 @@
 // Package workertest runs real `cairn worker` processes against real
-// shared stores (PostgreSQL, Redis, and MongoDB through FerretDB) and checks
-// what leases promise when workers die or stall: every queued session
+// shared stores (PostgreSQL, Redis, and MongoDB through FerretDB, and a
+// file store shared by the processes of one machine) and checks what
+// leases promise when workers die or stall: every queued session
 // completes, no session is run by two workers at once, no step is recorded
 // twice, and the sessions of a killed worker are finished by the others.
 //

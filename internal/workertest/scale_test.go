@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -18,6 +19,11 @@ var throughput = flag.Bool("workertest.throughput", false, "measure sessions per
 func TestWorkers_Postgres(t *testing.T) { testWorkers(t, testenv.URL(t, testenv.Postgres)) }
 func TestWorkers_Redis(t *testing.T)    { testWorkers(t, testenv.URL(t, testenv.Redis)) }
 func TestWorkers_MongoDB(t *testing.T)  { testWorkers(t, testenv.URL(t, testenv.MongoDB)) }
+
+// TestWorkers_File runs the same test on a file store: three workers on
+// one machine sharing one folder, with leases in the sessions' folders and
+// the lock files beside it.
+func TestWorkers_File(t *testing.T) { testWorkers(t, "file://"+filepath.Join(t.TempDir(), "sessions")) }
 
 const (
 	sessions  = 50
