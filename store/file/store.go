@@ -38,8 +38,9 @@ const (
 	staleTmpAge = time.Hour
 )
 
-// Store is a cairn.Store on a folder of the local disk. It is safe for
-// concurrent use by many goroutines and by many processes on one machine.
+// Store is a cairn.Store on a folder of the local disk, with the optional
+// abilities cairn.Sweeper and cairn.Leaser. It is safe for concurrent use
+// by many goroutines and by many processes on one machine.
 type Store struct {
 	root *os.Root // the store's folder
 	ns   *os.Root // the namespace folder inside root
