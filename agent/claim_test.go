@@ -16,10 +16,12 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/provider/script"
+	"github.com/cairnhq/cairn/store/file"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // plainStore hides the leases of the store it wraps: a store without
-// cairn.Leaser, as sqlite and file are.
+// cairn.Leaser.
 type plainStore struct{ cairn.Store }
 
 func claimAgent(t *testing.T, st cairn.Store) *agent.Agent {
@@ -223,4 +225,57 @@ func TestClaimLockChild(t *testing.T) {
 	}
 	fmt.Println("locked")
 	time.Sleep(time.Minute)
+}
+
+// TestClaim_FileStoreLockFile: on a file store, which has leases, a claim
+// with a lock file takes over the lease a dead process left (holding the
+// lock proves it dead) instead of waiting for it to expire, and fences the
+// dead holder's writes; without the lock file the lease is refused, naming
+// its holder.
+func TestClaim_FileStoreLockFile(t *testing.T) {
+	dir := t.TempDir()
+	st, err := file.Open(t.Context(), filepath.Join(dir, "sessions"), cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a := claimAgent(t, st)
+	s, err := a.Start(t.Context(), agent.WithID("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(t.Context(), "first"); err != nil {
+		t.Fatal(err)
+	}
+	// What a process killed while it ran the session leaves: its lease,
+	// and no lock (the kernel released it).
+	dead, err := st.Acquire(t.Context(), "s", "dead-process", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(t.Context(), agent.ClaimOptions{Holder: "me"}); !errors.Is(err, cairn.ErrLeaseHeld) ||
+		!strings.Contains(err.Error(), "dead-process") {
+		t.Fatalf("claim without the lock file: got %v, want ErrLeaseHeld naming dead-process", err)
+	}
+	c, err := s.Claim(t.Context(), agent.ClaimOptions{Holder: "me", LockFile: filepath.Join(dir, "s.lock")})
+	if err != nil {
+		t.Fatalf("claim with the lock file: %v", err)
+	}
+	l, ok := c.Lease()
+	if !ok || l.Holder != "me" || l.Token <= dead.Token {
+		t.Errorf("Lease() = %+v, %v; want me's lease with a token above %d", l, ok, dead.Token)
+	}
+	if _, err := s.Run(t.Context(), "second", agent.Continue()); err != nil {
+		t.Fatalf("run under the claim: %v", err)
+	}
+	n := len(loadEvents(t, st, "s"))
+	if err := st.AppendFenced(t.Context(), "s", dead, int64(n), storetest.Custom(int64(n)+1, "late")); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("AppendFenced by the dead process's lease: got %v, want ErrLeaseLost", err)
+	}
+	if err := c.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := st.CurrentLease(t.Context(), "s"); err != nil || cur.Holder != "" {
+		t.Errorf("CurrentLease after Release = %+v, %v; want none", cur, err)
+	}
 }
