@@ -223,6 +223,16 @@ func (e *env) openStore() cairn.Store {
 	return st
 }
 
+// status returns the stored status of session id.
+func status(t *testing.T, st cairn.Store, id string) cairn.Status {
+	t.Helper()
+	rec, err := st.Load(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Info.Status
+}
+
 // completed counts the namespace's completed sessions.
 func completed(t *testing.T, st cairn.Store) int {
 	page, err := st.List(context.Background(), cairn.ListOptions{Status: []cairn.Status{cairn.StatusCompleted}, Limit: 1000})
