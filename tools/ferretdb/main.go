@@ -1,12 +1,18 @@
-// Command ferretdb runs FerretDB, a MongoDB wire-protocol server, on SQLite
-// files in one folder: the MongoDB server cairn's mongodb store is tested
-// against. It prints the server's MongoDB URI on one line on stdout once the
-// server accepts connections, logs only warnings and errors to stderr, and
-// stops cleanly on SIGINT or SIGTERM.
+// Command ferretdb runs FerretDB, a MongoDB wire-protocol server, on a
+// PostgreSQL database or on SQLite files in one folder: the MongoDB server
+// cairn's mongodb store is tested against. It prints the server's MongoDB
+// URI on one line on stdout once the server accepts connections, logs only
+// warnings and errors to stderr, and stops cleanly on SIGINT or SIGTERM.
 //
 // Usage:
 //
+//	ferretdb [-listen 127.0.0.1:27017] -postgresql URL
 //	ferretdb [-listen 127.0.0.1:27017] -dir DIR
+//
+// On PostgreSQL, FerretDB hands equality filters on any field to the
+// database, as MongoDB serves them from its indexes; on SQLite it hands
+// over only a filter on _id alone and reads the whole collection for any
+// other, so every query's cost grows with the collection there.
 //
 // It is a module of its own so that FerretDB's large dependency tree stays
 // out of cairn's go.mod.
@@ -38,19 +44,24 @@ func main() {
 
 func run() error {
 	listen := flag.String("listen", "127.0.0.1:27017", "TCP `address` to listen on (port 0 picks a free port)")
-	dir := flag.String("dir", "", "`folder` for the SQLite files; created if missing (required)")
+	dir := flag.String("dir", "", "`folder` for the SQLite files; created if missing (unless -postgresql)")
 	verbose := flag.Bool("v", false, "log at info level instead of warnings only")
+	pg := flag.String("postgresql", "", "store the data in this PostgreSQL database `URL` instead of SQLite files")
 	flag.Parse()
-	if *dir == "" || flag.NArg() > 0 {
+	if *dir == "" && *pg == "" || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	abs, err := filepath.Abs(*dir)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return fmt.Errorf("data folder: %w", err)
+	cfg := &ferretdb.Config{Listener: ferretdb.ListenerConfig{TCP: *listen}, Handler: "postgresql", PostgreSQLURL: *pg}
+	if *pg == "" {
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return fmt.Errorf("data folder: %w", err)
+		}
+		cfg.Handler, cfg.SQLiteURL = "sqlite", "file:"+abs+"/"
 	}
 
 	level := slog.LevelWarn
@@ -59,12 +70,8 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: *listen},
-		Logger:    logger,
-		Handler:   "sqlite",
-		SQLiteURL: "file:" + abs + "/",
-	})
+	cfg.Logger = logger
+	f, err := ferretdb.New(cfg)
 	if err != nil {
 		return err
 	}
