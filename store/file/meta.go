@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path"
+	"strconv"
 
 	"github.com/cairnhq/cairn"
 )
@@ -40,8 +41,16 @@ func encodeMeta(info cairn.SessionInfo, logSize int64) ([]byte, error) {
 	return json.Marshal(metaFile{Format: metaFormat, Version: 1, SessionInfo: info, LogSize: logSize})
 }
 
-func encodeCache(meta []byte) ([]byte, error) {
-	return json.Marshal(cacheFile{CRC: crc32.Checksum(meta, castagnoli), Info: meta})
+// encodeCache writes the cacheFile of meta, as json.Marshal would (meta
+// is json.Marshal's own compact output), without running it through the
+// encoder again: this is on every append's path.
+func encodeCache(meta []byte) []byte {
+	b := make([]byte, 0, len(meta)+32)
+	b = append(b, `{"crc32c":`...)
+	b = strconv.AppendUint(b, uint64(crc32.Checksum(meta, castagnoli)), 10)
+	b = append(b, `,"info":`...)
+	b = append(b, meta...)
+	return append(b, '}')
 }
 
 // parseMeta decodes and checks the info of session id.
@@ -108,10 +117,7 @@ func (s *Store) saveInfo(ss *session, id string, durable bool) error {
 		}
 		ss.metaSize = ss.size
 	}
-	data, err := encodeCache(meta)
-	if err != nil {
-		return err
-	}
+	data := encodeCache(meta)
 	if n := ss.infoLen - int64(len(data)); n > 0 {
 		data = append(data, bytes.Repeat([]byte{' '}, int(n))...)
 	}

@@ -56,10 +56,7 @@ func (s *Store) buildFolder(info cairn.SessionInfo) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache, err := encodeCache(meta)
-	if err != nil {
-		return "", err
-	}
+	cache := encodeCache(meta)
 	files := []struct {
 		name string
 		data []byte

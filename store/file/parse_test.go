@@ -2,6 +2,7 @@ package file
 
 import (
 	"encoding/json"
+	"hash/crc32"
 	"reflect"
 	"testing"
 	"time"
@@ -68,4 +69,28 @@ func splitLines(buf []byte) [][]byte {
 		}
 	}
 	return out
+}
+
+// TestEncodeCache checks that info.json is written exactly as json.Marshal
+// writes a cacheFile, and reads back.
+func TestEncodeCache(t *testing.T) {
+	infos := []cairn.SessionInfo{
+		{ID: "s1", Status: cairn.StatusNew, Labels: map[string]string{}},
+		{ID: "s-2", FirstMessage: "a \"quoted\" <b>é</b>\n", Status: cairn.StatusCompleted, Steps: 7, LastSeq: 42,
+			CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), UpdatedAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC),
+			Labels: map[string]string{"z": "1", "a": "\u2028"}},
+	}
+	for _, info := range infos {
+		meta, err := encodeMeta(info, 1234)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(cacheFile{CRC: crc32.Checksum(meta, castagnoli), Info: meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := encodeCache(meta); string(got) != string(want) {
+			t.Errorf("encodeCache(%s) =\n%s\nwant\n%s", info.ID, got, want)
+		}
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cairnhq/cairn"
 )
 
@@ -25,9 +27,10 @@ type session struct {
 	// lockF is the open lock file. Keeping it open pins its inode, so
 	// comparing it with the file at the session's path tells exactly
 	// whether the folder is still the one these files came from.
-	lockF *os.File
-	logF  *os.File // the log, opened after lockF from the same folder
-	infoF *os.File // info.json, overwritten in place after each append
+	lockF  *os.File
+	lockID fileID   // lockF's device and inode
+	logF   *os.File // the log, opened after lockF from the same folder
+	infoF  *os.File // info.json, overwritten in place after each append
 
 	infoLen int64 // info.json's length, which only grows
 
@@ -138,6 +141,13 @@ func (s *Store) openFiles(ss *session, id string) error {
 		lockF.Close()
 		return notFound(err)
 	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(lockF.Fd()), &st); err != nil {
+		lockF.Close()
+		logF.Close()
+		return err
+	}
+	lockID := fileID{dev: st.Dev, ino: st.Ino}
 	infoF, err := s.ns.OpenFile(id+"/"+infoName, os.O_RDWR|os.O_CREATE, 0o600)
 	var fi os.FileInfo
 	if err == nil {
@@ -151,22 +161,28 @@ func (s *Store) openFiles(ss *session, id string) error {
 		}
 		return notFound(err)
 	}
-	ss.lockF, ss.logF, ss.infoF, ss.infoLen, ss.known = lockF, logF, infoF, fi.Size(), false
+	ss.lockF, ss.lockID, ss.logF, ss.infoF, ss.infoLen, ss.known = lockF, lockID, logF, infoF, fi.Size(), false
 	return nil
 }
 
+// fileID is what makes a file itself: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
 // current reports whether the session's lock file path still names the
 // file ss holds open. A missing path is cairn.ErrNotFound.
+//
+// It is one fstatat relative to the namespace folder, on every call of the
+// session, rather than a walk through the os.Root. That is safe because the
+// result only compares files: a symbolic link planted where the session's
+// folder was leads to another inode, which counts as not current, and the
+// files are then opened again through the Root, which refuses the link.
 func (s *Store) current(ss *session, id string) (bool, error) {
-	at, err := s.ns.Lstat(id + "/" + lockName)
+	var st unix.Stat_t
+	err := unix.Fstatat(int(s.nsDir.Fd()), id+"/"+lockName, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil {
-		return false, notFound(err)
+		return false, notFound(&fs.PathError{Op: "lstat", Path: id + "/" + lockName, Err: err})
 	}
-	held, err := ss.lockF.Stat()
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(at, held), nil
+	return fileID{dev: st.Dev, ino: st.Ino} == ss.lockID, nil
 }
 
 // notFound turns "no such file" (or a path through a non-folder) into

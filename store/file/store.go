@@ -44,7 +44,10 @@ const (
 type Store struct {
 	root *os.Root // the store's folder
 	ns   *os.Root // the namespace folder inside root
-	opts cairn.StoreOptions
+	// nsDir is the namespace folder open as a file, for the one-call
+	// identity checks of sessions' lock files (see Store.current).
+	nsDir *os.File
+	opts  cairn.StoreOptions
 
 	ops    sync.RWMutex // read-held by every call, write-held by Close
 	closed bool
@@ -90,7 +93,13 @@ func Open(ctx context.Context, dir string, opts cairn.StoreOptions) (*Store, err
 		root.Close()
 		return nil, fmt.Errorf("open file store: namespace %s: %w", opts.Namespace, err)
 	}
-	return &Store{root: root, ns: ns, opts: opts, sessions: map[string]*session{}}, nil
+	nsDir, err := ns.Open(".")
+	if err != nil {
+		ns.Close()
+		root.Close()
+		return nil, fmt.Errorf("open file store: namespace %s: %w", opts.Namespace, err)
+	}
+	return &Store{root: root, ns: ns, nsDir: nsDir, opts: opts, sessions: map[string]*session{}}, nil
 }
 
 // begin starts a call: it returns ErrClosed after Close, and otherwise
@@ -241,7 +250,7 @@ func (s *Store) Close() error {
 		delete(s.sessions, id)
 	}
 	s.mu.Unlock()
-	return errors.Join(s.ns.Close(), s.root.Close())
+	return errors.Join(s.nsDir.Close(), s.ns.Close(), s.root.Close())
 }
 
 // expired reports whether a session last updated as info says has expired.
