@@ -82,6 +82,15 @@ type backend struct {
 	ns        string
 	floorName string
 	floor     floor
+	// atomic, where the backend's bare write has no condition (redis,
+	// mongodb), is the least that a compare-and-append costs there: the
+	// floor for an Append that must refuse a second writer.
+	atomicName string
+	atomic     writer
+	// floorWriters, where the floor's writes can run side by side (file:
+	// each writer its own file), makes n independent floor writers, so that
+	// the concurrency measurement has a floor of its own.
+	floorWriters func(n int) ([]writer, error)
 	// size returns the bytes the backend holds for the sessions of ids
 	// (or for the whole namespace), or false when it cannot tell.
 	size  func(ctx context.Context, ids []string) (int64, bool, error)
@@ -89,10 +98,15 @@ type backend struct {
 	fresh []string // sessions created ahead, empty
 }
 
+// writer is one write of a ~1 KB body.
+type writer interface {
+	write(ctx context.Context, body []byte) error
+}
+
 // floor is the cheapest work of a backend's kind: a bare single durable
 // write, and rows stored and read back without cairn.
 type floor interface {
-	write(ctx context.Context, body []byte) error
+	writer
 	put(ctx context.Context, name string, rows [][]byte) error
 	get(ctx context.Context, name string) ([][]byte, error)
 	close(ctx context.Context) error
@@ -174,7 +188,21 @@ func openFile(ctx context.Context, b *backend, raw string, opts cairn.StoreOptio
 	}
 	b.store = s
 	b.floorName = "write of 1 KB to an open file + fsync"
-	b.floor, err = newFileFloor(filepath.Join(dir, ".floor-"+opts.Namespace))
+	floorDir := filepath.Join(dir, ".floor-"+opts.Namespace)
+	b.floor, err = newFileFloor(floorDir)
+	rounds := 0
+	b.floorWriters = func(n int) ([]writer, error) {
+		rounds++
+		out := make([]writer, n)
+		for i := range out {
+			f, err := newFileFloor(filepath.Join(floorDir, fmt.Sprintf("conc-%d-%d", rounds, i)))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = f
+		}
+		return out, nil
+	}
 	b.size = func(_ context.Context, ids []string) (int64, bool, error) {
 		var n int64
 		for _, id := range ids {

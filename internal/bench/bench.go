@@ -39,20 +39,28 @@ type Report struct {
 // and 99th percentiles of single calls; maps are keyed by history length
 // or session length.
 type Result struct {
-	Backend        string             `json:"backend"`
-	AppendP50      map[string]float64 `json:"append_p50_us"`
-	AppendP99      map[string]float64 `json:"append_p99_us"`
-	FloorP50       float64            `json:"floor_p50_us"`
-	FloorP99       float64            `json:"floor_p99_us"`
-	Floor          string             `json:"floor"` // what the floor is
+	Backend   string             `json:"backend"`
+	AppendP50 map[string]float64 `json:"append_p50_us"`
+	AppendP99 map[string]float64 `json:"append_p99_us"`
+	FloorP50  float64            `json:"floor_p50_us"`
+	FloorP99  float64            `json:"floor_p99_us"`
+	Floor     string             `json:"floor"` // what the floor is
+	// AtomicFloor, on a backend whose floor write has no condition, is the
+	// least a compare-and-append costs there, timed beside the floor.
+	AtomicFloor    string             `json:"atomic_floor,omitempty"`
+	AtomicFloorP50 float64            `json:"atomic_floor_p50_us,omitempty"`
+	AtomicFloorP99 float64            `json:"atomic_floor_p99_us,omitempty"`
 	ResumeMS       map[string]float64 `json:"resume_ms"`
 	ResumeFloorMS  map[string]float64 `json:"resume_floor_ms"`
 	BytesPerEvent  *float64           `json:"bytes_per_event"` // nil where the backend cannot tell
 	EventJSONBytes int                `json:"event_json_bytes"`
 	Concurrent8vs1 float64            `json:"concurrent_8_vs_1"`
-	Throughput1    float64            `json:"throughput_1_per_s"`
-	Throughput8    float64            `json:"throughput_8_per_s"`
-	Error          string             `json:"error,omitempty"` // why the backend could not be measured
+	// Floor8vs1, where the floor's writes can run side by side (file), is
+	// the same ratio for 8 floor writers, each with its own file, against 1.
+	Floor8vs1   float64 `json:"floor_concurrent_8_vs_1,omitempty"`
+	Throughput1 float64 `json:"throughput_1_per_s"`
+	Throughput8 float64 `json:"throughput_8_per_s"`
+	Error       string  `json:"error,omitempty"` // why the backend could not be measured
 }
 
 // Naive compares cairn with the naive way to save a chat loop: re-serialise
@@ -134,7 +142,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 // measure fills res with every measurement of b.
 func measure(ctx context.Context, b *backend, cfg settings, res *Result, progress func(string)) error {
-	res.Floor = b.floorName
+	res.Floor, res.AtomicFloor = b.floorName, b.atomicName
 	res.EventJSONBytes = EventJSONBytes(Event(1))
 	progress("sessions")
 	short := 0

@@ -3,6 +3,8 @@ package bench
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/cairnhq/cairn/internal/testenv"
 )
 
 // tiny are settings small enough for a test: every measurement runs, on
@@ -44,8 +46,36 @@ func TestMeasure_LocalBackends(t *testing.T) {
 			if res.FloorP50 <= 0 {
 				t.Errorf("floor p50 %v, want > 0", res.FloorP50)
 			}
+			if concurrent := b.name == "file"; concurrent != (res.Floor8vs1 > 0) {
+				t.Errorf("floor 8 vs 1 = %v; want one measured: %v", res.Floor8vs1, concurrent)
+			}
 			if res.BytesPerEvent == nil || *res.BytesPerEvent < float64(res.EventJSONBytes)/2 {
 				t.Errorf("bytes per event %v, want at least half the event's %d JSON bytes", res.BytesPerEvent, res.EventJSONBytes)
+			}
+		})
+	}
+}
+
+// TestMeasure_ServerBackends measures the server stores at tiny sizes:
+// every figure is set, and the stores whose floor write has no condition
+// (redis, mongodb) have their compare-and-append floor measured beside it.
+func TestMeasure_ServerBackends(t *testing.T) {
+	for name, env := range map[string]string{"postgres": testenv.Postgres, "redis": testenv.Redis, "mongodb": testenv.MongoDB} {
+		t.Run(name, func(t *testing.T) {
+			b, err := openBackend(t.Context(), testenv.URL(t, env), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(b.close)
+			var res Result
+			if err := measure(t.Context(), b, tiny, &res, func(string) {}); err != nil {
+				t.Fatal(err)
+			}
+			if res.AppendP50["10"] <= 0 || res.FloorP50 <= 0 || res.ResumeMS["40"] <= 0 || res.Concurrent8vs1 <= 0 {
+				t.Errorf("append %v, floor %v, resume %v, 8 vs 1 %v: want all > 0", res.AppendP50, res.FloorP50, res.ResumeMS, res.Concurrent8vs1)
+			}
+			if atomic := name != "postgres"; atomic != (res.AtomicFloorP50 > 0 && res.AtomicFloor != "") {
+				t.Errorf("atomic floor %q at %v µs; want one measured: %v", res.AtomicFloor, res.AtomicFloorP50, atomic)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -254,6 +255,7 @@ type redisFloorT struct {
 func redisFloor(b *backend, s *redis.Store) {
 	f := &redisFloorT{c: s.Client(), prefix: "cairn:" + b.ns + ":"}
 	b.floorName, b.floor = "RPUSH of 1 KB", f
+	b.atomicName, b.atomic = "EVALSHA of a script that checks the list's length, then RPUSHes 1 KB", &redisCASFloor{f: f}
 	b.size = func(ctx context.Context, _ []string) (int64, bool, error) {
 		var n int64
 		err := f.each(ctx, func(k string) error {
@@ -280,6 +282,28 @@ func (f *redisFloorT) each(ctx context.Context, fn func(string) error) error {
 
 func (f *redisFloorT) write(ctx context.Context, body []byte) error {
 	return f.c.RPush(ctx, f.prefix+":floor", body).Err()
+}
+
+// redisCASFloor is the least compare-and-append Redis can do in one round
+// trip: a script that pushes only at the expected length.
+type redisCASFloor struct {
+	f *redisFloorT
+	n int64
+}
+
+var casPush = goredis.NewScript(`
+if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return 0 end
+redis.call('RPUSH', KEYS[1], ARGV[2])
+return 1
+`)
+
+func (c *redisCASFloor) write(ctx context.Context, body []byte) error {
+	ok, err := casPush.Run(ctx, c.f.c, []string{c.f.prefix + ":floor-cas"}, c.n, body).Int()
+	if err == nil && ok != 1 {
+		err = fmt.Errorf("the list is not %d long", c.n)
+	}
+	c.n++
+	return err
 }
 
 func (f *redisFloorT) put(ctx context.Context, name string, rows [][]byte) error {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -49,7 +50,7 @@ func measureAppend(ctx context.Context, b *backend, cfg settings, res *Result) e
 		slots[i] = &slot{length: n}
 	}
 	body, _ := json.Marshal(Event(1))
-	var floor []time.Duration
+	var floor, atomic []time.Duration
 	for range cfg.samples {
 		for _, s := range slots {
 			if err := s.ready(ctx, b); err != nil {
@@ -69,6 +70,13 @@ func measureAppend(ctx context.Context, b *backend, cfg settings, res *Result) e
 			return fmt.Errorf("floor: %w", err)
 		}
 		floor = append(floor, time.Since(t0))
+		if b.atomic != nil {
+			t0 := time.Now()
+			if err := b.atomic.write(ctx, body); err != nil {
+				return fmt.Errorf("atomic floor: %w", err)
+			}
+			atomic = append(atomic, time.Since(t0))
+		}
 	}
 	res.AppendP50, res.AppendP99 = map[string]float64{}, map[string]float64{}
 	for _, s := range slots {
@@ -76,6 +84,9 @@ func measureAppend(ctx context.Context, b *backend, cfg settings, res *Result) e
 		res.AppendP99[key(s.length)] = percentile(s.durs, 99)
 	}
 	res.FloorP50, res.FloorP99 = percentile(floor, 50), percentile(floor, 99)
+	if len(atomic) > 0 {
+		res.AtomicFloorP50, res.AtomicFloorP99 = percentile(atomic, 50), percentile(atomic, 99)
+	}
 	return nil
 }
 
@@ -151,7 +162,7 @@ func measureResume(ctx context.Context, b *backend, cfg settings, res *Result) e
 // measureConcurrency compares the appends per second of one session
 // appending alone with those of 8 sessions appending at once.
 func measureConcurrency(ctx context.Context, b *backend, cfg settings, res *Result) error {
-	var ratios, one, eight []float64
+	var ratios, one, eight, floor []float64
 	for range cfg.rounds {
 		r1, err := throughput(ctx, b, 1, cfg.perWriter)
 		if err != nil {
@@ -162,10 +173,54 @@ func measureConcurrency(ctx context.Context, b *backend, cfg settings, res *Resu
 			return err
 		}
 		one, eight, ratios = append(one, r1), append(eight, r8), append(ratios, r8/r1)
+		if b.floorWriters != nil {
+			f1, err := floorThroughput(ctx, b, 1, cfg.perWriter)
+			if err != nil {
+				return fmt.Errorf("floor: %w", err)
+			}
+			f8, err := floorThroughput(ctx, b, 8, cfg.perWriter)
+			if err != nil {
+				return fmt.Errorf("floor: %w", err)
+			}
+			floor = append(floor, f8/f1)
+		}
 	}
 	res.Throughput1, res.Throughput8 = round(median(one)), round(median(eight))
 	res.Concurrent8vs1 = round(median(ratios))
+	if len(floor) > 0 {
+		res.Floor8vs1 = round(median(floor))
+	}
 	return nil
+}
+
+// floorThroughput runs n floor writes on each of writers floor writers at
+// once, and returns the writes per second of all of them.
+func floorThroughput(ctx context.Context, b *backend, writers, n int) (float64, error) {
+	ws, err := b.floorWriters(writers)
+	if err != nil {
+		return 0, err
+	}
+	body, _ := json.Marshal(Event(1))
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i, w := range ws {
+		wg.Go(func() {
+			for range n {
+				if errs[i] = w.write(ctx, body); errs[i] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	for _, w := range ws {
+		if f, ok := w.(floor); ok {
+			errs = append(errs, f.close(ctx))
+		}
+	}
+	return float64(writers*n) / el.Seconds(), errors.Join(errs...)
 }
 
 // throughput runs writers sessions, each appending n events one at a

@@ -32,7 +32,9 @@ func openMongo(ctx context.Context, b *backend, raw string, opts cairn.StoreOpti
 		return err
 	}
 	b.store = s
-	b.floorName, b.floor = "InsertOne of 1 KB", &mongoFloor{db: db, ns: opts.Namespace}
+	f := &mongoFloor{db: db, ns: opts.Namespace}
+	b.floorName, b.floor = "InsertOne of 1 KB", f
+	b.atomicName, b.atomic = "InsertOne of 1 KB, then a compare-and-set UpdateOne of a counter document", &mongoCASFloor{f: f}
 	b.size = func(ctx context.Context, _ []string) (int64, bool, error) {
 		var n int64
 		for _, c := range []string{opts.Namespace + ".sessions", opts.Namespace + ".events"} {
@@ -69,6 +71,28 @@ func (f *mongoFloor) coll(name string) *mongo.Collection { return f.db.Collectio
 func (f *mongoFloor) write(ctx context.Context, body []byte) error {
 	f.n++
 	_, err := f.coll("floor").InsertOne(ctx, bson.D{{Key: "_id", Value: f.n}, {Key: "body", Value: string(body)}})
+	return err
+}
+
+// mongoCASFloor is the least compare-and-append MongoDB can do without a
+// transaction: an insert under a unique key, then a compare-and-set of the
+// document that says how far the log goes (two round trips).
+type mongoCASFloor struct {
+	f *mongoFloor
+	n int64
+}
+
+func (c *mongoCASFloor) write(ctx context.Context, body []byte) error {
+	c.n++
+	if _, err := c.f.coll("floor_cas").InsertOne(ctx, bson.D{{Key: "_id", Value: c.n}, {Key: "body", Value: string(body)}}); err != nil {
+		return err
+	}
+	res, err := c.f.coll("floor_head").UpdateOne(ctx,
+		bson.D{{Key: "_id", Value: "head"}, {Key: "last", Value: c.n - 1}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "last", Value: c.n}}}}, options.UpdateOne().SetUpsert(c.n == 1))
+	if err == nil && res.MatchedCount+res.UpsertedCount != 1 {
+		err = fmt.Errorf("the head document is not at %d", c.n-1)
+	}
 	return err
 }
 
