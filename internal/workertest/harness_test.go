@@ -233,6 +233,22 @@ func status(t *testing.T, st cairn.Store, id string) cairn.Status {
 	return rec.Info.Status
 }
 
+// responses counts the model responses stored in session id.
+func responses(t *testing.T, st cairn.Store, id string) int {
+	t.Helper()
+	rec, err := st.Load(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range rec.Events {
+		if e.Kind == cairn.KindModelResponse {
+			n++
+		}
+	}
+	return n
+}
+
 // completed counts the namespace's completed sessions.
 func completed(t *testing.T, st cairn.Store) int {
 	page, err := st.List(context.Background(), cairn.ListOptions{Status: []cairn.Status{cairn.StatusCompleted}, Limit: 1000})
