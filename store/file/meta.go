@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 
 	"github.com/cairnhq/cairn"
@@ -37,8 +39,50 @@ type cacheFile struct {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// encodeMeta writes the metaFile of info, byte for byte as json.Marshal
+// would, without reflection: it runs after every append.
 func encodeMeta(info cairn.SessionInfo, logSize int64) ([]byte, error) {
-	return json.Marshal(metaFile{Format: metaFormat, Version: 1, SessionInfo: info, LogSize: logSize})
+	created, err := info.CreatedAt.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	updated, err := info.UpdatedAt.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 256+len(info.FirstMessage))
+	b = append(b, `{"format":"`+metaFormat+`","version":1,"id":`...)
+	b = appendString(b, info.ID)
+	b = append(b, `,"first_message":`...)
+	b = appendString(b, info.FirstMessage)
+	b = append(b, `,"created_at":`...)
+	b = append(b, created...)
+	b = append(b, `,"updated_at":`...)
+	b = append(b, updated...)
+	b = append(b, `,"status":`...)
+	b = appendString(b, string(info.Status))
+	b = append(b, `,"steps":`...)
+	b = strconv.AppendInt(b, int64(info.Steps), 10)
+	b = append(b, `,"labels":`...)
+	if info.Labels == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		for i, k := range slices.Sorted(maps.Keys(info.Labels)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, info.Labels[k])
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"last_seq":`...)
+	b = strconv.AppendInt(b, info.LastSeq, 10)
+	b = append(b, `,"log_size":`...)
+	b = strconv.AppendInt(b, logSize, 10)
+	return append(b, '}'), nil
 }
 
 // encodeCache writes the cacheFile of meta, as json.Marshal would (meta

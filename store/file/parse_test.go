@@ -71,11 +71,12 @@ func splitLines(buf []byte) [][]byte {
 	return out
 }
 
-// TestEncodeCache checks that info.json is written exactly as json.Marshal
-// writes a cacheFile, and reads back.
+// TestEncodeCache checks that meta.json and info.json are written exactly
+// as json.Marshal writes a metaFile and a cacheFile.
 func TestEncodeCache(t *testing.T) {
 	infos := []cairn.SessionInfo{
 		{ID: "s1", Status: cairn.StatusNew, Labels: map[string]string{}},
+		{ID: "s0", Status: cairn.StatusRunning, Labels: nil, FirstMessage: "tab\there, bell \a, \xff bad UTF-8, emoji 🙂"},
 		{ID: "s-2", FirstMessage: "a \"quoted\" <b>é</b>\n", Status: cairn.StatusCompleted, Steps: 7, LastSeq: 42,
 			CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), UpdatedAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC),
 			Labels: map[string]string{"z": "1", "a": "\u2028"}},
@@ -85,6 +86,9 @@ func TestEncodeCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if want, _ := json.Marshal(metaFile{Format: metaFormat, Version: 1, SessionInfo: info, LogSize: 1234}); string(meta) != string(want) {
+			t.Errorf("encodeMeta(%s) =\n%s\nwant\n%s", info.ID, meta, want)
+		}
 		want, err := json.Marshal(cacheFile{CRC: crc32.Checksum(meta, castagnoli), Info: meta})
 		if err != nil {
 			t.Fatal(err)
@@ -93,4 +97,20 @@ func TestEncodeCache(t *testing.T) {
 			t.Errorf("encodeCache(%s) =\n%s\nwant\n%s", info.ID, got, want)
 		}
 	}
+}
+
+// FuzzEncodeMeta checks encodeMeta against json.Marshal on any text in the
+// fields a caller controls.
+func FuzzEncodeMeta(f *testing.F) {
+	f.Add("s1", "hello", "k", "v", 3, int64(9), int64(1e18))
+	f.Add("x", "<a href=\"&\">\u2028\x00", "é", "\xff", -1, int64(-5), int64(0))
+	f.Fuzz(func(t *testing.T, id, first, key, val string, steps int, last, ns int64) {
+		info := cairn.SessionInfo{ID: id, FirstMessage: first, Status: cairn.Status(val), Steps: steps, LastSeq: last,
+			CreatedAt: time.Unix(0, ns).UTC(), UpdatedAt: time.Unix(0, ns/3), Labels: map[string]string{key: val, val: key}}
+		got, err := encodeMeta(info, last)
+		want, werr := json.Marshal(metaFile{Format: metaFormat, Version: 1, SessionInfo: info, LogSize: last})
+		if (err != nil) != (werr != nil) || err == nil && string(got) != string(want) {
+			t.Fatalf("encodeMeta = %s, %v\njson.Marshal = %s, %v", got, err, want, werr)
+		}
+	})
 }
