@@ -24,6 +24,7 @@ var (
 type leaseStatements struct {
 	acquire, renew, release, current, held string
 	appendFenced, claim                    string
+	appendFencedOne                        string // of a single event
 }
 
 // leaseSQLCache holds the lease statements of each schema, made once.
@@ -43,6 +44,9 @@ func newLeaseStatements(schema string) leaseStatements {
 	sessions := pgx.Identifier{schema, "sessions"}.Sanitize()
 	events := pgx.Identifier{schema, "events"}.Sanitize()
 	token := "nextval('" + pgx.Identifier{schema, "lease_tokens"}.Sanitize() + "'::regclass)"
+	fencedTail := `
+			SELECT EXISTS (SELECT 1 FROM u), s.last_seq, s.lease_token = $12 AND s.lease_holder <> ''
+			FROM (SELECT 1) AS one LEFT JOIN ` + sessions + ` s ON s.id = $1 AND (s.expires_at IS NULL OR s.expires_at > $4)`
 	return leaseStatements{
 		// $1 id, $2 holder, $3 now, $4 expires, $5 force.
 		acquire: "UPDATE " + sessions + " SET lease_holder = $2, lease_token = " + token + ", lease_expires = $4" +
@@ -57,20 +61,8 @@ func newLeaseStatements(schema string) leaseStatements {
 		current: "SELECT lease_holder, lease_token, lease_expires FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
 		// Append's statement with the lease in the UPDATE's condition,
 		// and the lease read back to tell a lost lease from a conflict.
-		appendFenced: `WITH u AS (
-				UPDATE ` + sessions + ` SET
-					last_seq = $3, updated_at = $4, expires_at = $5,
-					steps = steps + $6::integer,
-					status = CASE WHEN $7::text = '' THEN status ELSE $7::text END,
-					first_message = CASE WHEN first_message = '' AND $8::boolean THEN $9::text ELSE first_message END
-				WHERE id = $1 AND last_seq = $2 AND ` + liveSQL("$4") + ` AND lease_token = $12 AND lease_holder <> ''
-				RETURNING id
-			), ins AS (
-				INSERT INTO ` + events + ` (session_id, seq, envelope)
-				SELECT u.id, e.seq, e.envelope FROM u, unnest($10::bigint[], $11::bytea[]) AS e(seq, envelope)
-			)
-			SELECT EXISTS (SELECT 1 FROM u), s.last_seq, s.lease_token = $12 AND s.lease_holder <> ''
-			FROM (SELECT 1) AS one LEFT JOIN ` + sessions + ` s ON s.id = $1 AND (s.expires_at IS NULL OR s.expires_at > $4)`,
+		appendFenced:    appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", false) + fencedTail,
+		appendFencedOne: appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", true) + fencedTail,
 		// $1 holder, $2 now, $3 expires, $4 statuses, $5 labels.
 		claim: `WITH c AS (
 				SELECT id FROM ` + sessions + `
@@ -251,11 +243,15 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		ok, mine *bool
 		cur      *int64
 	)
+	q, evSeqs, evEnvs := s.leaseSQL().appendFenced, any(seqs), any(envs)
+	if len(events) == 1 {
+		q, evSeqs, evEnvs = s.leaseSQL().appendFencedOne, seqs[0], envs[0]
+	}
 	for attempt := 0; ; attempt++ {
-		err := s.pool.QueryRow(ctx, s.leaseSQL().appendFenced,
+		err := s.pool.QueryRow(ctx, q,
 			id, expectSeq, expectSeq+int64(len(events)), now, nullTime(s.opts.ExpiresAt(now)),
 			d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
-			seqs, envs, token,
+			evSeqs, evEnvs, token,
 		).Scan(&ok, &cur, &mine)
 		if err != nil {
 			return fmt.Errorf("append %s: %w", id, translate(err))

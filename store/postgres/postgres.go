@@ -179,8 +179,39 @@ type statements struct {
 	sessions         string
 	create, purge    string
 	append, seqNow   string
+	appendOne        string // append of a single event
 	info, loadEvents string
 	del, sweep       string
+}
+
+// appendSQL is the part of an append's statement before its final SELECT:
+// u, the UPDATE that moves the live session row from $2 to $3 (and, with
+// fence set, only while that condition holds), and ins, the INSERT of the
+// events that runs only if u matched. Its parameters are $1 id, $2 the
+// expected seq, $3 the new last seq, $4 now, $5 the new expiry, $6 the
+// steps to add, $7 the new status (empty to keep it), $8 whether the events
+// hold a first message, $9 that message, and the events' seqs and
+// envelopes: $10 and $11 as arrays, or, with one set, as the one event's.
+func appendSQL(sessions, events, fence string, one bool) string {
+	rows := "e.seq, e.envelope FROM u, unnest($10::bigint[], $11::bytea[]) AS e(seq, envelope)"
+	if one {
+		rows = "$10::bigint, $11::bytea FROM u"
+	}
+	if fence != "" {
+		fence = " AND " + fence
+	}
+	return `WITH u AS (
+				UPDATE ` + sessions + ` SET
+					last_seq = $3, updated_at = $4, expires_at = $5,
+					steps = steps + $6::integer,
+					status = CASE WHEN $7::text = '' THEN status ELSE $7::text END,
+					first_message = CASE WHEN first_message = '' AND $8::boolean THEN $9::text ELSE first_message END
+				WHERE id = $1 AND last_seq = $2 AND ` + liveSQL("$4") + fence + `
+				RETURNING id
+			), ins AS (
+				INSERT INTO ` + events + ` (session_id, seq, envelope)
+				SELECT u.id, ` + rows + `
+			)`
 }
 
 func newStatements(schema string) statements {
@@ -197,18 +228,10 @@ func newStatements(schema string) statements {
 		// (session_id, seq) backs the check up. The last column says
 		// whether the session was there, to tell a conflict from a
 		// missing session without a second query.
-		append: `WITH u AS (
-				UPDATE ` + sessions + ` SET
-					last_seq = $3, updated_at = $4, expires_at = $5,
-					steps = steps + $6::integer,
-					status = CASE WHEN $7::text = '' THEN status ELSE $7::text END,
-					first_message = CASE WHEN first_message = '' AND $8::boolean THEN $9::text ELSE first_message END
-				WHERE id = $1 AND last_seq = $2 AND ` + liveSQL("$4") + `
-				RETURNING id
-			), ins AS (
-				INSERT INTO ` + events + ` (session_id, seq, envelope)
-				SELECT u.id, e.seq, e.envelope FROM u, unnest($10::bigint[], $11::bytea[]) AS e(seq, envelope)
-			)
+		append: appendSQL(sessions, events, "", false) + `
+			SELECT EXISTS (SELECT 1 FROM u),
+				(SELECT last_seq FROM ` + sessions + ` WHERE id = $1 AND ` + liveSQL("$4") + `)`,
+		appendOne: appendSQL(sessions, events, "", true) + `
 			SELECT EXISTS (SELECT 1 FROM u),
 				(SELECT last_seq FROM ` + sessions + ` WHERE id = $1 AND ` + liveSQL("$4") + `)`,
 		seqNow: "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),

@@ -85,10 +85,14 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		ok  bool
 		cur *int64
 	)
-	err := s.pool.QueryRow(ctx, s.sql.append,
+	q, evSeqs, evEnvs := s.sql.append, any(seqs), any(envs)
+	if len(events) == 1 {
+		q, evSeqs, evEnvs = s.sql.appendOne, seqs[0], envs[0]
+	}
+	err := s.pool.QueryRow(ctx, q,
 		id, expectSeq, last, now, nullTime(s.opts.ExpiresAt(now)),
 		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
-		seqs, envs,
+		evSeqs, evEnvs,
 	).Scan(&ok, &cur)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, translate(err))
