@@ -35,6 +35,11 @@
 //	                                appended, so a reload gives them back
 //	cairn:<ns>:sessions             sorted set: session IDs scored by their
 //	                                updated time in Unix microseconds
+//	cairn:<ns>:claimable            sorted set: the IDs of the sessions that
+//	                                are new, running or interrupted, scored
+//	                                by their created time in Unix
+//	                                microseconds, and the marker "" (-inf)
+//	                                once it is complete (single server only)
 //
 // Namespaces and IDs hold only A-Z a-z 0-9 _ -, so the braces and colons
 // are unambiguous and two namespaces never share a key.
@@ -65,9 +70,12 @@
 // than the logical one when the store's clock is the real one). Sweep
 // deletes expired sessions now and cleans the index; List purges the
 // expired sessions it meets. The index carries a TTL too, extended to the
-// latest of its sessions' expiries, so an idle namespace vanishes whole. A
-// store without a TTL that appends to a session makes it permanent again,
-// as the memory store does.
+// latest of its sessions' expiries, so an idle namespace vanishes whole.
+// The claim set's TTL is extended only when a session enters it (appends
+// that keep the status leave it alone), so it can expire before a session
+// kept alive by such appends; the next claim then rebuilds it. A store
+// without a TTL that appends to a session makes it permanent again, as the
+// memory store does.
 //
 // # The index and Redis Cluster
 //
@@ -96,6 +104,38 @@
 // as it holds more than a page of matching sessions that nothing further
 // down can precede. Filters by status and label are applied to the metas,
 // so a rare status may scan much of the index; time filters bound the scan.
+//
+// # Claims
+//
+// Store is a cairn.Claimer. On a single server, ClaimNext is one script
+// that walks the claim set oldest first, reads each session's meta, and
+// leases the first one that is live, has a status and the labels of the
+// filter, and no live lease, as Acquire does: one atomic step whose cost
+// depends on the sessions it passes over (those leased by other workers,
+// or of other labels), not on the size of the namespace. Create adds a
+// session to the claim set, Delete, Sweep and List's pruning remove it, and
+// only an append that moves the status into or out of new, running and
+// interrupted touches it; a claim drops the entries of sessions that
+// expired or whose keys Redis deleted. Filters on other statuses (or none)
+// list and acquire instead.
+//
+// The claim script builds the meta keys of the sessions it reads from
+// their IDs rather than receiving them in KEYS: Redis runs such a script on
+// a single server (it replicates the script's effects), but Redis Cluster
+// cannot, and some proxies and managed services that insist on declared
+// keys refuse it. On a *goredis.ClusterClient or *goredis.Ring there is no
+// claim set: ClaimNext lists the matching sessions, oldest first, and tries
+// Acquire on each. That is correct, since Acquire is atomic, but it is not
+// one step and its cost grows with the number of waiting sessions.
+//
+// Upgrading: sessions written by an earlier version of the store are not
+// in a claim set. A claim that finds no complete set (no marker: never
+// built, or expired with the namespace's TTL while sessions lived on)
+// builds it from the index first, in one pass. While processes of the
+// earlier version still write to the namespace, the sessions they create
+// or restart are not added: claim from those with the earlier version's
+// workers, or, once the last of them has stopped, delete
+// cairn:<ns>:claimable so that the next claim rebuilds it.
 //
 // Requires Redis 7.0 or later (EXPIRE … GT).
 package redis

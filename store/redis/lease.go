@@ -24,13 +24,37 @@ var _ cairn.Leaser = (*Store)(nil)
 // (unless the server's clock jumps back), without a key outside the slot.
 
 // leaseFence is the lease check shared by the scripts: it returns an
-// error reply, or nil when the session is live and ARGV[tok] is its token.
+// error reply, or nil and the meta's expires_at, last_seq, lease_holder,
+// lease_token and status when the session is live and ARGV[tok] is its
+// token.
 const leaseFence = `
 local function fence(now, tok)
-  local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'lease_holder', 'lease_token')
+  local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'lease_holder', 'lease_token', 'status')
   if not cur[2] or expired(cur[1], now) then return 'NOTFOUND' end
   if not cur[3] or cur[3] == '' or cur[4] ~= tok then return 'LOST' end
-  return nil
+  return nil, cur
+end
+`
+
+// leaseGrant is the lease grant shared by acquireScript and claimScript.
+const leaseGrant = `
+-- held reports whether a lease of holder h expiring at exp is live at now.
+local function held(h, exp, now)
+  return h and h ~= '' and not expired(exp, now)
+end
+
+-- grant gives the lease of the session whose meta hash is key to holder
+-- until lease_expires, and returns the new token as a decimal string: the
+-- larger of prev (the session's last token, false for none) plus one and
+-- the server's TIME in microseconds.
+local function grant(key, prev, lease_expires, holder)
+  local t = redis.call('TIME')
+  local tok = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local p = tonumber(prev or '0') or 0
+  if tok <= p then tok = p + 1 end
+  local ts = string.format('%.0f', tok)
+  redis.call('HSET', key, 'lease_holder', holder, 'lease_token', ts, 'lease_expires', lease_expires)
+  return ts
 end
 `
 
@@ -40,19 +64,13 @@ end
 //	KEYS: meta
 //	ARGV: now, lease_expires, holder, force
 //	returns {"OK", token}, {"HELD", holder, lease_expires} or {"NOTFOUND"}
-var acquireScript = goredis.NewScript(luaHelpers + `
+var acquireScript = goredis.NewScript(luaHelpers + leaseGrant + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'lease_holder', 'lease_expires', 'lease_token')
 if not cur[2] or expired(cur[1], ARGV[1]) then return {'NOTFOUND'} end
-if ARGV[4] ~= '1' and cur[3] and cur[3] ~= '' and not expired(cur[4], ARGV[1]) then
+if ARGV[4] ~= '1' and held(cur[3], cur[4], ARGV[1]) then
   return {'HELD', cur[3], cur[4]}
 end
-local t = redis.call('TIME')
-local tok = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local prev = tonumber(cur[5] or '0') or 0
-if tok <= prev then tok = prev + 1 end
-local ts = string.format('%.0f', tok)
-redis.call('HSET', KEYS[1], 'lease_holder', ARGV[3], 'lease_token', ts, 'lease_expires', ARGV[2])
-return {'OK', ts}
+return {'OK', grant(KEYS[1], cur[5], ARGV[2], ARGV[3])}
 `)
 
 // renewScript moves the lease's expiry if the token is still the session's.
@@ -86,20 +104,22 @@ const fencedAppendArgs = appendArgs + 1
 // fencedAppendScript is appendScript with the lease checked first, in the
 // same script.
 //
-//	KEYS: meta, events[, index]
+//	KEYS: meta, events[, index, claims]
 //	ARGV: appendScript's twelve, token, event...
 //	returns "OK", "NOTFOUND", "LOST" or "CONFLICT"
-var fencedAppendScript = goredis.NewScript(luaHelpers + leaseFence + `
-local bad = fence(ARGV[1], ARGV[13])
+var fencedAppendScript = goredis.NewScript(luaHelpers + claimHelpers + leaseFence + `
+local bad, cur = fence(ARGV[1], ARGV[13])
 if bad then return bad end
-local cur = redis.call('HGET', KEYS[1], 'last_seq')
-if tonumber(cur) ~= tonumber(ARGV[4]) then return 'CONFLICT' end
+if tonumber(cur[2]) ~= tonumber(ARGV[4]) then return 'CONFLICT' end
 for i = 14, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
 redis.call('HSET', KEYS[1], 'last_seq', ARGV[5], 'updated_at', ARGV[10], 'expires_at', ARGV[2])
 if ARGV[6] ~= '0' then redis.call('HINCRBY', KEYS[1], 'steps', ARGV[6]) end
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
+if ARGV[7] ~= '' and ARGV[7] ~= cur[5] then
+  redis.call('HSET', KEYS[1], 'status', ARGV[7])
+  if KEYS[4] then reclaim(cur[5], ARGV[7], ARGV[11], ARGV[3]) end
+end
 if ARGV[8] == '1' then
   local first = redis.call('HGET', KEYS[1], 'first_message')
   if not first or first == '' then redis.call('HSET', KEYS[1], 'first_message', ARGV[9]) end

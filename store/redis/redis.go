@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,8 +35,11 @@ type Store struct {
 	split  bool // the index lives in another slot: updated after the scripts
 	prefix string
 	index  string
+	claims string // the claimable sessions, oldest first (see claim.go)
 	ttl    string // the TTL in whole seconds, rounded up, for EXPIRE; "0": none
 	closed atomic.Bool
+
+	rebuildMu sync.Mutex // one rebuild of the claim set at a time
 }
 
 var (
@@ -75,6 +79,7 @@ func newStore(client goredis.UniversalClient, opts cairn.StoreOptions, split boo
 		split:  split,
 		prefix: prefix,
 		index:  prefix + "sessions",
+		claims: prefix + "claimable",
 		ttl:    strconv.FormatInt(ttl, 10),
 	}, nil
 }
@@ -164,12 +169,12 @@ func (s *Store) metaKey(id string) string   { return s.prefix + s.tag(id) + ":me
 func (s *Store) eventsKey(id string) string { return s.prefix + s.tag(id) + ":events" }
 
 // scriptKeys returns the KEYS of a session's scripts: its meta and events,
-// and the namespace index unless the store is split.
+// and the namespace index and claim set unless the store is split.
 func (s *Store) scriptKeys(id string) []string {
 	if s.split {
 		return []string{s.metaKey(id), s.eventsKey(id)}
 	}
-	return []string{s.metaKey(id), s.eventsKey(id), s.index}
+	return []string{s.metaKey(id), s.eventsKey(id), s.index, s.claims}
 }
 
 // now returns the store's clock in UTC.

@@ -4,8 +4,9 @@ import goredis "github.com/redis/go-redis/v9"
 
 // The Lua scripts below run atomically inside Redis. Each takes the keys of
 // one session (meta hash, events list) and, when the store is not split,
-// the namespace index as a third key; a split store (Cluster, Ring) passes
-// two keys and updates the index itself with indexScript.
+// the namespace index and the claim set as third and fourth keys; a split
+// store (Cluster, Ring) passes two keys, updates the index itself with
+// indexScript and keeps no claim set (see claim.go).
 //
 // Times reach the scripts as decimal strings of Unix nanoseconds from the
 // store's clock, never Redis's own. Lua numbers are doubles, which cannot
@@ -52,10 +53,56 @@ local function index(idx, score, id, ttl, gt)
 end
 `
 
-// createScript makes a session unless a live one holds the ID.
+// claimHelpers is prepended to the scripts that keep the claim set (KEYS[4]
+// when the store is not split) in step with a session's status.
+const claimHelpers = `
+-- claimable reports whether a session of status st may be claimed: it is
+-- new, running or interrupted.
+local function claimable(st)
+  return st == 'new' or st == 'running' or st == 'interrupted'
+end
+
+-- micros turns an RFC 3339 UTC time as formatTime writes it into Unix
+-- microseconds, rounded down, as a decimal string: a session's score in
+-- the claim set. A time it cannot read scores "0", so that the session is
+-- claimed early rather than never.
+local function micros(t)
+  local y, mo, d, h, mi, s, f = string.match(t or '', '^(%d+)-(%d%d)-(%d%d)T(%d%d):(%d%d):(%d%d)%.?(%d*)Z$')
+  if not y then return '0' end
+  y, mo = tonumber(y), tonumber(mo)
+  if mo <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
+  local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+  local secs = ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60 + tonumber(s)
+  return string.format('%.0f', secs * 1000000 + tonumber(string.sub(f .. '000000', 1, 6)))
+end
+
+-- reclaim follows a change of the session's status from old to new in the
+-- claim set: it adds the session (scored by its creation time) when it
+-- becomes claimable and removes it when it stops being so. Changes between
+-- two claimable statuses (new to running, running to interrupted) touch
+-- nothing.
+local function reclaim(old, new, id, ttl)
+  local was, is = claimable(old), claimable(new)
+  if was == is then return end
+  if is then
+    index(KEYS[4], micros(redis.call('HGET', KEYS[1], 'created_at')), id, ttl, '0')
+  else
+    redis.call('ZREM', KEYS[4], id)
+  end
+end
+`
+
+// createScript makes a session unless a live one holds the ID, and adds it
+// to the claim set, scored by its creation time (a new session is
+// claimable). The first session of a namespace (no index yet) also marks
+// the claim set complete: there is no other session it could miss.
 //
-//	KEYS: meta, events[, index]
-//	ARGV: now, expires_at, ttl, id, score, created_at, updated_at, labels
+//	KEYS: meta, events[, index, claims]
+//	ARGV: now, expires_at, ttl, id, score, created_at, updated_at, labels,
+//	      created_score
 //	returns "OK" or "EXISTS"
 var createScript = goredis.NewScript(luaHelpers + `
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -68,6 +115,10 @@ redis.call('HSET', KEYS[1],
   'status', 'new', 'steps', 0, 'first_message', '', 'labels', ARGV[8],
   'last_seq', 0)
 touch(ARGV[3])
+if KEYS[4] then
+  if redis.call('EXISTS', KEYS[3]) == 0 then index(KEYS[4], '-inf', '', ARGV[3], '0') end
+  index(KEYS[4], ARGV[9], ARGV[4], ARGV[3], '0')
+end
 if KEYS[3] then index(KEYS[3], ARGV[5], ARGV[4], ARGV[3], '0') end
 return 'OK'
 `)
@@ -77,9 +128,11 @@ return 'OK'
 const appendArgs = 12
 
 // appendScript appends events if the session is live and its last seq is
-// the expected one, and applies the events' summary to the meta.
+// the expected one, and applies the events' summary to the meta. Only an
+// append that changes the status between claimable and not touches the
+// claim set.
 //
-//	KEYS: meta, events[, index]
+//	KEYS: meta, events[, index, claims]
 //	ARGV: now, expires_at, ttl, expect_seq, new_last_seq, steps_delta,
 //	      status ("" unchanged), has_message ("1"/"0"), first_message,
 //	      updated_at, id, score, event...
@@ -88,8 +141,8 @@ const appendArgs = 12
 // An append that finds exactly its own events already at its positions is
 // the client's retry of an append whose reply was lost (go-redis sends a
 // command again after a network error): it returns "OK", not "CONFLICT".
-var appendScript = goredis.NewScript(luaHelpers + `
-local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq')
+var appendScript = goredis.NewScript(luaHelpers + claimHelpers + `
+local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
   if tonumber(cur[2]) ~= tonumber(ARGV[5]) then return 'CONFLICT' end
@@ -105,7 +158,10 @@ for i = 13, #ARGV, 500 do
 end
 redis.call('HSET', KEYS[1], 'last_seq', ARGV[5], 'updated_at', ARGV[10], 'expires_at', ARGV[2])
 if ARGV[6] ~= '0' then redis.call('HINCRBY', KEYS[1], 'steps', ARGV[6]) end
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
+if ARGV[7] ~= '' and ARGV[7] ~= cur[3] then
+  redis.call('HSET', KEYS[1], 'status', ARGV[7])
+  if KEYS[4] then reclaim(cur[3], ARGV[7], ARGV[11], ARGV[3]) end
+end
 if ARGV[8] == '1' then
   local first = redis.call('HGET', KEYS[1], 'first_message')
   if not first or first == '' then redis.call('HSET', KEYS[1], 'first_message', ARGV[9]) end
@@ -115,23 +171,27 @@ if KEYS[3] then index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0') end
 return 'OK'
 `)
 
-// removeScript deletes a session's keys and its index entry. With
-// only_expired "1" it leaves a live session alone (Sweep, List's pruning).
+// removeScript deletes a session's keys, its index entry and its claim set
+// entry. With only_expired "1" it leaves a live session alone (Sweep,
+// List's pruning).
 //
-//	KEYS: meta, events[, index]
+//	KEYS: meta, events[, index, claims]
 //	ARGV: now, id, only_expired
 //	returns "DELETED" (it was live), "EXPIRED" (deleted, it had expired),
 //	"MISSING" (no such session) or "LIVE" (kept, only_expired)
 var removeScript = goredis.NewScript(luaHelpers + `
+local function unindex()
+  for i = 3, #KEYS do redis.call('ZREM', KEYS[i], ARGV[2]) end
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('DEL', KEYS[2])
-  if KEYS[3] then redis.call('ZREM', KEYS[3], ARGV[2]) end
+  unindex()
   return 'MISSING'
 end
 local gone = expired(redis.call('HGET', KEYS[1], 'expires_at'), ARGV[1])
 if ARGV[3] == '1' and not gone then return 'LIVE' end
 redis.call('DEL', KEYS[1], KEYS[2])
-if KEYS[3] then redis.call('ZREM', KEYS[3], ARGV[2]) end
+unindex()
 if gone then return 'EXPIRED' end
 return 'DELETED'
 `)

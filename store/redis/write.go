@@ -12,7 +12,8 @@ import (
 
 // Create implements cairn.Store. One script checks that no live session
 // holds the ID, clears what an expired one left behind, writes the meta,
-// sets its TTL and (unless the store is split) adds it to the index.
+// sets its TTL and (unless the store is split) adds it to the index and to
+// the claim set.
 func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 	if err := s.check(); err != nil {
 		return err
@@ -35,7 +36,7 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 	}
 	res, err := createScript.Run(ctx, s.client, s.scriptKeys(meta.ID),
 		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl, meta.ID, score(now),
-		formatTime(created.UTC()), formatTime(now), lj).Text()
+		formatTime(created.UTC()), formatTime(now), lj, score(created)).Text()
 	if err != nil {
 		return fmt.Errorf("create %s: %w", meta.ID, err)
 	}

@@ -1,0 +1,288 @@
+package redis
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/cairnhq/cairn"
+)
+
+var _ cairn.Claimer = (*Store)(nil)
+
+// Claims on a single server use the claim set, cairn:<ns>:claimable: a
+// sorted set of the sessions whose status is new, running or interrupted,
+// scored by their creation time in Unix microseconds, so that its order is
+// the order of ClaimNext (oldest first, then by ID). The scripts keep it in
+// step in the same atomic step as the session: createScript adds, an
+// append that moves the status into or out of those three adds or removes
+// (other appends do not touch it), removeScript removes. Entries of
+// sessions that expired, or whose keys Redis deleted on their TTL, are
+// dropped by the claim that meets them.
+//
+// The member "" (score -inf) marks the set as complete. A set without it
+// was never built (its sessions were written by a version of the store
+// without claim sets), or expired with the namespace's TTL and was made
+// again by a later write: the claim script answers "REBUILD" and the
+// store fills the set from the namespace index (every live claimable
+// session) before it adds the marker.
+//
+// claimScript reaches each session's meta through a key it builds from the
+// ID it reads in the set, not one passed in KEYS. Redis allows that on a
+// single server, to a script without a shebang line, and replicates the
+// script's effects (Redis 7 always does), so replicas and the AOF see
+// plain writes of the keys it touched; Redis Cluster refuses it, and some
+// proxies and managed services that enforce declared keys refuse it too.
+// A split store (Cluster, Ring) keeps no claim set and claims by listing.
+
+// claimBudget is how many entries of the claim set one run of claimScript
+// reads before it hands back where it stopped, so that a long walk (many
+// claimable sessions the filter leaves out) never blocks the server for
+// long: the store runs it again from there.
+const claimBudget = 256
+
+// claimScript takes the lease of the first session of the claim set, from
+// after on, that is live, has a status of the filter, carries the
+// filter's labels and has no live lease, exactly as acquireScript does. It
+// removes entries of sessions that are gone, expired or not claimable.
+//
+//	KEYS: claims
+//	ARGV: now, lease_expires, holder, meta key prefix, meta key suffix,
+//	      after (a member, "" from the start), after_score, budget,
+//	      n_status, status... (n_status of them), label key, value...
+//	returns {"OK", id, token}, {"NONE"}, {"MORE", last member, its score}
+//	(budget entries read, none taken) or {"REBUILD"} (no marker)
+//
+// A session's meta key is the prefix, its ID and the suffix. The walk goes
+// on from after's rank, or, if after was removed since, from the first
+// entry of its score.
+var claimScript = goredis.NewScript(luaHelpers + claimHelpers + leaseGrant + `
+local set, now = KEYS[1], ARGV[1]
+if not redis.call('ZSCORE', set, '') then return {'REBUILD'} end
+local want, labels, nlab = {}, {}, 0
+local nst = tonumber(ARGV[9])
+for i = 10, 9 + nst do want[ARGV[i]] = true end
+for i = 10 + nst, #ARGV - 1, 2 do
+  labels[ARGV[i]] = ARGV[i + 1]
+  nlab = nlab + 1
+end
+local function matches(raw)
+  if nlab == 0 then return true end
+  local ok, got = pcall(cjson.decode, raw or '')
+  if not ok or type(got) ~= 'table' then return false end
+  for k, v in pairs(labels) do
+    if got[k] ~= v then return false end
+  end
+  return true
+end
+local start = 1
+if ARGV[6] ~= '' then
+  local r = redis.call('ZRANK', set, ARGV[6])
+  if r then start = r + 1 else start = redis.call('ZCOUNT', set, '-inf', '(' .. ARGV[7]) end
+end
+local budget = tonumber(ARGV[8])
+local last, score = ARGV[6], ARGV[7]
+while budget > 0 do
+  local batch = redis.call('ZRANGE', set, start, start + 15, 'WITHSCORES')
+  if #batch == 0 then return {'NONE'} end
+  local dropped = 0
+  for i = 1, #batch, 2 do
+    local id = batch[i]
+    if id ~= '' then
+      budget = budget - 1
+      local key = ARGV[4] .. id .. ARGV[5]
+      local cur = redis.call('HMGET', key, 'expires_at', 'last_seq', 'status', 'labels',
+        'lease_holder', 'lease_expires', 'lease_token')
+      if not cur[2] or expired(cur[1], now) or not claimable(cur[3]) then
+        redis.call('ZREM', set, id)
+        dropped = dropped + 1
+      elseif want[cur[3]] and not held(cur[5], cur[6], now) and matches(cur[4]) then
+        return {'OK', id, grant(key, cur[7], ARGV[2], ARGV[3])}
+      end
+    end
+    last, score = id, batch[i + 1]
+  end
+  start = start + #batch / 2 - dropped
+end
+return {'MORE', last, score}
+`)
+
+// enrollScript adds a session to the claim set if it is live and
+// claimable, scored by its created_at: the rebuild of the set.
+//
+//	KEYS: meta, claims
+//	ARGV: now, id, ttl
+//	returns 1 (added) or 0
+var enrollScript = goredis.NewScript(luaHelpers + claimHelpers + `
+local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status', 'created_at')
+if not cur[2] or expired(cur[1], ARGV[1]) or not claimable(cur[3]) then return 0 end
+index(KEYS[2], micros(cur[4]), ARGV[2], ARGV[3], '0')
+return 1
+`)
+
+// ClaimNext implements cairn.Claimer.
+//
+// On a single server it is one atomic step: claimScript walks the claim
+// set oldest first and leases the first session that matches, in the
+// server, without reading the namespace's other sessions. Only when many
+// claimable sessions in front fail the filter (other labels) does one
+// claim take several runs of the script, each atomic, each going on where
+// the last stopped. The first claim in a namespace whose sessions were
+// written without a claim set builds it from the index first (one pass).
+//
+// The claim set holds the statuses a worker takes (new, running,
+// interrupted). A filter with another status, or none, and every claim of
+// a split store (Redis Cluster, Ring, where a script cannot reach sessions
+// in other slots) fall back to listing the matching sessions, oldest
+// first, and trying Acquire on each: correct, since Acquire is atomic, but
+// not one step, and its cost grows with the number of matching sessions.
+//
+// Only the filter's Status and Labels count; time bounds and paging are
+// ignored.
+func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
+	if err := s.check(); err != nil {
+		return cairn.Lease{}, err
+	}
+	if err := cairn.CheckLease("claim", holder, ttl); err != nil {
+		return cairn.Lease{}, err
+	}
+	if s.split || !claimSetServes(filter.Status) {
+		return s.claimByList(ctx, holder, ttl, filter)
+	}
+	args := []any{"", "", holder, s.prefix + "{" + s.opts.Namespace + ":", "}:meta", "", "", claimBudget, len(filter.Status)}
+	for _, st := range filter.Status {
+		args = append(args, string(st))
+	}
+	for k, v := range filter.Labels {
+		args = append(args, k, v)
+	}
+	for rebuilds := 0; ; {
+		if err := ctx.Err(); err != nil {
+			return cairn.Lease{}, fmt.Errorf("claim in namespace %s: %w", s.opts.Namespace, err)
+		}
+		now := s.now()
+		exp := now.Add(ttl)
+		args[0], args[1] = nanos(now), nanos(exp)
+		res, err := claimScript.Run(ctx, s.client, []string{s.claims}, args...).StringSlice()
+		if err != nil {
+			return cairn.Lease{}, fmt.Errorf("claim in namespace %s: %w", s.opts.Namespace, err)
+		}
+		switch {
+		case len(res) == 3 && res[0] == replyOK:
+			tok, err := strconv.ParseInt(res[2], 10, 64)
+			if err != nil {
+				return cairn.Lease{}, fmt.Errorf("claim %s: token %q: %w", res[1], res[2], err)
+			}
+			return cairn.Lease{Session: res[1], Holder: holder, Token: tok, Expires: exp}, nil
+		case len(res) == 1 && res[0] == "NONE":
+			return cairn.Lease{}, fmt.Errorf("claim in namespace %s: %w", s.opts.Namespace, cairn.ErrNotFound)
+		case len(res) == 3 && res[0] == "MORE":
+			args[5], args[6] = res[1], res[2]
+		case len(res) == 1 && res[0] == "REBUILD" && rebuilds < 3:
+			rebuilds++
+			if err := s.rebuildClaims(ctx); err != nil {
+				return cairn.Lease{}, fmt.Errorf("claim in namespace %s: rebuild the claim set: %w", s.opts.Namespace, err)
+			}
+			args[5], args[6] = "", ""
+		default:
+			return cairn.Lease{}, fmt.Errorf("claim in namespace %s: unexpected script reply %q", s.opts.Namespace, res)
+		}
+	}
+}
+
+// claimSetServes reports whether the claim set holds every session a
+// filter on statuses can match: the filter names statuses, and only new,
+// running or interrupted.
+func claimSetServes(statuses []cairn.Status) bool {
+	if len(statuses) == 0 {
+		return false
+	}
+	for _, st := range statuses {
+		switch st {
+		case cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// rebuildClaims fills the claim set from the namespace index (exact on a
+// single server): every live session with a claimable status, then the
+// marker that says the set is complete. Writes that run meanwhile keep the
+// set in step themselves, so a session is never left out. Concurrent
+// rebuilds in several processes do the same work twice, harmlessly; within
+// a store, one waits for the other.
+func (s *Store) rebuildClaims(ctx context.Context) error {
+	s.rebuildMu.Lock()
+	defer s.rebuildMu.Unlock()
+	switch err := s.client.ZScore(ctx, s.claims, "").Err(); {
+	case err == nil:
+		return nil // built meanwhile
+	case !errors.Is(err, goredis.Nil):
+		return err
+	}
+	if err := enrollScript.Load(ctx, s.client).Err(); err != nil {
+		return err
+	}
+	now := nanos(s.now())
+	var cursor uint64
+	for {
+		kv, next, err := s.client.ZScan(ctx, s.index, cursor, "", 500).Result()
+		if err != nil {
+			return fmt.Errorf("scan %s: %w", s.index, err)
+		}
+		_, err = s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i := 0; i+1 < len(kv); i += 2 {
+				enrollScript.EvalSha(ctx, p, []string{s.metaKey(kv[i]), s.claims}, now, kv[i], s.ttl)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	return indexScript.Run(ctx, s.client, []string{s.claims}, "-inf", "", s.ttl, "0").Err()
+}
+
+// claimByList is ClaimNext without the claim set: it lists every session
+// that matches the filter's statuses and labels, and tries Acquire on
+// each, oldest first, until one succeeds.
+func (s *Store) claimByList(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
+	opts := cairn.ListOptions{Status: filter.Status, Labels: filter.Labels, Limit: 1000}
+	var infos []cairn.SessionInfo
+	for {
+		page, err := s.List(ctx, opts)
+		if err != nil {
+			return cairn.Lease{}, fmt.Errorf("claim in namespace %s: %w", s.opts.Namespace, err)
+		}
+		infos = append(infos, page.Sessions...)
+		if page.Next == "" {
+			break
+		}
+		opts.Cursor = page.Next
+	}
+	slices.SortFunc(infos, func(a, b cairn.SessionInfo) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	for _, info := range infos {
+		lease, err := s.Acquire(ctx, info.ID, holder, ttl)
+		switch {
+		case err == nil:
+			return lease, nil
+		case !errors.Is(err, cairn.ErrLeaseHeld) && !errors.Is(err, cairn.ErrNotFound):
+			return cairn.Lease{}, fmt.Errorf("claim in namespace %s: %w", s.opts.Namespace, err)
+		}
+	}
+	return cairn.Lease{}, fmt.Errorf("claim in namespace %s: %w", s.opts.Namespace, cairn.ErrNotFound)
+}
