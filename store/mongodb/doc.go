@@ -28,9 +28,10 @@
 //     last_seq, the SessionInfo fields (status, steps, first_message, labels
 //     as JSON pairs ["key","value"]), created/updated/expiry times as Unix
 //     nanoseconds (created_ns, updated_ns, expires_ns) beside BSON dates for
-//     people (created_at, updated_at, expires_at), and fence. An index on
-//     (updated_ns desc, _id desc) serves List, whose filters and cursor are
-//     all part of the query.
+//     people (created_at, updated_at, expires_at), fence, and once leased
+//     lease_token and lease_expires_ns. An index on (updated_ns desc, _id
+//     desc) serves List, whose filters and cursor are all part of the
+//     query; one on (status, created_ns, _id) serves ClaimNext.
 //   - NS.events: one document per event, {session, seq, token, written_at,
 //     event}, event being the event's JSON envelope as bytes (so a reload
 //     gives back the same bytes). A unique index on (session, seq) lets only
@@ -110,6 +111,22 @@
 // (`cairn sessions gc`) from time to time there too. FerretDB refuses TTL
 // indexes (NotImplemented); the store carries on and relies on the read
 // filter and Sweep. NativeExpiry reports which case holds.
+//
+// # Claims
+//
+// Store is a cairn.Claimer, but its ClaimNext is not one atomic step:
+// FerretDB does not apply an update's filter atomically with the write, so
+// an exclusive claim can only rest on a unique insert, which is what
+// Acquire does (see lease.go). ClaimNext queries the oldest few sessions
+// that match the filter and, by the session document's lease_expires_ns
+// hint, have no live lease, then tries Acquire on each in turn. A
+// candidate another claimer took first is passed over; if every candidate
+// was, it queries again without them, a bounded number of times. Safe,
+// since of many racing Acquires exactly one succeeds; a claim costs one
+// query plus the Acquire, whatever the size of the namespace on MongoDB
+// (FerretDB hands PostgreSQL only equality filters, here a single status
+// or a single label, and sorts in the server: there the query reads every
+// session of that label or status).
 //
 // # Write concern
 //

@@ -34,6 +34,14 @@ var _ cairn.Leaser = (*Store)(nil)
 // (the compare-and-set of the session document) also requires lease_token
 // to be the caller's: on MongoDB, where that update is atomic, a holder
 // that was taken over can never commit.
+//
+// The session document also carries lease_expires_ns, a hint for
+// ClaimNext's query: the expiry of the lease that lease_token names (0
+// once released). Acquire and Takeover set it, Renew and Release update it
+// only while lease_token is still theirs. It is never what decides who
+// holds a lease (the lease documents are): a stale hint makes a claim try
+// a held session (Acquire refuses it) or pass over a free one until the
+// expiry it names.
 
 // leaseDoc is one generation of a session's lease.
 type leaseDoc struct {
@@ -111,9 +119,10 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 		if err != nil {
 			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
 		}
-		res, err := s.sessions.UpdateOne(ctx, liveFilter(id, now), bson.D{{Key: "$max", Value: bson.D{
-			{Key: "lease_token", Value: tok}, {Key: "fence", Value: time.Now().UnixNano()},
-		}}})
+		res, err := s.sessions.UpdateOne(ctx, liveFilter(id, now), bson.D{
+			{Key: "$max", Value: bson.D{{Key: "lease_token", Value: tok}, {Key: "fence", Value: time.Now().UnixNano()}}},
+			{Key: "$set", Value: bson.D{{Key: "lease_expires_ns", Value: exp.UnixNano()}}},
+		})
 		if err == nil && res.MatchedCount == 0 {
 			err = cairn.ErrNotFound
 		}
@@ -160,8 +169,19 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 	if _, err := s.mine(ctx, id, lease); err != nil {
 		return cairn.Lease{}, fmt.Errorf("renew %s: %w", id, err)
 	}
+	if err := s.hintLease(ctx, id, lease.Token, exp.UnixNano()); err != nil {
+		return cairn.Lease{}, fmt.Errorf("renew %s: lease_expires_ns: %w", id, err)
+	}
 	lease.Expires = exp
 	return lease, nil
+}
+
+// hintLease sets the session document's lease_expires_ns, if lease_token
+// is still tok.
+func (s *Store) hintLease(ctx context.Context, id string, tok, expires int64) error {
+	_, err := s.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "lease_token", Value: tok}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "lease_expires_ns", Value: expires}}}})
+	return err
 }
 
 // Release implements cairn.Leaser.
@@ -180,6 +200,9 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
 	if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "released", Value: true}}}}); err != nil {
 		return fmt.Errorf("release %s: %w", id, err)
+	}
+	if err := s.hintLease(ctx, id, lease.Token, 0); err != nil {
+		return fmt.Errorf("release %s: released, but claims may pass over the session until the lease's expiry: %w", id, err)
 	}
 	return nil
 }

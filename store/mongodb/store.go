@@ -126,7 +126,9 @@ func databaseName(uri string) (string, error) {
 	return name, nil
 }
 
-// ensureIndexes creates the indexes the store relies on. A TTL index on
+// ensureIndexes creates the indexes the store relies on: (session, seq)
+// unique on the events, (updated_ns desc, _id desc) for List and (status,
+// created_ns, _id) for ClaimNext on the sessions. A TTL index on
 // the sessions' expires_at is attempted; a server that refuses it (such as
 // FerretDB) leaves expiry to read filters and Sweep.
 func (s *Store) ensureIndexes(ctx context.Context) error {
@@ -140,6 +142,13 @@ func (s *Store) ensureIndexes(ctx context.Context) error {
 	_, err = s.sessions.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys:    bson.D{{Key: "updated_ns", Value: -1}, {Key: "_id", Value: -1}},
 		Options: options.Index().SetName("updated_id"),
+	})
+	if err != nil {
+		return fmt.Errorf("create index on %s: %w", s.sessions.Name(), err)
+	}
+	_, err = s.sessions.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{Key: "status", Value: 1}, {Key: "created_ns", Value: 1}, {Key: "_id", Value: 1}},
+		Options: options.Index().SetName("status_created_id"),
 	})
 	if err != nil {
 		return fmt.Errorf("create index on %s: %w", s.sessions.Name(), err)

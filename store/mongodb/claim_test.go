@@ -1,0 +1,201 @@
+package mongodb_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/mongodb"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+// queue is the label of the sessions the claim tests take, and workerFilter
+// the filter cairn worker claims with.
+var (
+	queue        = map[string]string{"queue": "q"}
+	workerFilter = cairn.ListOptions{
+		Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted},
+		Labels: queue,
+	}
+)
+
+// createQueued creates session id with labels, created at the given time
+// (the store's now when zero).
+func createQueued(t *testing.T, s cairn.Store, id string, labels map[string]string, at time.Time) {
+	t.Helper()
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id, Labels: labels, CreatedAt: at}); err != nil {
+		t.Fatalf("Create(%s): %v", id, err)
+	}
+}
+
+// claimAll claims with filter until ErrNotFound and returns the sessions
+// in the order claimed.
+func claimAll(t *testing.T, s *mongodb.Store, filter cairn.ListOptions) []string {
+	t.Helper()
+	var got []string
+	for range 1000 {
+		lease, err := s.ClaimNext(t.Context(), "w", time.Minute, filter)
+		if errors.Is(err, cairn.ErrNotFound) {
+			return got
+		}
+		if err != nil {
+			t.Fatalf("ClaimNext after %v: %v", got, err)
+		}
+		if lease.Holder != "w" || lease.Token <= 0 {
+			t.Fatalf("ClaimNext = %+v", lease)
+		}
+		got = append(got, lease.Session)
+	}
+	t.Fatal("ClaimNext never ran out")
+	return nil
+}
+
+// TestStore_ClaimOldestFirst checks that claims go by creation time (as
+// given to Create, not the order of the Creates), then by ID, and leave
+// out other statuses and labels.
+func TestStore_ClaimOldestFirst(t *testing.T) {
+	clock := storetest.NewClock()
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace(), Now: clock.Now})
+	t0 := clock.Now()
+	createQueued(t, s, "third", queue, t0.Add(2*time.Second))
+	createQueued(t, s, "first-b", queue, t0)
+	createQueued(t, s, "first-a", queue, t0)
+	createQueued(t, s, "second", queue, t0.Add(time.Second))
+	createQueued(t, s, "other", map[string]string{"queue": "other"}, t0.Add(-time.Hour))
+	createQueued(t, s, "done", queue, t0.Add(-time.Hour))
+	if err := s.Append(t.Context(), "done", 0, storetest.UserTurn(0, "r", "hi")...); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"first-a", "first-b", "second", "third"}
+	if got := claimAll(t, s, workerFilter); !slices.Equal(got, want) {
+		t.Errorf("claimed %v, want %v", got, want)
+	}
+}
+
+// TestStore_ClaimSkipsLeased checks that a claim passes over sessions with
+// a live lease, takes a released one at once, and is not misled by a
+// lease hint that says free while a lease is live.
+func TestStore_ClaimSkipsLeased(t *testing.T) {
+	clock := storetest.NewClock()
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace(), Now: clock.Now})
+	for _, id := range []string{"a", "b", "c", "d"} {
+		createQueued(t, s, id, queue, time.Time{})
+		clock.Advance(time.Second)
+	}
+	held, err := s.Acquire(t.Context(), "a", "other", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(t.Context(), "b", "other", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// A stale hint on b: its lease is live, the hint says none.
+	sessions, _ := s.Collections()
+	if _, err := client(t).Collection(sessions).UpdateOne(t.Context(), bson.D{{Key: "_id", Value: "b"}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "lease_expires_ns", Value: 0}}}}); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := s.ClaimNext(t.Context(), "w", time.Minute, workerFilter)
+	if err != nil || lease.Session != "c" {
+		t.Fatalf("ClaimNext = %+v, %v; want c", lease, err)
+	}
+	if err := s.Release(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"a", "d"}) {
+		t.Errorf("after a's release: claimed %v, want [a d]", got)
+	}
+	clock.Advance(2 * time.Hour) // every lease expired
+	if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Errorf("after every lease expired: claimed %v, want [a b c d]", got)
+	}
+}
+
+// TestStore_ClaimConcurrent runs 16 claimers on two stores at once and
+// checks that every session is claimed exactly once.
+func TestStore_ClaimConcurrent(t *testing.T) {
+	const sessions, claimers = 40, 16
+	ns := newNamespace()
+	stores := []*mongodb.Store{
+		openStore(t, cairn.StoreOptions{Namespace: ns}),
+		openStore(t, cairn.StoreOptions{Namespace: ns}),
+	}
+	for i := range sessions {
+		createQueued(t, stores[0], fmt.Sprintf("s%02d", i), queue, time.Time{})
+	}
+	var (
+		mu   sync.Mutex
+		got  = map[string]int{}
+		wg   sync.WaitGroup
+		errs = make(chan error, claimers)
+	)
+	start := make(chan struct{})
+	for i := range claimers {
+		wg.Go(func() {
+			<-start
+			s := stores[i%len(stores)]
+			for {
+				lease, err := s.ClaimNext(t.Context(), "w"+strconv.Itoa(i), time.Minute, workerFilter)
+				if errors.Is(err, cairn.ErrNotFound) {
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				got[lease.Session]++
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(got) != sessions {
+		t.Errorf("%d sessions claimed, want %d", len(got), sessions)
+	}
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("session %s claimed %d times", id, n)
+		}
+	}
+}
+
+// TestStore_ClaimIndex checks that the index ClaimNext's query sorts and
+// filters by exists.
+func TestStore_ClaimIndex(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	sessions, _ := s.Collections()
+	specs, err := client(t).Collection(sessions).Indexes().ListSpecifications(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range specs {
+		if sp.Name == "status_created_id" {
+			var keys bson.D
+			if err := bson.Unmarshal(sp.KeysDocument, &keys); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, k := range keys {
+				names = append(names, k.Key)
+			}
+			if !slices.Equal(names, []string{"status", "created_ns", "_id"}) {
+				t.Errorf("index status_created_id on %v, want status, created_ns, _id", names)
+			}
+			return
+		}
+	}
+	t.Errorf("no index status_created_id on %s", sessions)
+}
