@@ -80,8 +80,9 @@ func TestStore_ClaimOldestFirst(t *testing.T) {
 }
 
 // TestStore_ClaimSkipsLeased checks that a claim passes over sessions with
-// a live lease, takes a released one at once, and is not misled by a
-// lease hint that says free while a lease is live.
+// a live lease, takes one whose run was interrupted and its lease released
+// at once, and is not misled by a lease hint that says free while a lease
+// is live.
 func TestStore_ClaimSkipsLeased(t *testing.T) {
 	clock := storetest.NewClock()
 	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace(), Now: clock.Now})
@@ -106,11 +107,17 @@ func TestStore_ClaimSkipsLeased(t *testing.T) {
 	if err != nil || lease.Session != "c" {
 		t.Fatalf("ClaimNext = %+v, %v; want c", lease, err)
 	}
+	stop := storetest.Number(0,
+		cairn.MustEvent(cairn.KindRunStarted, "r", cairn.RunStarted{RunID: "r", Agent: "tester", Model: "offline"}),
+		cairn.MustEvent(cairn.KindRunInterrupted, "r", cairn.RunInterrupted{Reason: cairn.InterruptShutdown}))
+	if err := s.AppendFenced(t.Context(), "a", held, 0, stop...); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Release(t.Context(), held); err != nil {
 		t.Fatal(err)
 	}
 	if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"a", "d"}) {
-		t.Errorf("after a's release: claimed %v, want [a d]", got)
+		t.Errorf("after a's run was interrupted and its lease released: claimed %v, want [a d]", got)
 	}
 	clock.Advance(2 * time.Hour) // every lease expired
 	if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"a", "b", "c", "d"}) {

@@ -36,12 +36,17 @@ var _ cairn.Leaser = (*Store)(nil)
 // that was taken over can never commit.
 //
 // The session document also carries lease_expires_ns, a hint for
-// ClaimNext's query: the expiry of the lease that lease_token names (0
-// once released). Acquire and Takeover set it, Renew and Release update it
-// only while lease_token is still theirs. It is never what decides who
-// holds a lease (the lease documents are): a stale hint makes a claim try
-// a held session (Acquire refuses it) or pass over a free one until the
-// expiry it names.
+// ClaimNext's query: when the session's lease is thought to expire.
+// Acquire and Takeover set it in the update that records their token, and
+// a fenced append's commit sets it to the caller's lease's expiry, or to 0
+// when its events end the run (the holder releases next). Renew and
+// Release leave it alone: they would be one more write to the session
+// document, and FerretDB applies an update as a read and a later write of
+// the whole document, so a write racing a commit can undo the commit. The
+// hint never decides who holds a lease (the lease documents do): a stale
+// one makes a claim try a held session, which Acquire refuses, or pass
+// over a released one until the expiry it names (a lease released without
+// ending its run, at most one lease TTL).
 
 // leaseDoc is one generation of a session's lease.
 type leaseDoc struct {
@@ -169,19 +174,8 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 	if _, err := s.mine(ctx, id, lease); err != nil {
 		return cairn.Lease{}, fmt.Errorf("renew %s: %w", id, err)
 	}
-	if err := s.hintLease(ctx, id, lease.Token, exp.UnixNano()); err != nil {
-		return cairn.Lease{}, fmt.Errorf("renew %s: lease_expires_ns: %w", id, err)
-	}
 	lease.Expires = exp
 	return lease, nil
-}
-
-// hintLease sets the session document's lease_expires_ns, if lease_token
-// is still tok.
-func (s *Store) hintLease(ctx context.Context, id string, tok, expires int64) error {
-	_, err := s.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "lease_token", Value: tok}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "lease_expires_ns", Value: expires}}}})
-	return err
 }
 
 // Release implements cairn.Leaser.
@@ -200,9 +194,6 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
 	if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "released", Value: true}}}}); err != nil {
 		return fmt.Errorf("release %s: %w", id, err)
-	}
-	if err := s.hintLease(ctx, id, lease.Token, 0); err != nil {
-		return fmt.Errorf("release %s: released, but claims may pass over the session until the lease's expiry: %w", id, err)
 	}
 	return nil
 }
@@ -292,6 +283,11 @@ func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lea
 		bson.E{Key: "fence", Value: bson.D{{Key: "$lt", Value: start.UnixNano()}}},
 	)
 	set, update, delta := s.commitFields(events, expectSeq+int64(len(events)), now)
+	hint := lease.Expires.UnixNano()
+	if delta.Status != "" && delta.Status != cairn.StatusRunning {
+		hint = 0 // the run ended: the lease is released next
+	}
+	set = append(set, bson.E{Key: "lease_expires_ns", Value: hint})
 	matched, err := s.commit(ctx, filter, set, update, delta)
 	if err == nil && matched {
 		return nil
