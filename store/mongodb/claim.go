@@ -1,9 +1,13 @@
 package mongodb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -27,23 +31,23 @@ const (
 	claimRounds = 20
 )
 
-// ClaimNext implements cairn.Claimer. It is not one atomic step: one query
+// ClaimNext implements cairn.Claimer. It is not one atomic step: a query
 // finds the oldest few candidates (live, of the filter's statuses and
 // labels, and without a live lease according to the session document's
-// lease_expires_ns hint), sorted by creation time and ID, from the
-// (status, created_ns, _id) index; then Acquire is tried on each in turn
-// until one succeeds. It is as safe as Acquire, which lets exactly one of
-// many racing claimers take a session. A candidate taken or removed
-// meanwhile is passed over; when every candidate of a query was, it
-// queries again (without them), up to claimRounds times, and then returns
-// an error that says so. It returns cairn.ErrNotFound when the query finds
-// no candidate.
+// lease_expires_ns hint), by creation time and ID, from the (status,
+// created_ns, _id) index, one query per status, run at once; then Acquire
+// is tried on each in turn until one succeeds. It is as safe as Acquire,
+// which lets exactly one of many racing claimers take a session. A
+// candidate taken or removed meanwhile is passed over; when every
+// candidate was, it queries again (without them), up to claimRounds times,
+// and then returns an error that says so. It returns cairn.ErrNotFound
+// when the query finds no candidate.
 //
 // Only the filter's Status and Labels count; time bounds and paging are
-// ignored. On FerretDB, whose PostgreSQL backend hands the database only
-// equality filters (a single status, a single label) and sorts in the
-// server, the query reads every session those filters let through:
-// still one round trip per claim.
+// ignored. FerretDB's PostgreSQL backend hands the database only equality
+// filters (the status, a single label) and sorts in its own process, so
+// there each query reads every session of its status and label: the
+// waiting ones, not the finished ones.
 func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
 	if err := s.check(); err != nil {
 		return cairn.Lease{}, err
@@ -76,22 +80,15 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 }
 
 // claimCandidates returns the IDs of the oldest sessions (at most
-// claimBatch) that match filter's statuses and labels and have no live
-// lease according to their lease_expires_ns, leaving out those of skip.
+// claimBatch), by creation time then ID, that match filter's statuses and
+// labels and have no live lease according to their lease_expires_ns,
+// leaving out those of skip. A filter of several statuses takes one query
+// per status, run at once, and merges them: equality on the status is a
+// filter that every server serves from the index, FerretDB included,
+// where an $in would read every session of the namespace.
 func (s *Store) claimCandidates(ctx context.Context, filter cairn.ListOptions, skip bson.A) ([]string, error) {
 	now := s.now()
 	q := live(now)
-	switch len(filter.Status) {
-	case 0:
-	case 1:
-		q = append(q, bson.E{Key: "status", Value: string(filter.Status[0])})
-	default:
-		st := bson.A{}
-		for _, x := range filter.Status {
-			st = append(st, string(x))
-		}
-		q = append(q, bson.E{Key: "status", Value: bson.D{{Key: "$in", Value: st}}})
-	}
 	pairs := encodeLabels(filter.Labels)
 	switch len(pairs) {
 	case 0:
@@ -108,22 +105,57 @@ func (s *Store) claimCandidates(ctx context.Context, filter cairn.ListOptions, s
 	if len(skip) > 0 {
 		q = append(q, bson.E{Key: "_id", Value: bson.D{{Key: "$nin", Value: skip}}})
 	}
+	if len(filter.Status) == 0 {
+		found, err := s.candidates(ctx, q)
+		return ids(found), err
+	}
+	var (
+		wg    sync.WaitGroup
+		found = make([][]candidate, len(filter.Status))
+		errs  = make([]error, len(filter.Status))
+	)
+	for i, st := range filter.Status {
+		wg.Go(func() {
+			found[i], errs[i] = s.candidates(ctx, append(q[:len(q):len(q)], bson.E{Key: "status", Value: string(st)}))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	all := slices.Concat(found...)
+	slices.SortFunc(all, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.Created, b.Created), strings.Compare(a.ID, b.ID))
+	})
+	return ids(all[:min(len(all), claimBatch)]), nil
+}
+
+// candidate is a session ClaimNext may take.
+type candidate struct {
+	ID      string `bson:"_id"`
+	Created int64  `bson:"created_ns"`
+}
+
+// candidates runs one query of claimCandidates.
+func (s *Store) candidates(ctx context.Context, q bson.D) ([]candidate, error) {
 	cur, err := s.sessions.Find(ctx, q, options.Find().
 		SetSort(bson.D{{Key: "created_ns", Value: 1}, {Key: "_id", Value: 1}}).
-		SetProjection(bson.D{{Key: "_id", Value: 1}}).
+		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "created_ns", Value: 1}}).
 		SetLimit(claimBatch))
 	if err != nil {
 		return nil, err
 	}
-	var docs []struct {
-		ID string `bson:"_id"`
-	}
-	if err := cur.All(ctx, &docs); err != nil {
+	var found []candidate
+	if err := cur.All(ctx, &found); err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(docs))
-	for i, d := range docs {
-		ids[i] = d.ID
+	return found, nil
+}
+
+func ids(found []candidate) []string {
+	out := make([]string, len(found))
+	for i, c := range found {
+		out[i] = c.ID
 	}
-	return ids, nil
+	return out
 }

@@ -58,8 +58,8 @@ func claimAll(t *testing.T, s *mongodb.Store, filter cairn.ListOptions) []string
 }
 
 // TestStore_ClaimOldestFirst checks that claims go by creation time (as
-// given to Create, not the order of the Creates), then by ID, and leave
-// out other statuses and labels.
+// given to Create, not the order of the Creates), then by ID, across the
+// statuses of the filter, and leave out other statuses and labels.
 func TestStore_ClaimOldestFirst(t *testing.T) {
 	clock := storetest.NewClock()
 	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace(), Now: clock.Now})
@@ -70,8 +70,16 @@ func TestStore_ClaimOldestFirst(t *testing.T) {
 	createQueued(t, s, "second", queue, t0.Add(time.Second))
 	createQueued(t, s, "other", map[string]string{"queue": "other"}, t0.Add(-time.Hour))
 	createQueued(t, s, "done", queue, t0.Add(-time.Hour))
-	if err := s.Append(t.Context(), "done", 0, storetest.UserTurn(0, "r", "hi")...); err != nil {
-		t.Fatal(err)
+	started := cairn.MustEvent(cairn.KindRunStarted, "r", cairn.RunStarted{RunID: "r", Agent: "tester", Model: "offline"})
+	stopped := cairn.MustEvent(cairn.KindRunInterrupted, "r", cairn.RunInterrupted{Reason: cairn.InterruptCancelled})
+	for id, evs := range map[string][]cairn.Event{
+		"done":   storetest.UserTurn(0, "r", "hi"),
+		"second": storetest.Number(0, started, stopped),
+		"third":  storetest.Number(0, started),
+	} {
+		if err := s.Append(t.Context(), id, 0, evs...); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want := []string{"first-a", "first-b", "second", "third"}
 	if got := claimAll(t, s, workerFilter); !slices.Equal(got, want) {

@@ -119,14 +119,16 @@
 // an exclusive claim can only rest on a unique insert, which is what
 // Acquire does (see lease.go). ClaimNext queries the oldest few sessions
 // that match the filter and, by the session document's lease_expires_ns
-// hint, have no live lease, then tries Acquire on each in turn. A
-// candidate another claimer took first is passed over; if every candidate
-// was, it queries again without them, a bounded number of times. Safe,
-// since of many racing Acquires exactly one succeeds; a claim costs one
-// query plus the Acquire, whatever the size of the namespace on MongoDB
-// (FerretDB hands PostgreSQL only equality filters, here a single status
-// or a single label, and sorts in the server: there the query reads every
-// session of that label or status).
+// hint, have no live lease (one query per status of the filter, at once),
+// then tries Acquire on each in turn. A candidate another claimer took
+// first is passed over; if every candidate was, it queries again without
+// them, a bounded number of times. Safe, since of many racing Acquires
+// exactly one succeeds. On MongoDB a claim costs the queries plus the
+// Acquire, whatever the size of the namespace. FerretDB hands PostgreSQL
+// only equality filters (the status, a single label) and sorts in its own
+// process: there each query reads every session of its status, so a
+// claim's cost grows with the number of waiting sessions, not finished
+// ones.
 //
 // # Write concern
 //
