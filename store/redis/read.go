@@ -102,8 +102,14 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 	raw := evCmd.Val()
 	events := make([]cairn.Event, len(raw))
 	for i, r := range raw {
-		if err := json.Unmarshal([]byte(r), &events[i]); err != nil {
-			return nil, fmt.Errorf("load %s: event at seq %d: %w", id, from+int64(i), err)
+		// b is a copy of the reply's string, so the event's data may
+		// alias it.
+		b := []byte(r)
+		var ok bool
+		if events[i], ok = cairn.ParseEnvelope(b); !ok {
+			if err := json.Unmarshal(b, &events[i]); err != nil {
+				return nil, fmt.Errorf("load %s: event at seq %d: %w", id, from+int64(i), err)
+			}
 		}
 		if events[i].Seq != from+int64(i) {
 			return nil, fmt.Errorf("load %s: corrupt history: seq %d where %d belongs", id, events[i].Seq, from+int64(i))
