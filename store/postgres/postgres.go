@@ -225,17 +225,12 @@ func newStatements(schema string) statements {
 		// One statement, so one round trip and one transaction: the
 		// UPDATE does the expected-seq check and locks the session row;
 		// the INSERT runs only if it matched; the primary key on
-		// (session_id, seq) backs the check up. The last column says
-		// whether the session was there, to tell a conflict from a
-		// missing session without a second query.
-		append: appendSQL(sessions, events, "", false) + `
-			SELECT EXISTS (SELECT 1 FROM u),
-				(SELECT last_seq FROM ` + sessions + ` WHERE id = $1 AND ` + liveSQL("$4") + `)`,
-		appendOne: appendSQL(sessions, events, "", true) + `
-			SELECT EXISTS (SELECT 1 FROM u),
-				(SELECT last_seq FROM ` + sessions + ` WHERE id = $1 AND ` + liveSQL("$4") + `)`,
-		seqNow: "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
-		info:   "SELECT " + infoColumns + " FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		// (session_id, seq) backs the check up. It returns whether it
+		// matched; only when it did not does Append ask why.
+		append:    appendSQL(sessions, events, "", false) + " SELECT EXISTS (SELECT 1 FROM u)",
+		appendOne: appendSQL(sessions, events, "", true) + " SELECT EXISTS (SELECT 1 FROM u)",
+		seqNow:    "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		info:      "SELECT " + infoColumns + " FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
 		loadEvents: "SELECT seq, envelope FROM " + events + " WHERE session_id = $1 AND seq >= $2" +
 			" AND seq <= (SELECT last_seq FROM " + sessions + " WHERE id = $1) ORDER BY seq",
 		del:   "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),

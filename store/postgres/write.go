@@ -81,39 +81,32 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	now := s.opts.Now().UTC()
 	d := cairn.Summarize(events)
 	last := expectSeq + int64(len(events))
-	var (
-		ok  bool
-		cur *int64
-	)
 	q, evSeqs, evEnvs := s.sql.append, any(seqs), any(envs)
 	if len(events) == 1 {
 		q, evSeqs, evEnvs = s.sql.appendOne, seqs[0], envs[0]
 	}
+	var ok bool
 	err := s.pool.QueryRow(ctx, q,
 		id, expectSeq, last, now, nullTime(s.opts.ExpiresAt(now)),
 		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
 		evSeqs, evEnvs,
-	).Scan(&ok, &cur)
+	).Scan(&ok)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, translate(err))
 	}
 	if ok {
 		return nil
 	}
-	if cur != nil && *cur == expectSeq {
-		// The session matched when the statement began but changed
-		// before its row lock was granted: appended to or deleted by
-		// someone else. Look again to say which.
-		cur = nil
-		err := s.pool.QueryRow(ctx, s.sql.seqNow, id, now).Scan(&cur)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("append %s: %w", id, err)
-		}
-	}
-	if cur == nil {
+	// Nothing was written: tell a missing session from a conflict.
+	var cur int64
+	err = s.pool.QueryRow(ctx, s.sql.seqNow, id, now).Scan(&cur)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("append %s: %w", id, cairn.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("append %s: %w", id, err)
 	}
-	return fmt.Errorf("append %s at seq %d: %w (the last seq is %d)", id, expectSeq, cairn.ErrConflict, *cur)
+	return fmt.Errorf("append %s at seq %d: %w (the last seq is %d)", id, expectSeq, cairn.ErrConflict, cur)
 }
 
 // Delete implements cairn.Store. One statement deletes the session row and,
