@@ -13,9 +13,10 @@ import (
 
 // TestStore_Erasure writes a marker into a session, deletes it, and reads
 // every document of every collection of the database as raw BSON for the
-// marker, with and without encryption. FerretDB keeps its data in SQLite
-// files, where deleted documents can stay on free pages; encrypted, the
-// marker was never in any document.
+// marker, with and without encryption. FerretDB keeps its data in
+// PostgreSQL (or SQLite), where deleted documents can stay on disk until a
+// VACUUM (or on free pages); encrypted, the marker was never in any
+// document.
 func TestStore_Erasure(t *testing.T) {
 	db := client(t)
 	crypttest.Run(t, crypttest.Backend{
