@@ -2,10 +2,7 @@ package mongodb_test
 
 import (
 	"errors"
-	"fmt"
 	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -130,60 +127,6 @@ func TestStore_ClaimSkipsLeased(t *testing.T) {
 	clock.Advance(2 * time.Hour) // every lease expired
 	if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("after every lease expired: claimed %v, want [a b c d]", got)
-	}
-}
-
-// TestStore_ClaimConcurrent runs 16 claimers on two stores at once and
-// checks that every session is claimed exactly once.
-func TestStore_ClaimConcurrent(t *testing.T) {
-	const sessions, claimers = 40, 16
-	ns := newNamespace()
-	stores := []*mongodb.Store{
-		openStore(t, cairn.StoreOptions{Namespace: ns}),
-		openStore(t, cairn.StoreOptions{Namespace: ns}),
-	}
-	for i := range sessions {
-		createQueued(t, stores[0], fmt.Sprintf("s%02d", i), queue, time.Time{})
-	}
-	var (
-		mu   sync.Mutex
-		got  = map[string]int{}
-		wg   sync.WaitGroup
-		errs = make(chan error, claimers)
-	)
-	start := make(chan struct{})
-	for i := range claimers {
-		wg.Go(func() {
-			<-start
-			s := stores[i%len(stores)]
-			for {
-				lease, err := s.ClaimNext(t.Context(), "w"+strconv.Itoa(i), time.Minute, workerFilter)
-				if errors.Is(err, cairn.ErrNotFound) {
-					return
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				got[lease.Session]++
-				mu.Unlock()
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if len(got) != sessions {
-		t.Errorf("%d sessions claimed, want %d", len(got), sessions)
-	}
-	for id, n := range got {
-		if n != 1 {
-			t.Errorf("session %s claimed %d times", id, n)
-		}
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -225,64 +223,6 @@ func TestStore_ClaimBuildsSet(t *testing.T) {
 		t.Errorf("claimed %v, want [old3 new]", got)
 	}
 	wantClaimSet(t, ns, "", "old1", "old3", "new")
-}
-
-// TestStore_ClaimConcurrent runs 16 claimers on two connections at once
-// and checks that every session is claimed exactly once.
-func TestStore_ClaimConcurrent(t *testing.T) {
-	const sessions, claimers = 48, 16
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			ns := "t_" + randHex(t)
-			stores := []*redis.Store{
-				m.open(t, cairn.StoreOptions{Namespace: ns}),
-				m.open(t, cairn.StoreOptions{Namespace: ns}),
-			}
-			for i := range sessions {
-				createAt(t, stores[0], fmt.Sprintf("s%02d", i), time.Time{})
-			}
-			var (
-				mu   sync.Mutex
-				got  = map[string]int{}
-				wg   sync.WaitGroup
-				errs = make(chan error, claimers)
-			)
-			start := make(chan struct{})
-			for i := range claimers {
-				wg.Go(func() {
-					<-start
-					s := stores[i%len(stores)]
-					for {
-						lease, err := s.ClaimNext(t.Context(), "w"+strconv.Itoa(i), time.Minute, workerFilter)
-						if errors.Is(err, cairn.ErrNotFound) {
-							return
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
-						mu.Lock()
-						got[lease.Session]++
-						mu.Unlock()
-					}
-				})
-			}
-			close(start)
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
-			if len(got) != sessions {
-				t.Errorf("%d sessions claimed, want %d", len(got), sessions)
-			}
-			for id, n := range got {
-				if n != 1 {
-					t.Errorf("session %s claimed %d times", id, n)
-				}
-			}
-		})
-	}
 }
 
 // TestStore_ClaimLongWalk puts more claimable sessions of another queue in

@@ -39,7 +39,10 @@ func runLease(t *testing.T, open Opener) {
 		tests = append(tests, struct {
 			name string
 			fn   func(*testing.T, *harness, cairn.Leaser)
-		}{"ClaimNext", testLeaseClaimNext})
+		}{"ClaimNext", testLeaseClaimNext}, struct {
+			name string
+			fn   func(*testing.T, *harness, cairn.Leaser)
+		}{"ConcurrentClaimNext", testLeaseConcurrentClaimNext})
 	}
 	for _, tt := range tests {
 		t.Run("Lease/"+tt.name, func(t *testing.T) {
@@ -386,5 +389,58 @@ func testLeaseClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
 	lease, err := c.ClaimNext(t.Context(), "worker", leaseTTL, filter)
 	if err != nil || lease.Session != ids[0] || lease.Token <= held.Token {
 		t.Errorf("ClaimNext after every lease expired = %+v, %v; want %s with a new token", lease, err, ids[0])
+	}
+}
+
+// testLeaseConcurrentClaimNext: 16 claimers on two stores of one namespace
+// (as two processes would be) take 40 queued sessions: each is claimed
+// exactly once.
+func testLeaseConcurrentClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
+	const sessions, claimers = 40, 16
+	queued := map[string]string{"queue": "q1"}
+	for range sessions {
+		newSession(t, l.(cairn.Store), queued)
+	}
+	stores := []cairn.Claimer{l.(cairn.Claimer), h.store(t).(cairn.Claimer)}
+	filter := cairn.ListOptions{Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted}, Labels: queued}
+	var (
+		mu   sync.Mutex
+		got  = map[string]int{}
+		errs []error
+		wg   sync.WaitGroup
+	)
+	start := make(chan struct{})
+	for i := range claimers {
+		wg.Go(func() {
+			<-start
+			c := stores[i%len(stores)]
+			for {
+				lease, err := c.ClaimNext(t.Context(), fmt.Sprintf("w%d", i), leaseTTL, filter)
+				mu.Lock()
+				switch {
+				case err == nil:
+					got[lease.Session]++
+				case !errors.Is(err, cairn.ErrNotFound):
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("errors other than ErrNotFound: %v", errs)
+	}
+	if len(got) != sessions {
+		t.Errorf("%d sessions claimed, want %d", len(got), sessions)
+	}
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("session %s claimed %d times, want once", id, n)
+		}
 	}
 }
