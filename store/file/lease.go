@@ -181,20 +181,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 // under the same exclusive lock as the expected seq, before the log's one
 // write and one fsync.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	defer s.ops.RUnlock()
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.append(ctx, id, expectSeq, events, &lease); err != nil {
-		return fmt.Errorf("append %s: %w", id, err)
-	}
-	return nil
+	return s.appendChecked(ctx, id, expectSeq, events, &lease)
 }
 
 // fenced checks, with the session's exclusive lock held, that lease is

@@ -135,6 +135,12 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // Append implements cairn.Store: the events are written with one write
 // call and made durable with one fsync, under the session's locks.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	return s.appendChecked(ctx, id, expectSeq, events, nil)
+}
+
+// appendChecked is Append and, with fence set, AppendFenced: the checks of
+// the arguments, then append.
+func (s *Store) appendChecked(ctx context.Context, id string, expectSeq int64, events []cairn.Event, fence *cairn.Lease) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -145,7 +151,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.append(ctx, id, expectSeq, events, nil); err != nil {
+	if err := s.append(ctx, id, expectSeq, events, fence); err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
 	return nil
