@@ -1,7 +1,6 @@
 package mongodb_test
 
 import (
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/store/mongodb"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -30,28 +28,6 @@ func createQueued(t *testing.T, s cairn.Store, id string, labels map[string]stri
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id, Labels: labels, CreatedAt: at}); err != nil {
 		t.Fatalf("Create(%s): %v", id, err)
 	}
-}
-
-// claimAll claims with filter until ErrNotFound and returns the sessions
-// in the order claimed.
-func claimAll(t *testing.T, s *mongodb.Store, filter cairn.ListOptions) []string {
-	t.Helper()
-	var got []string
-	for range 1000 {
-		lease, err := s.ClaimNext(t.Context(), "w", time.Minute, filter)
-		if errors.Is(err, cairn.ErrNotFound) {
-			return got
-		}
-		if err != nil {
-			t.Fatalf("ClaimNext after %v: %v", got, err)
-		}
-		if lease.Holder != "w" || lease.Token <= 0 {
-			t.Fatalf("ClaimNext = %+v", lease)
-		}
-		got = append(got, lease.Session)
-	}
-	t.Fatal("ClaimNext never ran out")
-	return nil
 }
 
 // TestStore_ClaimOldestFirst checks that claims go by creation time (as
@@ -79,7 +55,7 @@ func TestStore_ClaimOldestFirst(t *testing.T) {
 		}
 	}
 	want := []string{"first-a", "first-b", "second", "third"}
-	if got := claimAll(t, s, workerFilter); !slices.Equal(got, want) {
+	if got := storetest.ClaimAll(t, s, workerFilter); !slices.Equal(got, want) {
 		t.Errorf("claimed %v, want %v", got, want)
 	}
 }
@@ -121,11 +97,11 @@ func TestStore_ClaimSkipsLeased(t *testing.T) {
 	if err := s.Release(t.Context(), held); err != nil {
 		t.Fatal(err)
 	}
-	if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"a", "d"}) {
+	if got := storetest.ClaimAll(t, s, workerFilter); !slices.Equal(got, []string{"a", "d"}) {
 		t.Errorf("after a's run was interrupted and its lease released: claimed %v, want [a d]", got)
 	}
 	clock.Advance(2 * time.Hour) // every lease expired
-	if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+	if got := storetest.ClaimAll(t, s, workerFilter); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("after every lease expired: claimed %v, want [a b c d]", got)
 	}
 }

@@ -1,14 +1,12 @@
 package redis_test
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -47,28 +45,6 @@ func step(t *testing.T, s cairn.Store, id string, events ...cairn.Event) {
 		t.Fatal(err)
 	}
 	mustAppend(t, s, id, rec.Info.LastSeq, storetest.Number(rec.Info.LastSeq, events...)...)
-}
-
-// claimAll claims with filter until ErrNotFound and returns the sessions
-// in the order claimed.
-func claimAll(t *testing.T, s *redis.Store, filter cairn.ListOptions) []string {
-	t.Helper()
-	var got []string
-	for range 1000 {
-		lease, err := s.ClaimNext(t.Context(), "w", time.Minute, filter)
-		if errors.Is(err, cairn.ErrNotFound) {
-			return got
-		}
-		if err != nil {
-			t.Fatalf("ClaimNext after %v: %v", got, err)
-		}
-		if lease.Holder != "w" || lease.Token <= 0 {
-			t.Fatalf("ClaimNext = %+v", lease)
-		}
-		got = append(got, lease.Session)
-	}
-	t.Fatal("ClaimNext never ran out")
-	return nil
 }
 
 // claimSet returns the members of a namespace's claim set, the marker ""
@@ -113,7 +89,7 @@ func TestStore_ClaimFollowsStatus(t *testing.T) {
 			if m.name == "joint" {
 				wantClaimSet(t, ns, "", "early", "stopped", "running", "fresh", "late")
 			}
-			got := claimAll(t, s, workerFilter)
+			got := storetest.ClaimAll(t, s, workerFilter)
 			if want := []string{"early", "stopped", "running", "fresh", "late"}; !slices.Equal(got, want) {
 				t.Fatalf("claimed %v, want %v", got, want)
 			}
@@ -127,7 +103,7 @@ func TestStore_ClaimFollowsStatus(t *testing.T) {
 					t.Errorf("score of early = %v, %v; want %d", int64(sc), err, early.UnixMicro())
 				}
 			}
-			if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"done"}) {
+			if got := storetest.ClaimAll(t, s, workerFilter); !slices.Equal(got, []string{"done"}) {
 				t.Fatalf("after a new run of done: claimed %v, want [done]", got)
 			}
 
@@ -151,7 +127,7 @@ func TestStore_ClaimFollowsStatus(t *testing.T) {
 			if m.name == "joint" {
 				wantClaimSet(t, ns, "", "done", "stopped", "running", "fresh", "late")
 			}
-			if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"done", "stopped", "running", "fresh", "late"}) {
+			if got := storetest.ClaimAll(t, s, workerFilter); !slices.Equal(got, []string{"done", "stopped", "running", "fresh", "late"}) {
 				t.Errorf("claimed %v, want every claimable session but early", got)
 			}
 		})
@@ -176,7 +152,7 @@ func TestStore_ClaimSkipsGone(t *testing.T) {
 			if err := adminClient(t).Del(t.Context(), tag+":meta", tag+":events").Err(); err != nil {
 				t.Fatal(err)
 			}
-			if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"live"}) {
+			if got := storetest.ClaimAll(t, s, workerFilter); !slices.Equal(got, []string{"live"}) {
 				t.Fatalf("claimed %v, want [live]", got)
 			}
 			if m.name == "joint" {
@@ -219,7 +195,7 @@ func TestStore_ClaimBuildsSet(t *testing.T) {
 	}
 	createAt(t, s, "new", time.Time{})
 	wantClaimSet(t, ns, "new")
-	if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"old3", "new"}) {
+	if got := storetest.ClaimAll(t, s, workerFilter); !slices.Equal(got, []string{"old3", "new"}) {
 		t.Errorf("claimed %v, want [old3 new]", got)
 	}
 	wantClaimSet(t, ns, "", "old1", "old3", "new")
@@ -238,7 +214,7 @@ func TestStore_ClaimLongWalk(t *testing.T) {
 		}
 	}
 	createAt(t, s, "mine", time.Time{})
-	if got := claimAll(t, s, workerFilter); !slices.Equal(got, []string{"mine"}) {
+	if got := storetest.ClaimAll(t, s, workerFilter); !slices.Equal(got, []string{"mine"}) {
 		t.Errorf("claimed %v, want [mine]", got)
 	}
 	if n := len(claimSet(t, ns)); n != 702 {
@@ -260,11 +236,11 @@ func TestStore_ClaimOtherStatuses(t *testing.T) {
 			step(t, s, "b", runStarted, runFinished)
 			step(t, s, "c", runStarted, runApproval)
 			done := cairn.ListOptions{Status: []cairn.Status{cairn.StatusCompleted, cairn.StatusAwaiting}, Labels: queue}
-			if got := claimAll(t, s, done); !slices.Equal(got, []string{"b", "c"}) {
+			if got := storetest.ClaimAll(t, s, done); !slices.Equal(got, []string{"b", "c"}) {
 				t.Errorf("claimed %v with %v, want [b c]", got, done.Status)
 			}
 			clock.Advance(2 * time.Minute)
-			if got := claimAll(t, s, cairn.ListOptions{}); !slices.Equal(got, []string{"a", "b", "c"}) {
+			if got := storetest.ClaimAll(t, s, cairn.ListOptions{}); !slices.Equal(got, []string{"a", "b", "c"}) {
 				t.Errorf("claimed %v with no filter, want [a b c]", got)
 			}
 		})

@@ -2,9 +2,11 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
@@ -116,4 +118,28 @@ func Padded(seq int64, size int) cairn.Event {
 	pad := strings.Repeat("x", max(size-120, 1))
 	e := ev(cairn.KindCustom, "run", int(seq), cairn.Custom{Type: "test.pad", Payload: json.RawMessage(fmt.Sprintf("%q", pad))})
 	return Number(seq-1, e)[0]
+}
+
+// ClaimAll claims with filter, as holder "w", until ClaimNext returns
+// cairn.ErrNotFound, and returns the sessions in the order claimed. It
+// fails the test on any other error, on a lease without the holder or a
+// token, and after 1,000 claims.
+func ClaimAll(t testing.TB, c cairn.Claimer, filter cairn.ListOptions) []string {
+	t.Helper()
+	var got []string
+	for range 1000 {
+		lease, err := c.ClaimNext(t.Context(), "w", time.Minute, filter)
+		if errors.Is(err, cairn.ErrNotFound) {
+			return got
+		}
+		if err != nil {
+			t.Fatalf("ClaimNext after %v: %v", got, err)
+		}
+		if lease.Holder != "w" || lease.Token <= 0 {
+			t.Fatalf("ClaimNext = %+v", lease)
+		}
+		got = append(got, lease.Session)
+	}
+	t.Fatal("ClaimNext never ran out")
+	return nil
 }
