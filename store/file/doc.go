@@ -24,10 +24,13 @@
 //	      events.jsonl        the events, one JSON envelope per line
 //	      meta.json           SessionMeta and SessionInfo, durable checkpoint
 //	      info.json           SessionInfo cache, rewritten after each append
-//	      lock                empty; what flock locks
+//	      lock                the session's token; what flock locks
 //	      lease.json          the session's lease, once one was taken
 //	    .tmp-RANDOM/          a session being created
 //	    .trash-RANDOM/        a session being deleted
+//	    .journal/             the group commit, once a store has appended
+//	      RANDOM              a journal: 8 MiB, one per store open at once
+//	      lock                held while a store opening replays journals
 //
 // Every path is opened through an os.Root on DIR, and the namespace's folder
 // through a Root inside it. IDs and namespaces are validated first (A-Z a-z
@@ -48,16 +51,33 @@
 //
 // # Durability
 //
-// An Append is acknowledged only after its one write and one fsync of
-// events.jsonl: an acknowledged append survives a crash of the process or
-// of the machine. Nothing else is fsynced on that path, so that an append
-// costs one fsync and does not grow with the history:
+// An Append is acknowledged only once its lines are durable: it survives a
+// crash of the process or of the machine. The lines are written to
+// events.jsonl with one write call and are not fsynced there. A copy goes
+// to the store's journal, a file of .journal/ that the store holds while
+// it is open, and the journal makes it durable with the appends of every
+// other session of the store that arrived at the same moment: one write
+// and one fdatasync for all of them (a group commit). Each caller returns
+// only after the fdatasync that covers its own lines. One session's
+// appends still follow one another, under the session's lock; the sharing
+// is between sessions.
+//
+// The journal is zero-filled when it is made, so that its writes never
+// change its size and its fdatasync flushes data alone. When it is full,
+// and when the store closes, the store fsyncs the log of every session the
+// journal holds appends of, zeroes the journal and starts it again (a
+// checkpoint). An append too large for a quarter of the journal (2 MiB) is
+// fsynced in its log instead, and so is every append once the journal
+// failed a write.
+//
+// Nothing else is fsynced on the append path, so that an append costs one
+// fdatasync, shared, and does not grow with the history:
 //
 //   - info.json, the SessionInfo that List shows (status, steps, first
 //     message, updated time, last seq), is overwritten in place after the
-//     fsync, without one of its own. It records the log length it covers and
-//     a CRC-32C of its content, so a reader that finds it torn, half written
-//     or behind the log knows not to trust it.
+//     append is durable, without an fsync of its own. It records the log
+//     length it covers and a CRC-32C of its content, so a reader that finds
+//     it torn, half written or behind the log knows not to trust it.
 //   - meta.json holds the same information and is replaced atomically and
 //     durably (a temporary file, fsynced, renamed over, the folder fsynced):
 //     when the session is created, as a checkpoint each time the log has
@@ -65,17 +85,32 @@
 //
 // Creating a session builds its folder under a temporary name, fsyncs
 // every file and the folder, renames it into place and fsyncs the namespace
-// folder: a session exists whole or not at all. Deleting renames the
-// folder to a trash name (atomic, and fsynced) and then removes it.
+// folder: a session exists whole or not at all. Its lock file holds a
+// random token, which tells it from a session of the same ID made after it
+// was deleted. Deleting renames the folder to a trash name (atomic, and
+// fsynced), removes it, and voids the session's records in every journal
+// of the namespace, those of stores still open included: a voided record
+// keeps its length, and its bytes, ID and token are zeroed. Once Delete
+// returns, no file of the store holds the session's events.
+//
+// A journal record is {magic, CRC-32C, generation, session ID, token,
+// offset in the log, the lines}. The records of a journal follow each
+// other from its start, all of one generation (new at each checkpoint),
+// and every byte after them is zero.
 //
 // # Locking
 //
 // Each session has two locks: an in-process mutex, and an OS file lock
 // (flock) on its lock file, exclusive for Create, Append, Delete, Sweep and
-// every lease change, shared for Load and CurrentLease. The OS releases a file lock when its process dies, even
-// by SIGKILL, so a crashed writer never leaves a session locked. A caller
-// waiting for another process's lock polls, so its context can stop the
-// wait.
+// every lease change, shared for Load and CurrentLease. The OS releases a
+// file lock when its process dies, even by SIGKILL, so a crashed writer
+// never leaves a session locked. A caller waiting for another process's
+// lock polls, so its context can stop the wait.
+//
+// A journal has two locks too: its owner's flock on the file, held while
+// the store is open, and a write lock (an open-file-description lock on a
+// byte past its end) that the owner takes around each write and
+// checkpoint, and a Delete in any store around voiding records in it.
 //
 // Under the lock, every call first checks that the session's lock file is
 // still the one it has open (the store keeps it open, which pins its inode):
@@ -97,6 +132,21 @@
 // is cut off with the exclusive lock (and ignored with the shared one). A
 // readable line with a wrong seq, or one after an unreadable line, is
 // damage rather than a crash: that is an error, and nothing is cut.
+//
+// A crash of the machine can also take from a log what the journal holds.
+// So Open first replays the journals that no open store holds (each store
+// holds its own with a flock, which its process's death releases), under
+// the lock in .journal/, so that a second store opening at the same time
+// waits for the replay instead of reading logs before it. For each session
+// whose folder still has the record's token, the replay writes the
+// records' lines at their offsets, in the order of the offsets (a session
+// appended by several processes has records in each one's journal),
+// fsyncs the log, then zeroes the journal and marks it clean for the next
+// store to take. A record torn by the crash fails its checksum and is
+// skipped: its append was never acknowledged. A log that ends before a
+// record's offset lost lines that a checkpoint had made durable: that is
+// damage, and Open fails naming the session, rather than write around the
+// hole.
 //
 // # Leases
 //

@@ -60,7 +60,7 @@ func (s *Store) buildFolder(info cairn.SessionInfo) (string, error) {
 	files := []struct {
 		name string
 		data []byte
-	}{{lockName, nil}, {logName, nil}, {infoName, cache}, {metaName, meta}}
+	}{{lockName, newToken()}, {logName, nil}, {infoName, cache}, {metaName, meta}}
 	for _, f := range files {
 		if err = s.writeNew(tmp+"/"+f.name, f.data); err != nil {
 			break
@@ -136,15 +136,23 @@ func (s *Store) append(ctx context.Context, id string, expectSeq int64, events [
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The lines go to the log, and their copy to the journal, which
+	// makes them durable with the other sessions' appends of the moment;
+	// failing that, the log is fsynced.
+	result := failed
 	_, err = ss.logF.WriteAt(buf, ss.size)
-	if err == nil {
+	if err == nil && ss.ensureToken() == nil {
+		result = s.journal.write(id, ss.token, ss.size, buf)
+	}
+	if err == nil && result != durable {
 		err = ss.logF.Sync()
 	}
 	if err != nil {
-		// Take back what may have reached the file. Should that fail
-		// too, the next call re-reads the log and keeps a whole append
-		// it finds there; a torn one is cut off.
-		if ss.logF.Truncate(ss.size) != nil || ss.logF.Sync() != nil {
+		// Take back what may have reached the file, unless the journal
+		// may hold it (a replay would bring it back). Either way, or
+		// should that fail too, the next call re-reads the log and keeps
+		// a whole append it finds there; a torn one is cut off.
+		if result == maybe || ss.logF.Truncate(ss.size) != nil || ss.logF.Sync() != nil {
 			ss.known = false
 		}
 		return fmt.Errorf("write log: %w", err)
@@ -242,7 +250,7 @@ func (s *Store) remove(ss *session, id string) error {
 	}
 	err := s.syncDir(".")
 	ss.closeFiles()
-	return errors.Join(err, s.ns.RemoveAll(trash))
+	return errors.Join(err, s.ns.RemoveAll(trash), s.scrub(id))
 }
 
 func cloneLabels(l map[string]string) map[string]string {

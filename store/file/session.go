@@ -29,6 +29,7 @@ type session struct {
 	// whether the folder is still the one these files came from.
 	lockF  *os.File
 	lockID fileID   // lockF's device and inode
+	token  string   // lockF's content: tells this session from others of its ID
 	logF   *os.File // the log, opened after lockF from the same folder
 	infoF  *os.File // info.json, overwritten in place after each append
 
@@ -148,6 +149,12 @@ func (s *Store) openFiles(ss *session, id string) error {
 		return err
 	}
 	lockID := fileID{dev: st.Dev, ino: st.Ino}
+	token, err := readToken(lockF)
+	if err != nil {
+		lockF.Close()
+		logF.Close()
+		return err
+	}
 	infoF, err := s.ns.OpenFile(id+"/"+infoName, os.O_RDWR|os.O_CREATE, 0o600)
 	var fi os.FileInfo
 	if err == nil {
@@ -161,7 +168,7 @@ func (s *Store) openFiles(ss *session, id string) error {
 		}
 		return notFound(err)
 	}
-	ss.lockF, ss.lockID, ss.logF, ss.infoF, ss.infoLen, ss.known = lockF, lockID, logF, infoF, fi.Size(), false
+	ss.lockF, ss.lockID, ss.token, ss.logF, ss.infoF, ss.infoLen, ss.known = lockF, lockID, token, logF, infoF, fi.Size(), false
 	return nil
 }
 

@@ -20,7 +20,7 @@ const (
 	logName     = "events.jsonl" // the event log, one envelope per line
 	metaName    = "meta.json"    // durable SessionMeta and SessionInfo checkpoint
 	infoName    = "info.json"    // SessionInfo cache, replaced after every append
-	lockName    = "lock"         // empty; the target of flock
+	lockName    = "lock"         // the session's token; the target of flock
 	leaseName   = "lease.json"   // the session's lease, once one was taken
 	tmpPrefix   = ".tmp-"        // a session folder being created
 	trashPrefix = ".trash-"      // a session folder being deleted
@@ -54,6 +54,8 @@ type Store struct {
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*session
+
+	journal journal // the group commit of appends (journal.go)
 }
 
 var (
@@ -99,7 +101,13 @@ func Open(ctx context.Context, dir string, opts cairn.StoreOptions) (*Store, err
 		root.Close()
 		return nil, fmt.Errorf("open file store: namespace %s: %w", opts.Namespace, err)
 	}
-	return &Store{root: root, ns: ns, nsDir: nsDir, opts: opts, sessions: map[string]*session{}}, nil
+	s := &Store{root: root, ns: ns, nsDir: nsDir, opts: opts, sessions: map[string]*session{}}
+	s.journal.s = s
+	if err := s.recoverJournals(ctx); err != nil {
+		s.closeFiles()
+		return nil, fmt.Errorf("open file store: namespace %s: %w", opts.Namespace, err)
+	}
+	return s, nil
 }
 
 // begin starts a call: it returns ErrClosed after Close, and otherwise
@@ -133,7 +141,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 }
 
 // Append implements cairn.Store: the events are written with one write
-// call and made durable with one fsync, under the session's locks.
+// call under the session's locks, and made durable by the journal with the
+// appends of other sessions of the moment (see the package documentation).
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
 	return s.appendChecked(ctx, id, expectSeq, events, nil)
 }
@@ -250,6 +259,12 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	err := s.journal.close()
+	return errors.Join(err, s.closeFiles())
+}
+
+// closeFiles closes the sessions' files and the store's folders.
+func (s *Store) closeFiles() error {
 	s.mu.Lock()
 	for id, ss := range s.sessions {
 		ss.closeFiles()

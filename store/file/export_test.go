@@ -1,0 +1,7 @@
+package file
+
+// For the tests of package file_test.
+var (
+	JournalDir      = journalDir
+	JournalsHolding = journalsHolding
+)

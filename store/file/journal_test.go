@@ -1,0 +1,607 @@
+package file
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+// crash leaves the store as a crash of its process or machine would: its
+// journal keeps its records (no checkpoint, nothing marked clean), and
+// every lock it held is released.
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	s.closed = true
+	if s.journal.f != nil {
+		s.journal.f.Close()
+		s.journal.f = nil
+	}
+	s.closeFiles()
+}
+
+// smallJournals makes the journals the test creates hold only n bytes.
+func smallJournals(t *testing.T, n int64) {
+	old := newJournalSize
+	newJournalSize = n
+	t.Cleanup(func() { newJournalSize = old })
+}
+
+func openJournaled(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), dir, cairn.StoreOptions{Namespace: "tests"})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func nsPath(dir string, parts ...string) string {
+	return filepath.Join(append([]string{dir, "tests"}, parts...)...)
+}
+
+// journalFiles returns the paths of the journal files in a namespace
+// folder.
+func journalFiles(t *testing.T, nsDir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(nsDir, journalDir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if filepath.Base(n) != journalLockName {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// journalsHolding returns the journal files of a namespace folder that
+// contain s.
+func journalsHolding(t *testing.T, nsDir, s string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range journalFiles(t, nsDir) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(s)) {
+			out = append(out, filepath.Base(p))
+		}
+	}
+	return out
+}
+
+// journalRecords returns the append records of every journal file of a
+// namespace folder, by session.
+func journalRecords(t *testing.T, nsDir string) map[string][]record {
+	t.Helper()
+	out := map[string][]record{}
+	for _, p := range journalFiles(t, nsDir) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range appends(b) {
+			out[r.id] = append(out[r.id], r)
+		}
+	}
+	return out
+}
+
+func truncateLog(t *testing.T, dir, id string, size int64) {
+	t.Helper()
+	if err := os.Truncate(nsPath(dir, id, logName), size); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendN appends n one-event appends to a new session id.
+func appendN(t *testing.T, s *Store, id string, n int) {
+	t.Helper()
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(1); seq <= int64(n); seq++ {
+		if err := s.Append(t.Context(), id, seq-1, storetest.Custom(seq, fmt.Sprintf("%s-%d", id, seq))); err != nil {
+			t.Fatalf("Append(%s, %d): %v", id, seq, err)
+		}
+	}
+}
+
+func checkCustom(t *testing.T, s *Store, id string, n int) {
+	t.Helper()
+	rec, err := s.Load(t.Context(), id, 0)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", id, err)
+	}
+	if len(rec.Events) != n || rec.Info.LastSeq != int64(n) {
+		t.Fatalf("%s: %d events, last seq %d; want %d", id, len(rec.Events), rec.Info.LastSeq, n)
+	}
+	for i, e := range rec.Events {
+		if want := fmt.Sprintf(`"%s-%d"`, id, i+1); e.Seq != int64(i+1) || !strings.Contains(string(e.Data), want) {
+			t.Fatalf("%s: event %d is seq %d %s, want seq %d with %s", id, i, e.Seq, e.Data, i+1, want)
+		}
+	}
+}
+
+// TestJournal_MachineCrash appends to sessions, crashes, and takes from
+// the logs what a crash of the machine could (the lines no fsync of the
+// log covered, down to a torn line): the next Open puts back every
+// acknowledged append from the journal.
+func TestJournal_MachineCrash(t *testing.T) {
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	cuts := map[string]func(size int64) int64{
+		"empty":   func(int64) int64 { return 0 },
+		"torn":    func(size int64) int64 { return size - 7 },
+		"half":    func(size int64) int64 { return size / 2 },
+		"intact":  func(size int64) int64 { return size },
+		"onebyte": func(int64) int64 { return 1 },
+	}
+	for id := range cuts {
+		appendN(t, s, id, 20)
+	}
+	crash(t, s)
+	for id, cut := range cuts {
+		fi, err := os.Stat(nsPath(dir, id, logName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		truncateLog(t, dir, id, cut(fi.Size()))
+	}
+	s2 := openJournaled(t, dir)
+	for id := range cuts {
+		checkCustom(t, s2, id, 20)
+	}
+	if n := len(journalRecords(t, nsPath(dir))); n != 0 {
+		t.Errorf("after the replay the journals still hold records of %d sessions", n)
+	}
+	// The sessions go on where they were.
+	if err := s2.Append(t.Context(), "empty", 20, storetest.Custom(21, "empty-21")); err != nil {
+		t.Fatal(err)
+	}
+	checkCustom(t, s2, "empty", 21)
+}
+
+// TestJournal_TornRecord loses the last fdatasync to the crash: its
+// append was never acknowledged, and only the appends before it come
+// back. A damaged record in the middle (a void torn by the crash) is
+// passed over, and the records after it still count.
+func TestJournal_TornRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	appendN(t, s, "a", 5)
+	appendN(t, s, "b", 5)
+	crash(t, s)
+	files := journalFiles(t, nsPath(dir))
+	if len(files) != 1 {
+		t.Fatalf("journal files %v, want one", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := scanJournal(b)
+	if len(entries) != 10 {
+		t.Fatalf("%d records, want 10", len(entries))
+	}
+	b[entries[1].end-1] ^= 0xff // a's second append: damaged
+	b[entries[9].end-1] ^= 0xff // b's fifth: torn
+	if err := os.WriteFile(files[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	truncateLog(t, dir, "b", 0)
+	s2 := openJournaled(t, dir)
+	checkCustom(t, s2, "a", 5) // its log was whole
+	checkCustom(t, s2, "b", 4)
+}
+
+// TestJournal_Checkpoints fills small journals many times over, so that
+// appends run through checkpoints (the logs fsynced, the journal zeroed,
+// a new generation); after a crash the logs lose everything after their
+// last checkpoint, and the replay brings it back.
+func TestJournal_Checkpoints(t *testing.T) {
+	smallJournals(t, minJournalSize)
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() { appendN(t, s, fmt.Sprintf("s%d", i), 300) })
+	}
+	wg.Wait()
+	crash(t, s)
+	recs := journalRecords(t, nsPath(dir))
+	if len(recs) == 0 {
+		t.Fatal("the journal holds no records")
+	}
+	for id, rs := range recs {
+		first := rs[0].off
+		for _, r := range rs {
+			first = min(first, r.off)
+		}
+		if first == 0 {
+			t.Errorf("%s: the journal holds its first append: no checkpoint ran", id)
+		}
+		truncateLog(t, dir, id, first) // what the last checkpoint fsynced
+	}
+	s2 := openJournaled(t, dir)
+	for i := range 4 {
+		checkCustom(t, s2, fmt.Sprintf("s%d", i), 300)
+	}
+}
+
+// TestJournal_GroupCommit checks that appends of many sessions at once
+// share fdatasyncs, and that each is durable when it returns: a crash
+// right after, with the logs emptied, loses none.
+func TestJournal_GroupCommit(t *testing.T) {
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	const writers, n = 8, 40
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() { appendN(t, s, fmt.Sprintf("w%d", i), n) })
+	}
+	wg.Wait()
+	recs := journalRecords(t, nsPath(dir))
+	total := 0
+	for _, rs := range recs {
+		total += len(rs)
+	}
+	if total != writers*n {
+		t.Fatalf("the journal holds %d records, want %d", total, writers*n)
+	}
+	crash(t, s)
+	for i := range writers {
+		truncateLog(t, dir, fmt.Sprintf("w%d", i), 0)
+	}
+	s2 := openJournaled(t, dir)
+	for i := range writers {
+		checkCustom(t, s2, fmt.Sprintf("w%d", i), n)
+	}
+}
+
+// TestJournal_Batches counts the journal's writes: with eight sessions
+// appending at once, appends share them.
+func TestJournal_Batches(t *testing.T) {
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	const writers, n = 8, 50
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() { appendN(t, s, fmt.Sprintf("w%d", i), n) })
+	}
+	wg.Wait()
+	if f := s.journal.flushes; f >= writers*n {
+		t.Errorf("%d appends took %d journal writes: none were shared", writers*n, f)
+	} else {
+		t.Logf("%d appends, %d journal writes", writers*n, f)
+	}
+}
+
+// TestJournal_OtherSession checks that a replay never writes into a
+// session that was deleted, or deleted and made again under the same ID,
+// after the journal took its appends.
+func TestJournal_OtherSession(t *testing.T) {
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	appendN(t, s, "again", 3)
+	appendN(t, s, "gone", 3)
+	crash(t, s)
+	// A session made again has another token in its lock file.
+	if err := os.WriteFile(nsPath(dir, "again", lockName), newToken(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	truncateLog(t, dir, "again", 0)
+	if err := os.RemoveAll(nsPath(dir, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openJournaled(t, dir)
+	if b := readFile(t, nsPath(dir, "again", logName)); len(b) != 0 {
+		t.Errorf("the replay wrote %d bytes into another session of the ID", len(b))
+	}
+	if _, err := s2.Load(t.Context(), "gone", 0); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("Load(gone) = %v, want ErrNotFound", err)
+	}
+}
+
+// TestJournal_DeleteScrubs deletes, from a second store on the folder, a
+// session the first store journaled: the live store's journal no longer
+// holds its events, the first store goes on appending to others, and a
+// crash after that replays the others.
+func TestJournal_DeleteScrubs(t *testing.T) {
+	dir := t.TempDir()
+	a := openJournaled(t, dir)
+	b := openJournaled(t, dir)
+	marker := "secret-" + string(newToken())
+	if err := a.Create(t.Context(), cairn.SessionMeta{ID: "erased"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(t.Context(), "erased", 0, storetest.Custom(1, marker)); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, a, "kept", 3)
+	appendN(t, b, "other", 2)
+	if got := journalsHolding(t, nsPath(dir), marker); len(got) != 1 {
+		t.Fatalf("before Delete the marker is in %v, want one journal", got)
+	}
+	if err := b.Delete(t.Context(), "erased"); err != nil {
+		t.Fatal(err)
+	}
+	if got := journalsHolding(t, nsPath(dir), marker); len(got) > 0 {
+		t.Errorf("after Delete the marker is still in %v", got)
+	}
+	if got := journalsHolding(t, nsPath(dir), "erased"); len(got) > 0 {
+		t.Errorf("after Delete the session's ID is still in %v", got)
+	}
+	if err := a.Append(t.Context(), "kept", 3, storetest.Custom(4, "kept-4")); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, a)
+	crash(t, b)
+	truncateLog(t, dir, "kept", 0)
+	truncateLog(t, dir, "other", 0)
+	c := openJournaled(t, dir)
+	checkCustom(t, c, "kept", 4)
+	checkCustom(t, c, "other", 2)
+}
+
+// TestJournal_CloseIsClean closes a store: the logs are fsynced and the
+// journal holds nothing, so the next store takes the same file.
+func TestJournal_CloseIsClean(t *testing.T) {
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	appendN(t, s, "x", 3)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := journalFiles(t, nsPath(dir))
+	if len(files) != 1 {
+		t.Fatalf("journal files %v, want one", files)
+	}
+	b := readFile(t, files[0])
+	if entries, end := scanJournal(b); len(entries) != 0 || end != 0 {
+		t.Errorf("a closed journal holds %d records", len(entries))
+	}
+	if i := bytes.IndexFunc(b[recHeader:], func(r rune) bool { return r != 0 }); i >= 0 {
+		t.Errorf("a closed journal has a byte that is not zero at %d", recHeader+i)
+	}
+	s2 := openJournaled(t, dir)
+	if err := s2.Append(t.Context(), "x", 3, storetest.Custom(4, "x-4")); err != nil {
+		t.Fatal(err)
+	}
+	if got := journalFiles(t, nsPath(dir)); len(got) != 1 || got[0] != files[0] {
+		t.Errorf("journal files %v, want %v reused", got, files)
+	}
+	checkCustom(t, s2, "x", 4)
+}
+
+// TestJournal_SessionWithoutToken is a session made by an earlier version
+// of the store, whose lock file is empty: its first append gives it a
+// token, and a crash after that is replayed.
+func TestJournal_SessionWithoutToken(t *testing.T) {
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.WriteFile(nsPath(dir, "old", lockName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openJournaled(t, dir)
+	for seq := int64(1); seq <= 3; seq++ {
+		if err := s.Append(t.Context(), "old", seq-1, storetest.Custom(seq, fmt.Sprintf("old-%d", seq))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tok := readFile(t, nsPath(dir, "old", lockName)); len(tok) != tokenLen {
+		t.Errorf("lock file holds %q, want a token", tok)
+	}
+	crash(t, s)
+	truncateLog(t, dir, "old", 0)
+	checkCustom(t, openJournaled(t, dir), "old", 3)
+}
+
+// TestJournal_Damaged checks what Open says of journals it cannot use.
+func TestJournal_Damaged(t *testing.T) {
+	t.Run("not a journal", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openJournaled(t, dir)
+		appendN(t, s, "x", 1)
+		s.Close()
+		bad := nsPath(dir, journalDir, "junk")
+		if err := os.WriteFile(bad, []byte("hello"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(t.Context(), dir, cairn.StoreOptions{Namespace: "tests"})
+		if err == nil || !strings.Contains(err.Error(), "journal junk") || !strings.Contains(err.Error(), "not a journal") {
+			t.Fatalf("Open = %v, want an error naming journal junk", err)
+		}
+	})
+	t.Run("log lost acknowledged events", func(t *testing.T) {
+		smallJournals(t, minJournalSize)
+		dir := t.TempDir()
+		s := openJournaled(t, dir)
+		appendN(t, s, "x", 600)
+		crash(t, s)
+		if recs := journalRecords(t, nsPath(dir)); len(recs["x"]) == 0 || recs["x"][0].off == 0 {
+			t.Fatal("no checkpoint ran")
+		}
+		truncateLog(t, dir, "x", 0) // more than a crash can take
+		_, err := Open(t.Context(), dir, cairn.StoreOptions{Namespace: "tests"})
+		if err == nil || !strings.Contains(err.Error(), "session x") || !strings.Contains(err.Error(), "lost events") {
+			t.Fatalf("Open = %v, want an error naming session x", err)
+		}
+	})
+}
+
+// TestJournal_LargeAppend is an append too large for the journal: its log
+// is fsynced instead, and it survives the crash without the journal.
+func TestJournal_LargeAppend(t *testing.T) {
+	smallJournals(t, minJournalSize)
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	big := storetest.Custom(1, strings.Repeat("z", minJournalSize/2))
+	if err := s.Append(t.Context(), "big", 0, big); err != nil {
+		t.Fatal(err)
+	}
+	if recs := journalRecords(t, nsPath(dir)); len(recs["big"]) != 0 {
+		t.Errorf("the journal took an append of %d bytes", len(big.Data))
+	}
+	crash(t, s)
+	rec, err := openJournaled(t, dir).Load(t.Context(), "big", 0)
+	if err != nil || len(rec.Events) != 1 {
+		t.Fatalf("Load = %v, %v", rec, err)
+	}
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestJournal_LongJournal fills a journal past the first piece that a
+// replay reads (256 KiB), with a record across that boundary.
+func TestJournal_LongJournal(t *testing.T) {
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "long"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	pad := strings.Repeat("p", 1000)
+	for seq := int64(1); seq <= n; seq++ {
+		if err := s.Append(t.Context(), "long", seq-1, storetest.Custom(seq, fmt.Sprintf("long-%d %s", seq, pad))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crash(t, s)
+	files := journalFiles(t, nsPath(dir))
+	b := readFile(t, files[0])
+	if _, end := scanJournal(b); end < 300<<10 {
+		t.Fatalf("the records end at %d bytes, want past 300 KiB", end)
+	}
+	truncateLog(t, dir, "long", 0)
+	s2 := openJournaled(t, dir)
+	rec, err := s2.Load(t.Context(), "long", 0)
+	if err != nil || len(rec.Events) != n {
+		t.Fatalf("Load = %d events, %v; want %d", len(rec.Events), err, n)
+	}
+	for i, e := range rec.Events {
+		if !strings.Contains(string(e.Data), fmt.Sprintf("long-%d ", i+1)) {
+			t.Fatalf("event %d holds %.40s", i+1, e.Data)
+		}
+	}
+}
+
+const journalChildEnv = "CAIRN_FILE_TEST_JOURNAL_CHILD"
+
+// TestJournal_KilledWriters has a child process append to four sessions
+// at once, saying each acknowledged append, until it is killed with
+// SIGKILL. The logs are then emptied, as if the machine had gone down
+// with it: the next Open brings back every append the child was told was
+// durable.
+func TestJournal_KilledWriters(t *testing.T) {
+	if dir := os.Getenv(journalChildEnv); dir != "" {
+		journalChild(t, dir)
+		return
+	}
+	dir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestJournal_KilledWriters$")
+	child.Env = append(os.Environ(), journalChildEnv+"="+dir)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	acked := map[string]int{}
+	lines := bufio.NewScanner(out)
+	for n := 0; n < 200 && lines.Scan(); n++ {
+		var id string
+		var seq int
+		if _, err := fmt.Sscanf(lines.Text(), "%s %d", &id, &seq); err != nil {
+			t.Fatalf("child said %q", lines.Text())
+		}
+		acked[id] = max(acked[id], seq)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	if len(acked) != 4 {
+		t.Fatalf("the child acknowledged appends to %d sessions, want 4", len(acked))
+	}
+	for id := range acked {
+		truncateLog(t, dir, id, 0)
+	}
+	s := openJournaled(t, dir)
+	for id, seq := range acked {
+		rec, err := s.Load(t.Context(), id, 0)
+		if err != nil {
+			t.Fatalf("Load(%s): %v", id, err)
+		}
+		if rec.Info.LastSeq < int64(seq) {
+			t.Errorf("%s: last seq %d, but the child was told %d was durable", id, rec.Info.LastSeq, seq)
+		}
+		for i, e := range rec.Events {
+			if e.Seq != int64(i+1) || !strings.Contains(string(e.Data), fmt.Sprintf(`"%s-%d"`, id, i+1)) {
+				t.Fatalf("%s: event %d is seq %d %s", id, i, e.Seq, e.Data)
+			}
+		}
+	}
+}
+
+// journalChild is the child's side: append until killed.
+func journalChild(t *testing.T, dir string) {
+	s, err := Open(t.Context(), dir, cairn.StoreOptions{Namespace: "tests"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 4 {
+		id := fmt.Sprintf("k%d", i)
+		if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for seq := int64(1); ; seq++ {
+				if err := s.Append(t.Context(), id, seq-1, storetest.Custom(seq, fmt.Sprintf("%s-%d", id, seq))); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				fmt.Fprintf(os.Stdout, "%s %d\n", id, seq)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
