@@ -63,12 +63,14 @@
 // is between sessions.
 //
 // The journal is zero-filled when it is made, so that its writes never
-// change its size and its fdatasync flushes data alone. When it is full,
-// and when the store closes, the store fsyncs the log of every session the
-// journal holds appends of, zeroes the journal and starts it again (a
-// checkpoint). An append too large for a quarter of the journal (2 MiB) is
-// fsynced in its log instead, and so is every append once the journal
-// failed a write.
+// change its size and its fdatasync flushes data alone. It has two halves,
+// written one at a time. When the half being written is full, appends go
+// on in the other one while, in the background, the store fsyncs the log
+// of every session the full half holds appends of and then zeroes that
+// half (a checkpoint); the store closing checkpoints both. An append only
+// waits for a checkpoint when both halves fill before it ends. An append
+// larger than a quarter of a half (1 MiB) is fsynced in its log instead,
+// and so is every append once the journal failed a write.
 //
 // Nothing else is fsynced on the append path, so that an append costs one
 // fdatasync, shared, and does not grow with the history:
@@ -94,9 +96,9 @@
 // returns, no file of the store holds the session's events.
 //
 // A journal record is {magic, CRC-32C, generation, session ID, token,
-// offset in the log, the lines}. The records of a journal follow each
-// other from its start, all of one generation (new at each checkpoint),
-// and every byte after them is zero.
+// offset in the log, the lines}. The records of a half follow each other
+// from its start, all of one generation (new each time the half is
+// written again), and every byte after them is zero.
 //
 // # Locking
 //
@@ -107,10 +109,11 @@
 // never leaves a session locked. A caller waiting for another process's
 // lock polls, so its context can stop the wait.
 //
-// A journal has two locks too: its owner's flock on the file, held while
-// the store is open, and a write lock (an open-file-description lock on a
-// byte past its end) that the owner takes around each write and
-// checkpoint, and a Delete in any store around voiding records in it.
+// A journal has locks of its own: its owner's flock on the file, held
+// while the store is open, and a write lock per half (an
+// open-file-description lock on a byte past the file's end) that the owner
+// takes around each write of the half and the zeroing of a checkpoint, and
+// a Delete in any store around voiding records in it.
 //
 // Under the lock, every call first checks that the session's lock file is
 // still the one it has open (the store keeps it open, which pins its inode):
@@ -141,8 +144,7 @@
 // whose folder still has the record's token, the replay writes the
 // records' lines at their offsets, in the order of the offsets (a session
 // appended by several processes has records in each one's journal),
-// fsyncs the log, then zeroes the journal and marks it clean for the next
-// store to take. A record torn by the crash fails its checksum and is
+// fsyncs the log, then zeroes the journal for the next store to take. A record torn by the crash fails its checksum and is
 // skipped: its append was never acknowledged. A log that ends before a
 // record's offset lost lines that a checkpoint had made durable: that is
 // damage, and Open fails naming the session, rather than write around the

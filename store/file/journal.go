@@ -26,17 +26,19 @@ import (
 // one preallocated file per open store, which writes the copies of every
 // append waiting at that moment, from any session, with one write and one
 // fdatasync. Each caller returns only after the fdatasync that covers its
-// own copy. The session logs are fsynced later, all at once, when the
-// journal is full or the store closes (a checkpoint); until then the
-// journal holds what a crash of the machine could take from them. Open
-// replays the journals no live store holds, before anything reads a log.
+// own copy. The file has two halves, written one at a time. When the one
+// being written is full, appends go on in the other while, in the
+// background, the store fsyncs the logs of the sessions the full half
+// holds appends of and then zeroes it (a checkpoint). Until then the
+// journal holds what a crash of the machine could take from the logs.
+// Open replays the journals no live store holds, before anything reads a
+// log.
 const (
 	journalDir      = ".journal" // in the namespace folder
 	journalLockName = "lock"     // in journalDir: held while a store opening replays journals
 	minJournalSize  = 64 << 10   // smaller files are not journals this store made
 	recHeader       = 32         // bytes before a record's ID
 	recAppend       = 1          // a record of an append
-	recClean        = 2          // a clean journal
 	recVoid         = 3          // a voided append
 	tokenLen        = 32         // hex digits of a session's token
 	journalMagic    = "cjr1"     // the first bytes of every record
@@ -53,8 +55,8 @@ var newJournalSize int64 = 8 << 20
 //	4  CRC-32C of bytes 8 to the record's end
 //	8  generation: the same for every record written since the journal
 //	   was last emptied, and new each time
-//	16 kind: recAppend, recClean (the journal holds nothing a log lacks)
-//	   or recVoid (an append of a deleted session, its bytes zeroed)
+//	16 kind: recAppend, or recVoid (an append of a deleted session, its
+//	   bytes zeroed)
 //	17 length of the session ID
 //	18 length of the session's token
 //	19 zero
@@ -62,8 +64,9 @@ var newJournalSize int64 = 8 << 20
 //	28 length of the data
 //	32 the session ID, the token, the data
 //
-// The records of a generation follow each other from the file's start,
-// and every byte after them is zero; see scanJournal for where they end.
+// The records of a half follow each other from its start, all of one
+// generation (new each time the half is written again), and every byte
+// after them is zero; see scanJournal for where they end.
 
 // journal is a store's group commit; see the comment above.
 type journal struct {
@@ -78,11 +81,19 @@ type journal struct {
 	// (or Close, once no call is under way) touches them.
 	f       *os.File // the journal file, locked; nil until the first append
 	size    int64    // its capacity
-	gen     uint64
-	off     int64
-	dirty   map[string]bool // sessions with records in this generation
+	halves  [2]half
+	cur     int        // the half being written
+	ckpt    chan error // the other half's checkpoint, while it runs
 	buf     []byte
 	flushes int // writes of the journal, for tests
+}
+
+// half is one half of a journal file.
+type half struct {
+	base  int64           // where it starts in the file
+	off   int64           // where its records end, from base
+	gen   uint64          // the generation of its records
+	dirty map[string]bool // sessions it holds appends of
 }
 
 // commit is one append waiting for the journal.
@@ -140,9 +151,9 @@ func (j *journal) write(id, token string, off int64, data []byte) byte {
 // size is the length of c's record.
 func (c *commit) size() int64 { return int64(recHeader + len(c.id) + len(c.token) + len(c.data)) }
 
-// fits reports whether the journal takes c: a record larger than a quarter
-// of it is left to its caller.
-func (j *journal) fits(c *commit) bool { return c.size() <= j.size/4 }
+// fits reports whether the journal takes c: a record larger than a
+// quarter of a half is left to its caller.
+func (j *journal) fits(c *commit) bool { return c.size() <= j.size/8 }
 
 // What a waiting commit is told.
 const (
@@ -186,38 +197,40 @@ func (j *journal) flush(batch []*commit) {
 	if n == 0 {
 		return
 	}
-	if err := lockRange(j.f); err != nil {
-		j.fail(err)
-		return
-	}
-	defer unlockRange(j.f)
-	if j.off+n > j.size {
-		if err := j.checkpoint(); err != nil {
+	h := &j.halves[j.cur]
+	if h.off+n > j.size/2 {
+		if err := j.switchHalves(); err != nil {
 			j.fail(err)
 			return
 		}
+		h = &j.halves[j.cur]
 	}
 	j.buf = j.buf[:0]
 	for _, c := range batch {
 		if j.fits(c) {
-			j.buf = appendRecord(j.buf, j.gen, recAppend, c.id, c.token, c.off, c.data)
+			j.buf = appendRecord(j.buf, h.gen, recAppend, c.id, c.token, c.off, c.data)
 		}
 	}
+	if err := lockRange(j.f, j.cur); err != nil {
+		j.fail(err)
+		return
+	}
 	j.flushes++
-	_, err := j.f.WriteAt(j.buf, j.off)
+	_, err := j.f.WriteAt(j.buf, h.base+h.off)
 	if err == nil {
 		err = unix.Fdatasync(int(j.f.Fd()))
 	}
+	unlockRange(j.f, j.cur)
 	result := durable
 	if err != nil {
 		j.fail(fmt.Errorf("journal: %w", err))
 		result = maybe
 	}
-	j.off += int64(len(j.buf))
+	h.off += int64(len(j.buf))
 	for _, c := range batch {
 		if j.fits(c) {
 			c.result = result
-			j.dirty[c.id] = true
+			h.dirty[c.id] = true
 		}
 	}
 	if cap(j.buf) > 1<<20 {
@@ -225,23 +238,56 @@ func (j *journal) flush(batch []*commit) {
 	}
 }
 
-// checkpoint fsyncs the log of every session with records in the journal,
-// zeroes the records and starts a new generation. The caller holds the
-// journal's write lock.
-func (j *journal) checkpoint() error {
-	// The fsyncs run side by side, so that the file system commits them
-	// together.
+// switchHalves starts the checkpoint of the full half in the background
+// and moves on to the other one, waiting first for that one's own
+// checkpoint if it still runs.
+func (j *journal) switchHalves() error {
+	if err := j.waitCheckpoint(); err != nil {
+		return err
+	}
+	full := j.cur
+	j.cur = 1 - full
+	j.halves[j.cur].gen = newGen()
+	h := j.halves[full]
+	done := make(chan error, 1)
+	j.ckpt = done
+	f := j.f
+	go func() { done <- j.s.checkpoint(f, full, h.base, h.off, h.dirty) }()
+	return nil
+}
+
+// waitCheckpoint waits for the running checkpoint, if any, after which
+// the half it emptied is free.
+func (j *journal) waitCheckpoint() error {
+	if j.ckpt == nil {
+		return nil
+	}
+	err := <-j.ckpt
+	j.ckpt = nil
+	if err != nil {
+		return err
+	}
+	h := &j.halves[1-j.cur]
+	clear(h.dirty)
+	h.off = 0
+	return nil
+}
+
+// checkpoint fsyncs the log of every session in dirty, then zeroes the
+// used bytes of half i, from base. The fsyncs run side by side, so that
+// the file system commits them together.
+func (s *Store) checkpoint(f *os.File, i int, base, used int64, dirty map[string]bool) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 		sem  = make(chan struct{}, 8)
 	)
-	for id := range j.dirty {
+	for id := range dirty {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := j.s.syncLog(id); err != nil {
+			if err := s.syncLog(id); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("session %s: %w", id, err))
 				mu.Unlock()
@@ -252,35 +298,38 @@ func (j *journal) checkpoint() error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := zero(j.f, j.off); err != nil {
+	if err := lockRange(f, i); err != nil {
+		return err
+	}
+	defer unlockRange(f, i)
+	if err := zero(f, base, used); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	clear(j.dirty)
-	j.gen, j.off = newGen(), 0
 	return nil
 }
 
-// zero overwrites a journal's first n bytes with zeros, durably: the
-// bytes past a journal's records are always zero, so that a journal never
-// keeps a copy of what a log no longer needs, and a deleted session's
-// lines are only ever in the records that Delete voids.
-func zero(f *os.File, n int64) error {
+// zero overwrites n bytes of a journal from base with zeros, durably: the
+// bytes past the records of a half are always zero, so that a journal
+// never keeps a copy of what a log no longer needs, and a deleted
+// session's lines are only ever in the records that Delete voids.
+func zero(f *os.File, base, n int64) error {
 	if n > 0 {
-		if _, err := f.WriteAt(make([]byte, n), 0); err != nil {
+		if _, err := f.WriteAt(make([]byte, n), base); err != nil {
 			return err
 		}
 	}
 	return unix.Fdatasync(int(f.Fd()))
 }
 
-// The write lock of a journal file: an open-file-description lock on one
-// byte past any journal's end, taken by the store that owns the journal
-// around each write, and by any store voiding a deleted session's
-// records. (The owner's flock on the file is a separate lock.)
+// The write locks of a journal file, one per half: open-file-description
+// locks on bytes past any journal's end, taken by the store that owns the
+// journal around each write of a half (a batch, a checkpoint's zeroing),
+// and by any store voiding a deleted session's records in it. (The
+// owner's flock on the file is a separate lock.)
 const lockByte = 1 << 40
 
-func lockRange(f *os.File) error {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: lockByte, Len: 1}
+func lockRange(f *os.File, i int) error {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: lockByte + int64(i), Len: 1}
 	for {
 		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLKW, &lk)
 		if !errors.Is(err, syscall.EINTR) {
@@ -292,15 +341,15 @@ func lockRange(f *os.File) error {
 	}
 }
 
-func unlockRange(f *os.File) {
-	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: lockByte, Len: 1}
+func unlockRange(f *os.File, i int) {
+	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: lockByte + int64(i), Len: 1}
 	_ = unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
 }
 
-// close checkpoints the journal, marks it clean and closes it, leaving
-// the file for the next store to take. A journal that failed, or whose
-// checkpoint fails, is closed as it is: the next Open replays it. The
-// caller makes sure no append is under way.
+// close checkpoints both halves of the journal and closes it, leaving
+// the file, all zero, for the next store to take. A journal that failed,
+// or whose checkpoint fails, is closed as it is: the next Open replays
+// it. The caller makes sure no append is under way.
 func (j *journal) close() error {
 	if j.f == nil {
 		return nil
@@ -309,33 +358,18 @@ func (j *journal) close() error {
 		j.f.Close()
 		j.f = nil
 	}()
+	err := j.waitCheckpoint()
 	j.mu.Lock()
 	broken := j.broken
 	j.mu.Unlock()
 	if broken != nil {
 		return nil
 	}
-	if err := lockRange(j.f); err != nil {
+	if err != nil {
 		return err
 	}
-	defer unlockRange(j.f)
-	if err := j.checkpoint(); err != nil {
-		return err
-	}
-	return markClean(j.f)
-}
-
-// markClean writes a clean record at the journal's start: nothing in it
-// is needed any more.
-func markClean(f *os.File) error {
-	rec := appendRecord(nil, newGen(), recClean, "", "", 0, nil)
-	if _, err := f.WriteAt(rec, 0); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	return nil
+	h := j.halves[j.cur]
+	return j.s.checkpoint(j.f, j.cur, h.base, h.off, h.dirty)
 }
 
 // take gives the store a journal of its own: a free one in the
@@ -353,7 +387,7 @@ func (j *journal) take() error {
 	}
 	var f *os.File
 	for _, o := range free {
-		if f == nil && len(o.recs) == 0 && o.used == 0 {
+		if f == nil && len(o.recs) == 0 && o.used == [2]int64{} {
 			f = o.f
 			continue
 		}
@@ -369,9 +403,9 @@ func (j *journal) take() error {
 		f.Close()
 		return err
 	}
-	j.f, j.size, j.gen, j.off = f, fi.Size(), newGen(), 0
-	if j.dirty == nil {
-		j.dirty = map[string]bool{}
+	j.f, j.size, j.cur = f, fi.Size(), 0
+	for i := range j.halves {
+		j.halves[i] = half{base: int64(i) * (j.size / 2), gen: newGen(), dirty: map[string]bool{}}
 	}
 	return nil
 }
@@ -380,8 +414,8 @@ func (j *journal) take() error {
 type orphan struct {
 	name string
 	f    *os.File
-	recs []record // its current generation's appends
-	used int64    // where its records end: zero for a clean journal
+	recs []record // the appends its halves hold
+	used [2]int64 // where each half's records end: zero for a clean journal
 }
 
 // record is one append a journal holds.
@@ -448,21 +482,14 @@ func (s *Store) freeJournals(tidy bool) ([]orphan, error) {
 			f.Close() // a live store's
 			continue
 		}
-		var buf []byte
+		o := orphan{name: name, f: f}
 		if err == nil {
-			buf, err = readJournal(f)
+			o.recs, o.used, err = readRecords(f)
 		}
 		if err != nil {
 			f.Close()
 			closeOrphans(free)
 			return nil, fmt.Errorf("journal %s: %w", name, err)
-		}
-		entries, end := scanJournal(buf)
-		o := orphan{name: name, f: f, used: int64(end)}
-		for _, e := range entries {
-			if e.kind == recAppend {
-				o.recs = append(o.recs, e.record)
-			}
 		}
 		free = append(free, o)
 	}
@@ -490,9 +517,6 @@ func (s *Store) newJournal() (*os.File, error) {
 		for off := int64(0); off < newJournalSize && err == nil; off += int64(len(zero)) {
 			_, err = f.WriteAt(zero[:min(int64(len(zero)), newJournalSize-off)], off)
 		}
-	}
-	if err == nil {
-		err = markClean(f)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -560,27 +584,29 @@ func (s *Store) replay(ctx context.Context, free []orphan) error {
 		}
 	}
 	for _, o := range free {
-		if o.used == 0 {
-			continue
-		}
-		if err := clean(o.f, o.used); err != nil {
-			return fmt.Errorf("journal %s: %w", o.name, err)
+		for i, used := range o.used {
+			if used == 0 {
+				continue
+			}
+			if err := clean(o.f, i, used); err != nil {
+				return fmt.Errorf("journal %s: %w", o.name, err)
+			}
 		}
 	}
 	return nil
 }
 
-// clean zeroes a journal's records and marks it clean, under its write
-// lock.
-func clean(f *os.File, used int64) error {
-	if err := lockRange(f); err != nil {
+// clean zeroes the records of a journal's half i, under its write lock.
+func clean(f *os.File, i int, used int64) error {
+	base, _, err := halfBounds(f, i)
+	if err != nil {
 		return err
 	}
-	defer unlockRange(f)
-	if err := zero(f, used); err != nil {
+	if err := lockRange(f, i); err != nil {
 		return err
 	}
-	return markClean(f)
+	defer unlockRange(f, i)
+	return zero(f, base, used)
 }
 
 // scrub voids the records of session id in every journal of the
@@ -622,11 +648,24 @@ func (s *Store) scrubFile(name, id string) error {
 		return err
 	}
 	defer f.Close()
-	if err := lockRange(f); err != nil {
+	var errs []error
+	for i := range 2 {
+		errs = append(errs, scrubHalf(f, i, id))
+	}
+	return errors.Join(errs...)
+}
+
+// scrubHalf voids the records of session id in half i of a journal.
+func scrubHalf(f *os.File, i int, id string) error {
+	if err := lockRange(f, i); err != nil {
 		return err
 	}
-	defer unlockRange(f)
-	buf, err := readJournal(f)
+	defer unlockRange(f, i)
+	base, _, err := halfBounds(f, i)
+	if err != nil {
+		return err
+	}
+	buf, err := readHalf(f, i)
 	if err != nil {
 		return err
 	}
@@ -638,7 +677,7 @@ func (s *Store) scrubFile(name, id string) error {
 		}
 		gen := binary.LittleEndian.Uint64(buf[e.pos+8:])
 		void := appendRecord(nil, gen, recVoid, "", "", 0, make([]byte, e.end-e.pos-recHeader))
-		if _, err := f.WriteAt(void, int64(e.pos)); err != nil {
+		if _, err := f.WriteAt(void, base+int64(e.pos)); err != nil {
 			return err
 		}
 		wrote = true
@@ -717,26 +756,55 @@ func (s *Store) syncLog(id string) error {
 	return errors.Join(err, f.Close())
 }
 
-// readJournal reads a journal file as far as its records go: in growing
-// pieces, since past its records a journal is zero.
-func readJournal(f *os.File) ([]byte, error) {
+// halfBounds returns where half i of a journal file starts, and its
+// length.
+func halfBounds(f *os.File, i int) (base, n int64, err error) {
 	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	size := fi.Size()
+	if size < minJournalSize || size%2 != 0 {
+		return 0, 0, fmt.Errorf("%d bytes long: not a journal", size)
+	}
+	return int64(i) * (size / 2), size / 2, nil
+}
+
+// readHalf reads half i of a journal file as far as its records go: in
+// growing pieces, since past its records a half is zero.
+func readHalf(f *os.File, i int) ([]byte, error) {
+	base, size, err := halfBounds(f, i)
 	if err != nil {
 		return nil, err
 	}
-	size := fi.Size()
-	if size < minJournalSize {
-		return nil, fmt.Errorf("%d bytes long: not a journal", size)
-	}
 	for n := min(size, 256<<10); ; n = min(size, 4*n) {
 		buf := make([]byte, n)
-		if _, err := io.ReadFull(io.NewSectionReader(f, 0, n), buf); err != nil {
+		if _, err := io.ReadFull(io.NewSectionReader(f, base, n), buf); err != nil {
 			return nil, err
 		}
 		if _, end := scanJournal(buf); n == size || !cutShort(buf, end) {
 			return buf, nil
 		}
 	}
+}
+
+// readRecords returns the appends a journal file holds, in both halves,
+// and where each half's records end.
+func readRecords(f *os.File) (recs []record, used [2]int64, err error) {
+	for i := range 2 {
+		buf, err := readHalf(f, i)
+		if err != nil {
+			return nil, used, err
+		}
+		entries, end := scanJournal(buf)
+		used[i] = int64(end)
+		for _, e := range entries {
+			if e.kind == recAppend {
+				recs = append(recs, e.record)
+			}
+		}
+	}
+	return recs, used, nil
 }
 
 // cutShort reports whether the scan of buf that ended at end may have
@@ -769,13 +837,14 @@ type entry struct {
 // generation's next record or the end.
 func scanJournal(buf []byte) (entries []entry, end int) {
 	var gen uint64
+	haveGen := false
 	for pos := 0; ; {
 		e, g, ok := parseRecord(buf, pos)
-		if !ok || e.kind == recClean || (e.kind != 0 && len(entries) > 0 && g != gen) {
+		if !ok || (e.kind != 0 && haveGen && g != gen) {
 			return entries, pos
 		}
-		if e.kind != 0 && len(entries) == 0 {
-			gen = g
+		if e.kind != 0 && !haveGen {
+			gen, haveGen = g, true
 		}
 		entries = append(entries, e)
 		pos = e.end
@@ -798,7 +867,7 @@ func parseRecord(buf []byte, pos int) (e entry, gen uint64, ok bool) {
 	e = entry{pos: pos, end: pos + int(end)}
 	kind := b[16]
 	if crc32.Checksum(b[8:end], castagnoli) != binary.LittleEndian.Uint32(b[4:]) ||
-		(kind != recAppend && kind != recClean && kind != recVoid) {
+		(kind != recAppend && kind != recVoid) {
 		return e, 0, true
 	}
 	p := b[recHeader:end]
@@ -806,18 +875,6 @@ func parseRecord(buf []byte, pos int) (e entry, gen uint64, ok bool) {
 	e.record = record{id: string(p[:idLen]), token: string(p[idLen : idLen+tokLen]),
 		off: int64(binary.LittleEndian.Uint64(b[20:])), data: p[idLen+tokLen:]}
 	return e, binary.LittleEndian.Uint64(b[8:]), true
-}
-
-// appends returns the append records of a journal's current generation.
-func appends(buf []byte) []record {
-	entries, _ := scanJournal(buf)
-	var recs []record
-	for _, e := range entries {
-		if e.kind == recAppend {
-			recs = append(recs, e.record)
-		}
-	}
-	return recs
 }
 
 // appendRecord appends one record to buf.
