@@ -161,7 +161,7 @@
 // shared one for CurrentLease), so Acquire, Takeover, Renew, Release and
 // AppendFenced are each one atomic step between all the processes that
 // share the folder. AppendFenced checks the lease under the same lock as
-// the expected seq, before the log's one write and one fsync. A plain
+// the expected seq, before the log's write and the journal's commit. A plain
 // Append never reads lease.json, and nothing of it is cached, so a lease
 // changed by another process is seen at once.
 //

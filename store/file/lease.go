@@ -178,8 +178,8 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 }
 
 // AppendFenced implements cairn.Leaser: Append, with the lease checked
-// under the same exclusive lock as the expected seq, before the log's one
-// write and one fsync.
+// under the same exclusive lock as the expected seq, before the log's
+// write and the journal's commit.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
 	return s.appendChecked(ctx, id, expectSeq, events, &lease)
 }
