@@ -103,6 +103,7 @@ type commit struct {
 	data      []byte
 	done      chan byte // failed, durable or lead
 	result    byte      // set by the leader
+	in        bool      // whether the leader writes it; set by the leader
 }
 
 // write makes data, already written at off in the log of session id,
@@ -173,8 +174,8 @@ func (j *journal) fail(err error) {
 }
 
 // flush writes a batch's records with one write and one fdatasync,
-// emptying the journal first when they do not fit, and sets each commit's
-// result.
+// moving on to the other half first when they do not fit in this one, and
+// sets each commit's result.
 func (j *journal) flush(batch []*commit) {
 	j.mu.Lock()
 	broken := j.broken
@@ -188,9 +189,11 @@ func (j *journal) flush(batch []*commit) {
 			return
 		}
 	}
+	// The batch's records, as many as a half holds; the others are left
+	// to their callers.
 	n := int64(0)
 	for _, c := range batch {
-		if j.fits(c) {
+		if c.in = j.fits(c) && n+c.size() <= j.size/2; c.in {
 			n += c.size()
 		}
 	}
@@ -207,7 +210,7 @@ func (j *journal) flush(batch []*commit) {
 	}
 	j.buf = j.buf[:0]
 	for _, c := range batch {
-		if j.fits(c) {
+		if c.in {
 			j.buf = appendRecord(j.buf, h.gen, recAppend, c.id, c.token, c.off, c.data)
 		}
 	}
@@ -228,7 +231,7 @@ func (j *journal) flush(batch []*commit) {
 	}
 	h.off += int64(len(j.buf))
 	for _, c := range batch {
-		if j.fits(c) {
+		if c.in {
 			c.result = result
 			h.dirty[c.id] = true
 		}

@@ -612,3 +612,49 @@ func journalChild(t *testing.T, dir string) {
 	}
 	wg.Wait()
 }
+
+// TestJournal_FullBatch has more appends waiting at once than half a
+// journal holds: the leader writes what fits and leaves the rest to fsync
+// their logs, and the journal stays whole.
+func TestJournal_FullBatch(t *testing.T) {
+	smallJournals(t, minJournalSize)
+	dir := t.TempDir()
+	s := openJournaled(t, dir)
+	pad := strings.Repeat("b", minJournalSize/8-600) // each record just fits
+	var wg sync.WaitGroup
+	for i := range 8 {
+		id := fmt.Sprintf("b%d", i)
+		if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for seq := int64(1); seq <= 30; seq++ {
+				if err := s.Append(t.Context(), id, seq-1, storetest.Custom(seq, fmt.Sprintf("%s-%d %s", id, seq, pad))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if s.journal.flushes == 0 {
+		t.Fatal("the journal took none of the appends")
+	}
+	crash(t, s)
+	if fi, err := os.Stat(journalFiles(t, nsPath(dir))[0]); err != nil || fi.Size() != minJournalSize {
+		t.Fatalf("journal size %v (%v), want %d", fi.Size(), err, minJournalSize)
+	}
+	s2 := openJournaled(t, dir)
+	for i := range 8 {
+		id := fmt.Sprintf("b%d", i)
+		rec, err := s2.Load(t.Context(), id, 0)
+		if err != nil || len(rec.Events) != 30 {
+			t.Fatalf("Load(%s) = %v", id, err)
+		}
+		for k, e := range rec.Events {
+			if !strings.Contains(string(e.Data), fmt.Sprintf("%s-%d ", id, k+1)) {
+				t.Fatalf("%s: event %d holds %.30s", id, k+1, e.Data)
+			}
+		}
+	}
+}
