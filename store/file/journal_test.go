@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -120,19 +119,32 @@ func truncateLog(t *testing.T, dir, id string, size int64) {
 	}
 }
 
-// appendN appends n one-event appends to a new session id.
-func appendN(t *testing.T, s *Store, id string, n int) {
+// appendN appends n one-event appends to a new session id. It may run
+// in a goroutine of its own: it reports with t.Error.
+func appendN(t *testing.T, s *Store, id string, n int) { appendPadded(t, s, id, n, "") }
+
+// appendPadded is appendN with pad in every event.
+func appendPadded(t *testing.T, s *Store, id string, n int, pad string) {
 	t.Helper()
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	for seq := int64(1); seq <= int64(n); seq++ {
-		if err := s.Append(t.Context(), id, seq-1, storetest.Custom(seq, fmt.Sprintf("%s-%d", id, seq))); err != nil {
-			t.Fatalf("Append(%s, %d): %v", id, seq, err)
+		if err := s.Append(t.Context(), id, seq-1, payload(id, seq, pad)); err != nil {
+			t.Errorf("Append(%s, %d): %v", id, seq, err)
+			return
 		}
 	}
 }
 
+// payload is the event numbered seq of session id, which checkEvents
+// knows again.
+func payload(id string, seq int64, pad string) cairn.Event {
+	return storetest.Custom(seq, fmt.Sprintf("%s-%d;%s", id, seq, pad))
+}
+
+// checkCustom checks that session id holds the n events of appendN.
 func checkCustom(t *testing.T, s *Store, id string, n int) {
 	t.Helper()
 	rec, err := s.Load(t.Context(), id, 0)
@@ -142,9 +154,15 @@ func checkCustom(t *testing.T, s *Store, id string, n int) {
 	if len(rec.Events) != n || rec.Info.LastSeq != int64(n) {
 		t.Fatalf("%s: %d events, last seq %d; want %d", id, len(rec.Events), rec.Info.LastSeq, n)
 	}
-	for i, e := range rec.Events {
-		if want := fmt.Sprintf(`"%s-%d"`, id, i+1); e.Seq != int64(i+1) || !strings.Contains(string(e.Data), want) {
-			t.Fatalf("%s: event %d is seq %d %s, want seq %d with %s", id, i, e.Seq, e.Data, i+1, want)
+	checkEvents(t, id, rec.Events)
+}
+
+// checkEvents checks that events are those payload made for id, from 1.
+func checkEvents(t *testing.T, id string, events []cairn.Event) {
+	t.Helper()
+	for i, e := range events {
+		if want := fmt.Sprintf(`"%s-%d;`, id, i+1); e.Seq != int64(i+1) || !strings.Contains(string(e.Data), want) {
+			t.Fatalf("%s: event %d is seq %d %.60s, want seq %d with %s", id, i, e.Seq, e.Data, i+1, want)
 		}
 	}
 }
@@ -182,7 +200,7 @@ func TestJournal_MachineCrash(t *testing.T) {
 		t.Errorf("after the replay the journals still hold records of %d sessions", n)
 	}
 	// The sessions go on where they were.
-	if err := s2.Append(t.Context(), "empty", 20, storetest.Custom(21, "empty-21")); err != nil {
+	if err := s2.Append(t.Context(), "empty", 20, payload("empty", 21, "")); err != nil {
 		t.Fatal(err)
 	}
 	checkCustom(t, s2, "empty", 21)
@@ -256,9 +274,9 @@ func TestJournal_Checkpoints(t *testing.T) {
 	}
 }
 
-// TestJournal_GroupCommit checks that appends of many sessions at once
-// share fdatasyncs, and that each is durable when it returns: a crash
-// right after, with the logs emptied, loses none.
+// TestJournal_GroupCommit has eight sessions append at once: the appends
+// share the journal's writes, and each is durable when it returns, so a
+// crash right after, with the logs emptied, loses none.
 func TestJournal_GroupCommit(t *testing.T) {
 	dir := t.TempDir()
 	s := openJournaled(t, dir)
@@ -268,6 +286,11 @@ func TestJournal_GroupCommit(t *testing.T) {
 		wg.Go(func() { appendN(t, s, fmt.Sprintf("w%d", i), n) })
 	}
 	wg.Wait()
+	if f := s.journal.flushes; f >= writers*n {
+		t.Errorf("%d appends took %d journal writes: none were shared", writers*n, f)
+	} else {
+		t.Logf("%d appends, %d journal writes", writers*n, f)
+	}
 	recs := journalRecords(t, nsPath(dir))
 	total := 0
 	for _, rs := range recs {
@@ -283,24 +306,6 @@ func TestJournal_GroupCommit(t *testing.T) {
 	s2 := openJournaled(t, dir)
 	for i := range writers {
 		checkCustom(t, s2, fmt.Sprintf("w%d", i), n)
-	}
-}
-
-// TestJournal_Batches counts the journal's writes: with eight sessions
-// appending at once, appends share them.
-func TestJournal_Batches(t *testing.T) {
-	dir := t.TempDir()
-	s := openJournaled(t, dir)
-	const writers, n = 8, 50
-	var wg sync.WaitGroup
-	for i := range writers {
-		wg.Go(func() { appendN(t, s, fmt.Sprintf("w%d", i), n) })
-	}
-	wg.Wait()
-	if f := s.journal.flushes; f >= writers*n {
-		t.Errorf("%d appends took %d journal writes: none were shared", writers*n, f)
-	} else {
-		t.Logf("%d appends, %d journal writes", writers*n, f)
 	}
 }
 
@@ -359,7 +364,7 @@ func TestJournal_DeleteScrubs(t *testing.T) {
 	if got := journalsHolding(t, nsPath(dir), "erased"); len(got) > 0 {
 		t.Errorf("after Delete the session's ID is still in %v", got)
 	}
-	if err := a.Append(t.Context(), "kept", 3, storetest.Custom(4, "kept-4")); err != nil {
+	if err := a.Append(t.Context(), "kept", 3, payload("kept", 4, "")); err != nil {
 		t.Fatal(err)
 	}
 	crash(t, a)
@@ -389,7 +394,7 @@ func TestJournal_CloseIsClean(t *testing.T) {
 		t.Errorf("a closed journal has a byte that is not zero at %d", i)
 	}
 	s2 := openJournaled(t, dir)
-	if err := s2.Append(t.Context(), "x", 3, storetest.Custom(4, "x-4")); err != nil {
+	if err := s2.Append(t.Context(), "x", 3, payload("x", 4, "")); err != nil {
 		t.Fatal(err)
 	}
 	if got := journalFiles(t, nsPath(dir)); len(got) != 1 || got[0] != files[0] {
@@ -413,7 +418,7 @@ func TestJournal_SessionWithoutToken(t *testing.T) {
 	}
 	s = openJournaled(t, dir)
 	for seq := int64(1); seq <= 3; seq++ {
-		if err := s.Append(t.Context(), "old", seq-1, storetest.Custom(seq, fmt.Sprintf("old-%d", seq))); err != nil {
+		if err := s.Append(t.Context(), "old", seq-1, payload("old", seq, "")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -495,16 +500,8 @@ func readFile(t *testing.T, p string) []byte {
 func TestJournal_LongJournal(t *testing.T) {
 	dir := t.TempDir()
 	s := openJournaled(t, dir)
-	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "long"}); err != nil {
-		t.Fatal(err)
-	}
 	const n = 400
-	pad := strings.Repeat("p", 1000)
-	for seq := int64(1); seq <= n; seq++ {
-		if err := s.Append(t.Context(), "long", seq-1, storetest.Custom(seq, fmt.Sprintf("long-%d %s", seq, pad))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendPadded(t, s, "long", n, strings.Repeat("p", 1000))
 	crash(t, s)
 	files := journalFiles(t, nsPath(dir))
 	b := readFile(t, files[0])
@@ -512,16 +509,7 @@ func TestJournal_LongJournal(t *testing.T) {
 		t.Fatalf("the records end at %d bytes, want past 300 KiB", end)
 	}
 	truncateLog(t, dir, "long", 0)
-	s2 := openJournaled(t, dir)
-	rec, err := s2.Load(t.Context(), "long", 0)
-	if err != nil || len(rec.Events) != n {
-		t.Fatalf("Load = %d events, %v; want %d", len(rec.Events), err, n)
-	}
-	for i, e := range rec.Events {
-		if !strings.Contains(string(e.Data), fmt.Sprintf("long-%d ", i+1)) {
-			t.Fatalf("event %d holds %.40s", i+1, e.Data)
-		}
-	}
+	checkCustom(t, openJournaled(t, dir), "long", n)
 }
 
 const journalChildEnv = "CAIRN_FILE_TEST_JOURNAL_CHILD"
@@ -537,17 +525,7 @@ func TestJournal_KilledWriters(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	child := exec.Command(os.Args[0], "-test.run=^TestJournal_KilledWriters$")
-	child.Env = append(os.Environ(), journalChildEnv+"="+dir)
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer child.Process.Kill()
+	child, out := startChild(t, "TestJournal_KilledWriters", journalChildEnv, dir)
 	acked := map[string]int{}
 	lines := bufio.NewScanner(out)
 	for n := 0; n < 200 && lines.Scan(); n++ {
@@ -577,11 +555,7 @@ func TestJournal_KilledWriters(t *testing.T) {
 		if rec.Info.LastSeq < int64(seq) {
 			t.Errorf("%s: last seq %d, but the child was told %d was durable", id, rec.Info.LastSeq, seq)
 		}
-		for i, e := range rec.Events {
-			if e.Seq != int64(i+1) || !strings.Contains(string(e.Data), fmt.Sprintf(`"%s-%d"`, id, i+1)) {
-				t.Fatalf("%s: event %d is seq %d %s", id, i, e.Seq, e.Data)
-			}
-		}
+		checkEvents(t, id, rec.Events)
 	}
 }
 
@@ -600,7 +574,7 @@ func journalChild(t *testing.T, dir string) {
 		}
 		wg.Go(func() {
 			for seq := int64(1); ; seq++ {
-				if err := s.Append(t.Context(), id, seq-1, storetest.Custom(seq, fmt.Sprintf("%s-%d", id, seq))); err != nil {
+				if err := s.Append(t.Context(), id, seq-1, payload(id, seq, "")); err != nil {
 					t.Error(err)
 					return
 				}
@@ -623,18 +597,7 @@ func TestJournal_FullBatch(t *testing.T) {
 	pad := strings.Repeat("b", minJournalSize/8-600) // each record just fits
 	var wg sync.WaitGroup
 	for i := range 8 {
-		id := fmt.Sprintf("b%d", i)
-		if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() {
-			for seq := int64(1); seq <= 30; seq++ {
-				if err := s.Append(t.Context(), id, seq-1, storetest.Custom(seq, fmt.Sprintf("%s-%d %s", id, seq, pad))); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
+		wg.Go(func() { appendPadded(t, s, fmt.Sprintf("b%d", i), 30, pad) })
 	}
 	wg.Wait()
 	if s.journal.flushes == 0 {
@@ -646,16 +609,7 @@ func TestJournal_FullBatch(t *testing.T) {
 	}
 	s2 := openJournaled(t, dir)
 	for i := range 8 {
-		id := fmt.Sprintf("b%d", i)
-		rec, err := s2.Load(t.Context(), id, 0)
-		if err != nil || len(rec.Events) != 30 {
-			t.Fatalf("Load(%s) = %v", id, err)
-		}
-		for k, e := range rec.Events {
-			if !strings.Contains(string(e.Data), fmt.Sprintf("%s-%d ", id, k+1)) {
-				t.Fatalf("%s: event %d holds %.30s", id, k+1, e.Data)
-			}
-		}
+		checkCustom(t, s2, fmt.Sprintf("b%d", i), 30)
 	}
 }
 

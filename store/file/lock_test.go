@@ -3,6 +3,7 @@ package file
 import (
 	"bufio"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -45,17 +46,7 @@ func TestStore_LockReleasedOnKill(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	child := exec.Command(os.Args[0], "-test.run=^TestStore_LockReleasedOnKill$")
-	child.Env = append(os.Environ(), lockChildEnv+"="+dir)
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer child.Process.Kill()
+	child, out := startChild(t, "TestStore_LockReleasedOnKill", lockChildEnv, dir)
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "locked\n" {
 		t.Fatalf("child said %q (%v), want \"locked\"", line, err)
 	}
@@ -83,6 +74,25 @@ func TestStore_LockReleasedOnKill(t *testing.T) {
 	if rec.Info.LastSeq != 2 || len(rec.Events) != 2 {
 		t.Fatalf("after the kill: last seq %d, %d events; want 2, 2", rec.Info.LastSeq, len(rec.Events))
 	}
+}
+
+// startChild runs the test binary's test of that name in a child process,
+// with env set to dir, and returns it and its output. The child is killed
+// when the test ends.
+func startChild(t *testing.T, test, env, dir string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	child.Env = append(os.Environ(), env+"="+dir)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	return child, out
 }
 
 // holdLock is the child's side: take the session's exclusive lock the way
