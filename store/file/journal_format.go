@@ -37,7 +37,7 @@ func halfBounds(f *os.File, i int) (base, n int64, err error) {
 	}
 	size := fi.Size()
 	if size < minJournalSize || size%2 != 0 {
-		return 0, 0, fmt.Errorf("%d bytes long: not a journal", size)
+		return 0, 0, fmt.Errorf("%d bytes long: not a journal of this store (move it out of %s/)", size, journalDir)
 	}
 	return int64(i) * (size / 2), size / 2, nil
 }
