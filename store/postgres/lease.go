@@ -223,15 +223,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
-	seqs := make([]int64, len(events))
-	envs := make([][]byte, len(events))
-	var enc encoder
-	for i, e := range events {
-		b, err := enc.encode(e)
-		if err != nil {
-			return fmt.Errorf("append %s: %w: seq %d: %v", id, cairn.ErrInvalidEvent, e.Seq, err)
-		}
-		seqs[i], envs[i] = e.Seq, b
+	seqs, envs, err := encodeAll(events)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
 	}
 	token := lease.Token
 	if lease.Session != id {
