@@ -11,15 +11,8 @@ import (
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
-// queue is the label of the sessions the claim tests take, and workerFilter
-// the filter cairn worker claims with.
-var (
-	queue        = map[string]string{"queue": "q"}
-	workerFilter = cairn.ListOptions{
-		Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted},
-		Labels: queue,
-	}
-)
+// The queue of the claim tests, and the filter cairn worker claims with.
+var queue, workerFilter = storetest.Queue, storetest.WorkerFilter
 
 // createQueued creates session id with labels, created at the given time
 // (the store's now when zero).

@@ -120,6 +120,17 @@ func Padded(seq int64, size int) cairn.Event {
 	return Number(seq-1, e)[0]
 }
 
+// Queue is the label of the sessions that claim tests queue, and
+// WorkerFilter the filter cairn worker claims with: the sessions of that
+// queue that are new, running or interrupted.
+var (
+	Queue        = map[string]string{"queue": "q"}
+	WorkerFilter = cairn.ListOptions{
+		Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted},
+		Labels: Queue,
+	}
+)
+
 // ClaimAll claims with filter, as holder "w", until ClaimNext returns
 // cairn.ErrNotFound, and returns the sessions in the order claimed. It
 // fails the test on any other error, on a lease without the holder or a
