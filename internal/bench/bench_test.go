@@ -11,19 +11,28 @@ import (
 // short histories.
 var tiny = settings{lengths: []int{10, 30}, samples: 25, resume: []int{20, 40}, resumeRep: 1, perWriter: 5, rounds: 1, steps: 20}
 
+// measureTiny measures the store at url, with dir for its files, at the
+// tiny sizes.
+func measureTiny(t *testing.T, url, dir string) Result {
+	t.Helper()
+	b, err := openBackend(t.Context(), url, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.close)
+	var res Result
+	if err := measure(t.Context(), b, tiny, &res, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func TestMeasure_LocalBackends(t *testing.T) {
 	dir := t.TempDir()
 	for _, u := range []string{"memory:", "file://" + filepath.Join(dir, "file"), "sqlite://" + filepath.Join(dir, "sqlite", "cairn.db")} {
-		t.Run(backendName(u), func(t *testing.T) {
-			b, err := openBackend(t.Context(), u, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(b.close)
-			var res Result
-			if err := measure(t.Context(), b, tiny, &res, func(string) {}); err != nil {
-				t.Fatal(err)
-			}
+		name := backendName(u)
+		t.Run(name, func(t *testing.T) {
+			res := measureTiny(t, u, dir)
 			for _, n := range []string{"10", "30"} {
 				if res.AppendP50[n] <= 0 || res.AppendP99[n] < res.AppendP50[n] {
 					t.Errorf("append at %s: p50 %v p99 %v, want 0 < p50 <= p99", n, res.AppendP50[n], res.AppendP99[n])
@@ -37,7 +46,7 @@ func TestMeasure_LocalBackends(t *testing.T) {
 			if res.Concurrent8vs1 <= 0 || res.EventJSONBytes < 1000 {
 				t.Errorf("8 vs 1 = %v, event JSON %d bytes; want > 0 and about 1 KB", res.Concurrent8vs1, res.EventJSONBytes)
 			}
-			if b.name == "memory" {
+			if name == "memory" {
 				if res.BytesPerEvent != nil {
 					t.Errorf("bytes per event %v in memory, want none", *res.BytesPerEvent)
 				}
@@ -46,7 +55,7 @@ func TestMeasure_LocalBackends(t *testing.T) {
 			if res.FloorP50 <= 0 {
 				t.Errorf("floor p50 %v, want > 0", res.FloorP50)
 			}
-			if concurrent := b.name == "file"; concurrent != (res.Floor8vs1 > 0) {
+			if concurrent := name == "file"; concurrent != (res.Floor8vs1 > 0) {
 				t.Errorf("floor 8 vs 1 = %v; want one measured: %v", res.Floor8vs1, concurrent)
 			}
 			if res.BytesPerEvent == nil || *res.BytesPerEvent < float64(res.EventJSONBytes)/2 {
@@ -62,15 +71,7 @@ func TestMeasure_LocalBackends(t *testing.T) {
 func TestMeasure_ServerBackends(t *testing.T) {
 	for name, env := range map[string]string{"postgres": testenv.Postgres, "redis": testenv.Redis, "mongodb": testenv.MongoDB} {
 		t.Run(name, func(t *testing.T) {
-			b, err := openBackend(t.Context(), testenv.URL(t, env), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(b.close)
-			var res Result
-			if err := measure(t.Context(), b, tiny, &res, func(string) {}); err != nil {
-				t.Fatal(err)
-			}
+			res := measureTiny(t, testenv.URL(t, env), t.TempDir())
 			if res.AppendP50["10"] <= 0 || res.FloorP50 <= 0 || res.ResumeMS["40"] <= 0 || res.Concurrent8vs1 <= 0 {
 				t.Errorf("append %v, floor %v, resume %v, 8 vs 1 %v: want all > 0", res.AppendP50, res.FloorP50, res.ResumeMS, res.Concurrent8vs1)
 			}
