@@ -1,8 +1,12 @@
 package cairn
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"syscall"
 )
 
 // Sentinel errors. Every store translates its native errors into these, so
@@ -35,7 +39,77 @@ var (
 
 	// ErrClosed is returned by a store used after Close.
 	ErrClosed = errors.New("store is closed")
+
+	// ErrUnavailable is wrapped by a store's error when the store could
+	// not be reached or did not answer in time: a refused, reset or timed
+	// out connection, a server shutting down or starting up, a lock held
+	// past the store's patience. It is an outage, not a refusal: the same
+	// call may succeed later, and a call that failed this way may or may
+	// not have been applied. Test for it with IsUnavailable, which also
+	// recognises the network errors of the standard library.
+	ErrUnavailable = errors.New("store unavailable")
+
+	// ErrDamaged is returned when a session's stored data is damaged: a log
+	// shorter than what the store acknowledged, a record whose checksum
+	// does not match, a file that does not parse. The store writes nothing
+	// to a damaged session and never repairs it by overwriting; every
+	// other session goes on as before, and List reports the damaged one
+	// with StatusDamaged. The error is a *DamagedError naming the session
+	// and what is wrong.
+	ErrDamaged = errors.New("session data is damaged")
 )
+
+// DamagedError says which session is damaged and how. It wraps ErrDamaged.
+type DamagedError struct {
+	Session string // the damaged session
+	Where   string // the file, table or key at fault, "" when not known
+	Msg     string // what is wrong, in words
+}
+
+// Error names the session, where the damage is and what it is.
+func (e *DamagedError) Error() string {
+	s := "session " + e.Session + " is damaged"
+	if e.Where != "" {
+		s += " (" + e.Where + ")"
+	}
+	return s + ": " + e.Msg
+}
+
+// Unwrap returns ErrDamaged.
+func (e *DamagedError) Unwrap() error { return ErrDamaged }
+
+// IsUnavailable reports whether err is an outage of the store rather than
+// an answer from it: an error wrapping ErrUnavailable, a network error, a
+// connection refused, reset or aborted, or a deadline that passed before
+// the store answered. Corruption, a full disk, a permission error and every
+// contract error (ErrConflict, ErrNotFound, ErrTooLarge, …) are not
+// outages.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch {
+	case errors.Is(err, ErrUnavailable),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.ETIMEDOUT),
+		errors.Is(err, syscall.ENETUNREACH),
+		errors.Is(err, syscall.EHOSTUNREACH):
+		return true
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return true
+	}
+	return false
+}
 
 // MemoryLoadError says why a memory document or an event was rejected and
 // where: the event index (or -1 for the document itself), the field, and the

@@ -28,6 +28,14 @@ type Store interface {
 	// ErrTooLarge past the store's limits. When two writers race at the
 	// same expectSeq exactly one wins. Its cost does not grow with the
 	// length of the history.
+	//
+	// A retried Append is already done: when the session's last events
+	// are exactly the events given, at the seqs given (the same envelope:
+	// version, seq, time, kind, run and data), Append returns nil and
+	// writes nothing. That is what a caller sees when it sends an append
+	// again after losing the reply to the first one. Any other append at
+	// a stale expectSeq, including the same events once something else
+	// was appended after them, returns ErrConflict.
 	Append(ctx context.Context, id string, expectSeq int64, events ...Event) error
 
 	// Load returns a session's info and its events with seq >= fromSeq,
@@ -76,6 +84,7 @@ const (
 	StatusCompleted   Status = "completed"         // the last run completed
 	StatusFailed      Status = "failed"            // the last run failed
 	StatusMaxSteps    Status = "max_steps"         // the last run hit its step limit
+	StatusDamaged     Status = "damaged"           // the stored data is damaged (ErrDamaged); read-only
 )
 
 // SessionInfo summarises a session for listing.
