@@ -156,14 +156,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if lease.Session != id || held(ss, lease) == nil {
 		return fmt.Errorf("append %s: %w", id, cairn.ErrLeaseLost)
 	}
-	if ss.info.LastSeq != expectSeq {
-		return cairn.ErrConflict
-	}
-	now := s.opts.Now().UTC()
-	ss.events = append(ss.events, events...)
-	cairn.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), now)
-	ss.expires = s.opts.ExpiresAt(now)
-	return nil
+	return s.appendLocked(ss, expectSeq, events)
 }
 
 // ClaimNext implements cairn.Claimer.

@@ -7,6 +7,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"net/url"
 	"slices"
@@ -142,7 +143,17 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if ss == nil {
 		return cairn.ErrNotFound
 	}
+	return s.appendLocked(ss, expectSeq, events)
+}
+
+// appendLocked appends events to ss at expectSeq, with db.mu held: it
+// checks the expected seq (a retry of the session's last events is
+// already done) and applies the events.
+func (s *Store) appendLocked(ss *session, expectSeq int64, events []cairn.Event) error {
 	if ss.info.LastSeq != expectSeq {
+		if retried(ss, expectSeq, events) {
+			return nil
+		}
 		return cairn.ErrConflict
 	}
 	now := s.opts.Now().UTC()
@@ -150,6 +161,25 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	cairn.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), now)
 	ss.expires = s.opts.ExpiresAt(now)
 	return nil
+}
+
+// retried reports whether the session's last events are exactly events at
+// the seqs after expectSeq: an append sent again after its reply was lost.
+// Envelopes are compared as the other stores compare what they store: the
+// time as its JSON text (RFC 3339 with nanoseconds, in its zone), the data
+// byte for byte.
+func retried(ss *session, expectSeq int64, events []cairn.Event) bool {
+	if expectSeq < 0 || ss.info.LastSeq != expectSeq+int64(len(events)) || int64(len(ss.events)) != ss.info.LastSeq {
+		return false
+	}
+	for i, e := range ss.events[expectSeq:] {
+		g := events[i]
+		if e.V != g.V || e.Seq != g.Seq || e.Kind != g.Kind || e.Run != g.Run ||
+			e.At.Format(time.RFC3339Nano) != g.At.Format(time.RFC3339Nano) || !bytes.Equal(e.Data, g.Data) {
+			return false
+		}
+	}
+	return true
 }
 
 // Load implements cairn.Store.

@@ -74,7 +74,7 @@ func dropCollections(tb testing.TB, s *mongodb.Store) {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return openStore(t, opts)
 	})
 }

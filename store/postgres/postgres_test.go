@@ -103,7 +103,7 @@ func randHex(tb testing.TB) string {
 
 func TestConformance(t *testing.T) {
 	dsn(t)
-	storetest.Run(t, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return open(t, opts)
 	})
 }

@@ -100,7 +100,7 @@ func openStore(tb testing.TB, opts cairn.StoreOptions) *redis.Store {
 
 func TestConformance(t *testing.T) {
 	testURL(t)
-	storetest.Run(t, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return openStore(t, opts)
 	})
 }
@@ -109,7 +109,7 @@ func TestConformance(t *testing.T) {
 // index outside the session scripts, as they do on Redis Cluster.
 func TestConformanceSplit(t *testing.T) {
 	c := adminClient(t)
-	storetest.Run(t, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		cleanNamespace(t, opts.Namespace)
 		s, err := redis.NewSplit(c, opts)
 		if err != nil {

@@ -10,44 +10,33 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// runLease runs the lease section of the suite when the stores open makes
-// implement cairn.Leaser, and the claim test when they implement
-// cairn.Claimer. Time moves on the harness's clock only: no test sleeps.
-func runLease(t *testing.T, open Opener) {
-	probe := newHarness(t, open)
-	st := probe.store(t)
-	if _, ok := st.(cairn.Leaser); !ok {
-		t.Logf("the store does not implement cairn.Leaser: lease tests skipped")
-		return
-	}
-	_, claimer := st.(cairn.Claimer)
-	tests := []struct {
+// runLease runs the lease section of the suite, for a backend that
+// declares Leases, and the claim tests when it declares Claims. Time moves
+// on the harness's clock only: no test sleeps.
+func runLease(t *testing.T, open Opener, abilities Abilities) {
+	type test struct {
 		name string
 		fn   func(*testing.T, *harness, cairn.Leaser)
-	}{
+	}
+	tests := []test{
 		{"Acquire", testLeaseAcquire},
 		{"Expiry", testLeaseExpiry},
 		{"Renew", testLeaseRenew},
 		{"Release", testLeaseRelease},
 		{"Takeover", testLeaseTakeover},
 		{"AppendFenced", testLeaseAppendFenced},
+		{"AppendFencedRetried", testLeaseAppendFencedRetried},
 		{"Delete", testLeaseDelete},
 		{"ConcurrentAcquire", testLeaseConcurrentAcquire},
 		{"ConcurrentFencedAppend", testLeaseConcurrentFenced},
 	}
-	if claimer {
-		tests = append(tests, struct {
-			name string
-			fn   func(*testing.T, *harness, cairn.Leaser)
-		}{"ClaimNext", testLeaseClaimNext}, struct {
-			name string
-			fn   func(*testing.T, *harness, cairn.Leaser)
-		}{"ConcurrentClaimNext", testLeaseConcurrentClaimNext})
+	if abilities.Claims {
+		tests = append(tests, test{"ClaimNext", testLeaseClaimNext}, test{"ConcurrentClaimNext", testLeaseConcurrentClaimNext})
 	}
 	for _, tt := range tests {
 		t.Run("Lease/"+tt.name, func(t *testing.T) {
-			h := newHarness(t, open)
-			tt.fn(t, h, h.store(t).(cairn.Leaser))
+			h := newHarness(open, abilities)
+			tt.fn(t, h, leaser(t, h.store(t)))
 		})
 	}
 }
@@ -358,7 +347,7 @@ func testLeaseConcurrentFenced(t *testing.T, h *harness, l cairn.Leaser) {
 // those the filter leaves out, and end with ErrNotFound.
 func testLeaseClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
 	s := l.(cairn.Store)
-	c := l.(cairn.Claimer)
+	c := claimer(t, s)
 	queued := map[string]string{"queue": "q1"}
 	var ids []string
 	for range 3 {
@@ -401,7 +390,7 @@ func testLeaseConcurrentClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
 	for range sessions {
 		newSession(t, l.(cairn.Store), queued)
 	}
-	stores := []cairn.Claimer{l.(cairn.Claimer), h.store(t).(cairn.Claimer)}
+	stores := []cairn.Claimer{claimer(t, l.(cairn.Store)), claimer(t, h.store(t))}
 	filter := cairn.ListOptions{Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted}, Labels: queued}
 	var (
 		mu   sync.Mutex

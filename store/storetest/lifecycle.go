@@ -75,8 +75,8 @@ func testTTL(t *testing.T, h *harness) {
 	if got := listAll(t, s, cairn.ListOptions{}); len(got) != 0 {
 		t.Errorf("List past every TTL = %v, want none", ids(got))
 	}
-	if sw, ok := s.(cairn.Sweeper); ok {
-		if _, err := sw.Sweep(t.Context()); err != nil {
+	if h.abilities.Sweep {
+		if _, err := sweeper(t, s).Sweep(t.Context()); err != nil {
 			t.Fatalf("Sweep: %v", err)
 		}
 		if _, err := s.Load(t.Context(), id, 0); !errors.Is(err, cairn.ErrNotFound) {
@@ -124,22 +124,107 @@ func testNamespaces(t *testing.T, h *harness) {
 	assertEvents(t, mustLoad(t, a, id).Events, UserTurn(0, "r", "in a"))
 }
 
+// testSweep: Sweep deletes the namespace's expired sessions, and only
+// those, and returns how many it deleted.
+func testSweep(t *testing.T, h *harness) {
+	const ttl = time.Hour
+	s := h.storeWith(t, cairn.StoreOptions{TTL: ttl})
+	other := h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_other", TTL: ttl})
+	sweep := func(s cairn.Store, want int, when string) {
+		t.Helper()
+		n, err := sweeper(t, s).Sweep(t.Context())
+		if err != nil {
+			t.Fatalf("Sweep %s: %v", when, err)
+		}
+		if n != want {
+			t.Errorf("Sweep %s deleted %d sessions, want %d", when, n, want)
+		}
+	}
+	sweep(s, 0, "of an empty namespace")
+	idle := newSession(t, s, nil)
+	used := newSession(t, s, nil)
+	mustAppend(t, s, used, 0, UserTurn(0, "r", "old")...)
+	kept := newSession(t, s, nil)
+	otherIdle := newSession(t, other, nil)
+	sweep(s, 0, "before any TTL passed")
+	h.clock.Advance(ttl - time.Minute)
+	mustAppend(t, s, kept, 0, UserTurn(0, "r", "kept")...)
+	h.clock.Advance(2 * time.Minute)
+	sweep(s, 2, "past two sessions' TTL")
+	sweep(s, 0, "a second time")
+	assertEvents(t, mustLoad(t, s, kept).Events, UserTurn(0, "r", "kept"))
+	sweep(other, 1, "of another namespace, untouched by the first")
+	for _, id := range []string{idle, used, otherIdle} {
+		st := s
+		if id == otherIdle {
+			st = other
+		}
+		if _, err := st.Load(t.Context(), id, 0); !errors.Is(err, cairn.ErrNotFound) {
+			t.Errorf("Load of swept session %s: got %v, want ErrNotFound", id, err)
+		}
+		if err := st.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+			t.Errorf("Create with a swept session's ID: %v", err)
+		}
+	}
+	if rec := mustLoad(t, s, used); len(rec.Events) != 0 || rec.Info.Steps != 0 {
+		t.Errorf("a session created with a swept one's ID has %d events and %d steps, want none", len(rec.Events), rec.Info.Steps)
+	}
+}
+
+// testClosed: after Close (twice), every method of the store and of each
+// declared ability returns ErrClosed, and none of them changed anything.
 func testClosed(t *testing.T, h *harness) {
 	s := h.store(t)
 	id := newSession(t, s, nil)
+	mustAppend(t, s, id, 0, Custom(1, "x"))
+	var lease cairn.Lease
+	if h.abilities.Leases {
+		lease = mustAcquire(t, leaser(t, s), id, "worker-a")
+	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := s.Load(t.Context(), id, 0); !errors.Is(err, cairn.ErrClosed) {
-		t.Errorf("Load after Close: got %v, want ErrClosed", err)
+	ctx := t.Context()
+	calls := map[string]func() error{
+		"Create": func() error { return s.Create(ctx, cairn.SessionMeta{ID: "made-after-close"}) },
+		"Append": func() error { return s.Append(ctx, id, 1, Custom(2, "x")) },
+		"Load":   func() error { _, err := s.Load(ctx, id, 0); return err },
+		"List":   func() error { _, err := s.List(ctx, cairn.ListOptions{}); return err },
+		"Delete": func() error { return s.Delete(ctx, id) },
 	}
-	if err := s.Append(t.Context(), id, 0, Custom(1, "x")); !errors.Is(err, cairn.ErrClosed) {
-		t.Errorf("Append after Close: got %v, want ErrClosed", err)
+	if h.abilities.Sweep {
+		calls["Sweep"] = func() error { _, err := sweeper(t, s).Sweep(ctx); return err }
 	}
-	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "x"}); !errors.Is(err, cairn.ErrClosed) {
-		t.Errorf("Create after Close: got %v, want ErrClosed", err)
+	if h.abilities.Leases {
+		l := leaser(t, s)
+		calls["Acquire"] = func() error { _, err := l.Acquire(ctx, id, "worker-b", leaseTTL); return err }
+		calls["Takeover"] = func() error { _, err := l.Takeover(ctx, id, "worker-b", leaseTTL); return err }
+		calls["Renew"] = func() error { _, err := l.Renew(ctx, lease, leaseTTL); return err }
+		calls["Release"] = func() error { return l.Release(ctx, lease) }
+		calls["CurrentLease"] = func() error { _, err := l.CurrentLease(ctx, id); return err }
+		calls["AppendFenced"] = func() error { return l.AppendFenced(ctx, id, lease, 1, Custom(2, "x")) }
+	}
+	if h.abilities.Claims {
+		c := claimer(t, s)
+		calls["ClaimNext"] = func() error { _, err := c.ClaimNext(ctx, "worker-b", leaseTTL, cairn.ListOptions{}); return err }
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, cairn.ErrClosed) {
+			t.Errorf("%s after Close: got %v, want ErrClosed", name, err)
+		}
+	}
+	// A store opened again sees the session as it was before Close.
+	again := h.store(t)
+	assertEvents(t, mustLoad(t, again, id).Events, []cairn.Event{Custom(1, "x")})
+	if _, err := again.Load(ctx, "made-after-close", 0); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("Create after Close made a session: Load got %v, want ErrNotFound", err)
+	}
+	if h.abilities.Leases {
+		if cur, err := leaser(t, again).CurrentLease(ctx, id); err != nil || cur.Token != lease.Token {
+			t.Errorf("the lease after the calls on a closed store = %+v, %v; want %+v still held", cur, err, lease)
+		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package storetest is the conformance suite of the cairn store contract.
-// Every backend runs all of it by adding one test function:
+// Every backend runs all of it by adding one test function that declares
+// the backend's optional abilities:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+//		storetest.Run(t, storetest.Abilities{Leases: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 //			s, err := mybackend.Open(t.Context(), dsn, opts)
 //			if err != nil {
 //				t.Fatal(err)
@@ -15,7 +16,10 @@
 // The suite checks ordering, all-or-nothing appends, seq conflicts under
 // many concurrent writers, replay equality after a reopen, listing with its
 // order, fields, filters and cursor, deletion, TTL on a controlled clock,
-// namespaces, limits and every sentinel error.
+// namespaces, limits, retried appends, every method after Close and every
+// sentinel error, and each declared ability (leases and fenced appends,
+// claims, sweeping). A store that lacks a declared ability, or has one it
+// does not declare, fails.
 package storetest
 
 import (
@@ -33,20 +37,25 @@ import (
 // itself (the backend's address) it takes from its own configuration.
 type Opener func(t *testing.T, opts cairn.StoreOptions) cairn.Store
 
-// Run runs the whole conformance suite against the stores open returns.
-// Each test uses a namespace of its own, so a shared server can run the
-// suite while holding other data.
-func Run(t *testing.T, open Opener) {
-	tests := []struct {
+// Run runs the whole conformance suite against the stores open returns,
+// which must have exactly the optional abilities declared. Each test uses a
+// namespace of its own, so a shared server can run the suite while holding
+// other data.
+func Run(t *testing.T, abilities Abilities, open Opener) {
+	type test struct {
 		name string
 		fn   func(*testing.T, *harness)
-	}{
+	}
+	tests := []test{
+		{"Abilities", testAbilities},
 		{"Create", testCreate},
 		{"CreateExists", testCreateExists},
 		{"InvalidID", testInvalidID},
 		{"AppendLoad", testAppendLoad},
 		{"LoadFrom", testLoadFrom},
 		{"AppendConflict", testAppendConflict},
+		{"AppendRetried", testAppendRetried},
+		{"AppendRetriedStale", testAppendRetriedStale},
 		{"AppendNotFound", testAppendNotFound},
 		{"AppendInvalid", testAppendInvalid},
 		{"AppendAtomic", testAppendAtomic},
@@ -63,23 +72,29 @@ func Run(t *testing.T, open Opener) {
 		{"Namespaces", testNamespaces},
 		{"Closed", testClosed},
 	}
+	if abilities.Sweep {
+		tests = append(tests, test{"Sweep", testSweep})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, newHarness(t, open))
+			tt.fn(t, newHarness(open, abilities))
 		})
 	}
-	runLease(t, open)
+	if abilities.Leases {
+		runLease(t, open, abilities)
+	}
 }
 
 // harness opens stores for one test in a namespace of its own.
 type harness struct {
-	open  Opener
-	ns    string
-	clock *Clock
+	open      Opener
+	abilities Abilities
+	ns        string
+	clock     *Clock
 }
 
-func newHarness(t *testing.T, open Opener) *harness {
-	return &harness{open: open, ns: "st_" + randHex(6), clock: NewClock()}
+func newHarness(open Opener, abilities Abilities) *harness {
+	return &harness{open: open, abilities: abilities, ns: "st_" + randHex(6), clock: NewClock()}
 }
 
 // store opens a store on the test's namespace with the test's clock.
