@@ -1,6 +1,7 @@
 package mongodb
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -50,6 +51,9 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	}
 	for attempt := 0; ; attempt++ {
 		err := s.appendOnce(ctx, id, expectSeq, events, docs)
+		if errors.Is(err, errRetried) {
+			return nil
+		}
 		if errors.Is(err, errStrays) && attempt == 0 {
 			continue // the strays were removed: try once more
 		}
@@ -66,6 +70,11 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 // errStrays says that an insert met event documents left above the
 // session's last seq by a dead writer, and that they have been removed.
 var errStrays = errors.New("stale uncommitted events removed")
+
+// errRetried says that the events of an append are already the session's
+// last events, exactly: the append was sent again after its reply was
+// lost, and is already done.
+var errRetried = errors.New("the events are already the session's last")
 
 func isSentinel(err error) bool {
 	return errors.Is(err, cairn.ErrConflict) || errors.Is(err, cairn.ErrNotFound)
@@ -85,7 +94,7 @@ func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, even
 	if _, err := s.events.InsertMany(ctx, batch, options.InsertMany().SetOrdered(true)); err != nil {
 		s.discard(ctx, id, token)
 		if mongo.IsDuplicateKeyError(err) {
-			return s.onDuplicate(ctx, id, expectSeq)
+			return s.onDuplicate(ctx, id, expectSeq, docs)
 		}
 		return err
 	}
@@ -204,9 +213,10 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 	return cairn.ErrConflict
 }
 
-// onDuplicate handles an insert that met a position already held. If the
-// session moved past expectSeq (or is gone) that is a plain conflict (or
-// ErrNotFound). If it has not, the holder is uncommitted: a writer still
+// onDuplicate handles an insert of docs that met a position already held.
+// If the session moved past expectSeq (or is gone) that is a plain
+// conflict (or ErrNotFound), unless docs are exactly its last events
+// (errRetried). If it has not, the holder is uncommitted: a writer still
 // between its insert and its commit, or one that died there. When every
 // uncommitted document of the session is older than StaleAfter, the
 // session's fence is raised to now, so that no append that began before
@@ -214,7 +224,7 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 // caller to try again. Documents of this store's own failed appends (see
 // discard) count as stale at once: the calls that wrote them have
 // returned, and the fence stops a commit of theirs still on its way.
-func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64) error {
+func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64, docs []eventDoc) error {
 	var doc sessionDoc
 	err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
 		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}})).Decode(&doc)
@@ -225,7 +235,7 @@ func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64) err
 		return err
 	}
 	if doc.LastSeq != expectSeq {
-		return cairn.ErrConflict
+		return s.retried(ctx, id, doc.LastSeq, expectSeq, docs)
 	}
 	wall := time.Now()
 	stale := bson.NewDateTimeFromTime(wall.Add(-StaleAfter))
@@ -261,6 +271,32 @@ func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64) err
 	}
 	s.forget(id, own)
 	return errStrays
+}
+
+// retried returns errRetried when docs, at the seqs after expectSeq, are
+// exactly the last events of session id, whose last seq was last, and
+// ErrConflict otherwise. Events up to a session's last seq never change
+// until it is deleted, so the documents read after last still tell. The
+// envelopes are compared as stored: json.Marshal's bytes of the event,
+// which keep its time to the nanosecond and in its zone.
+func (s *Store) retried(ctx context.Context, id string, last, expectSeq int64, docs []eventDoc) error {
+	if last != expectSeq+int64(len(docs)) {
+		return cairn.ErrConflict
+	}
+	cur, err := s.events.Find(ctx,
+		bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: expectSeq}, {Key: "$lte", Value: last}}}},
+		options.Find().SetSort(bson.D{{Key: "seq", Value: 1}}).SetProjection(bson.D{{Key: "seq", Value: 1}, {Key: "event", Value: 1}}))
+	if err != nil {
+		return err
+	}
+	var held []eventDoc
+	if err := cur.All(ctx, &held); err != nil {
+		return err
+	}
+	if !slices.EqualFunc(held, docs, func(h, d eventDoc) bool { return h.Seq == d.Seq && bytes.Equal(h.Event, d.Event) }) {
+		return cairn.ErrConflict
+	}
+	return errRetried
 }
 
 func newToken() string {

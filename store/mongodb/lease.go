@@ -239,6 +239,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	}
 	for attempt := 0; ; attempt++ {
 		err := s.appendFencedOnce(ctx, id, lease, expectSeq, events, docs)
+		if errors.Is(err, errRetried) {
+			return nil
+		}
 		if errors.Is(err, errStrays) && attempt == 0 {
 			continue
 		}
@@ -272,7 +275,7 @@ func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lea
 	if _, err := s.events.InsertMany(ctx, batch, options.InsertMany().SetOrdered(true)); err != nil {
 		s.discard(ctx, id, token)
 		if mongo.IsDuplicateKeyError(err) {
-			return s.clearFenced(ctx, id, expectSeq)
+			return s.clearFenced(ctx, id, expectSeq, docs)
 		}
 		return err
 	}
@@ -308,7 +311,7 @@ func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lea
 // they are removed at once and errStrays asks the caller to try again,
 // rather than waiting StaleAfter as a plain Append must. Anything else goes
 // to onDuplicate.
-func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64) error {
+func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64, docs []eventDoc) error {
 	var doc struct {
 		LastSeq int64 `bson:"last_seq"`
 		Fence   int64 `bson:"fence"`
@@ -322,7 +325,7 @@ func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64) err
 		return err
 	}
 	if doc.LastSeq != expectSeq {
-		return cairn.ErrConflict
+		return s.retried(ctx, id, doc.LastSeq, expectSeq, docs)
 	}
 	res, err := s.events.DeleteMany(ctx, bson.D{
 		{Key: "session", Value: id},
@@ -335,5 +338,5 @@ func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64) err
 	if res.DeletedCount > 0 {
 		return errStrays
 	}
-	return s.onDuplicate(ctx, id, expectSeq)
+	return s.onDuplicate(ctx, id, expectSeq, docs)
 }

@@ -258,7 +258,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		case mine == nil || !*mine:
 			return fmt.Errorf("append %s: %w", id, cairn.ErrLeaseLost)
 		case *cur != expectSeq:
-			return fmt.Errorf("append %s at seq %d: %w (the last seq is %d)", id, expectSeq, cairn.ErrConflict, *cur)
+			// The lease is the caller's: a retry of the session's last
+			// append is already done, anything else a conflict.
+			return s.whyNot(ctx, id, expectSeq, envs, now)
 		case attempt > 0:
 			return fmt.Errorf("append %s at seq %d: %w", id, expectSeq, cairn.ErrConflict)
 		}

@@ -178,7 +178,7 @@ func liveSQL(param string) string {
 type statements struct {
 	sessions         string
 	create, purge    string
-	append, seqNow   string
+	append, tail     string
 	appendOne        string // append of a single event
 	info, loadEvents string
 	del, sweep       string
@@ -229,8 +229,14 @@ func newStatements(schema string) statements {
 		// matched; only when it did not does Append ask why.
 		append:    appendSQL(sessions, events, "", false) + " SELECT EXISTS (SELECT 1 FROM u)",
 		appendOne: appendSQL(sessions, events, "", true) + " SELECT EXISTS (SELECT 1 FROM u)",
-		seqNow:    "SELECT last_seq FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
-		info:      "SELECT " + infoColumns + " FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		// Why an append matched nothing: the live session's last seq
+		// and, when the append's events would end exactly there, the
+		// envelopes stored at their seqs, to tell a retry from a
+		// conflict. $1 id, $2 now, $3 the expected seq, $4 the new last.
+		tail: "SELECT s.last_seq, CASE WHEN s.last_seq = $4 THEN ARRAY(SELECT e.envelope FROM " + events +
+			" e WHERE e.session_id = $1 AND e.seq > $3 AND e.seq <= $4 ORDER BY e.seq) END FROM " + sessions +
+			" s WHERE s.id = $1 AND " + liveSQL("$2"),
+		info: "SELECT " + infoColumns + " FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
 		loadEvents: "SELECT seq, envelope FROM " + events + " WHERE session_id = $1 AND seq >= $2" +
 			" AND seq <= (SELECT last_seq FROM " + sessions + " WHERE id = $1) ORDER BY seq",
 		del:   "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),

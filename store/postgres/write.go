@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,14 +92,30 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if ok {
 		return nil
 	}
-	// Nothing was written: tell a missing session from a conflict.
-	var cur int64
-	err = s.pool.QueryRow(ctx, s.sql.seqNow, id, now).Scan(&cur)
+	// Nothing was written: tell a missing session from a conflict, and a
+	// conflict from a retry of the session's last append.
+	return s.whyNot(ctx, id, expectSeq, envs, now)
+}
+
+// whyNot says why an append of the events whose envelopes are envs, at
+// expectSeq, matched no session row: ErrNotFound for a missing or expired
+// session; nil when the session's last events are exactly these envelopes
+// at these seqs (a retry of an append whose reply was lost: it is already
+// done); ErrConflict otherwise. It is one read, made only on this path.
+func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][]byte, now time.Time) error {
+	last := expectSeq + int64(len(envs))
+	var (
+		cur  int64
+		held [][]byte
+	)
+	err := s.pool.QueryRow(ctx, s.sql.tail, id, now, expectSeq, last).Scan(&cur, &held)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("append %s: %w", id, cairn.ErrNotFound)
 	case err != nil:
-		return fmt.Errorf("append %s: %w", id, err)
+		return fmt.Errorf("append %s: %w", id, translate(err))
+	case cur == last && slices.EqualFunc(held, envs, bytes.Equal):
+		return nil
 	}
 	return fmt.Errorf("append %s at seq %d: %w (the last seq is %d)", id, expectSeq, cairn.ErrConflict, cur)
 }

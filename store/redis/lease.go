@@ -106,11 +106,14 @@ const fencedAppendArgs = appendArgs + 1
 //
 //	KEYS: meta, events[, index, claims]
 //	ARGV: appendScript's twelve, token, event...
-//	returns "OK", "NOTFOUND", "LOST" or "CONFLICT"
-var fencedAppendScript = goredis.NewScript(luaHelpers + claimHelpers + leaseFence + `
+//	returns "OK", "DONE", "NOTFOUND", "LOST" or "CONFLICT"
+var fencedAppendScript = goredis.NewScript(luaHelpers + claimHelpers + retryHelpers + leaseFence + `
 local bad, cur = fence(ARGV[1], ARGV[13])
 if bad then return bad end
-if tonumber(cur[2]) ~= tonumber(ARGV[4]) then return 'CONFLICT' end
+if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
+  if retried(cur[2], ARGV[4], ARGV[5], 14) then return 'DONE' end
+  return 'CONFLICT'
+end
 for i = 14, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
@@ -289,8 +292,11 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		args = append(args, b)
 	}
 	res, err := fencedAppendScript.Run(ctx, s.client, s.scriptKeys(id), args...).Text()
-	if res == replyConflict {
+	switch {
+	case err == nil && res == replyConflict:
 		return fmt.Errorf("append %s at seq %d: %w", id, expectSeq, cairn.ErrConflict)
+	case err == nil && res == replyDone:
+		return nil // a retry: nothing written, nothing to index
 	}
 	if err := leaseReply("append", id, res, err); err != nil {
 		return err

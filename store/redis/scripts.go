@@ -53,6 +53,25 @@ local function index(idx, score, id, ttl, gt)
 end
 `
 
+// retryHelpers is prepended to the append scripts.
+const retryHelpers = `
+-- retried reports whether the session's last events are exactly the
+-- events ARGV[first], ARGV[first + 1], … at the seqs after expect: the
+-- session's last seq is last, and the envelopes stored at those seqs are
+-- byte for byte the ones given (the whole envelope: v, seq, at, kind,
+-- run, data). That is an append sent again after its reply was lost (by
+-- go-redis after a network error, or by the caller): it is already done.
+local function retried(cur_last, expect, last, first)
+  if tonumber(cur_last) ~= tonumber(last) then return false end
+  local held = redis.call('LRANGE', KEYS[2], tonumber(expect), tonumber(last) - 1)
+  if #held ~= #ARGV - first + 1 then return false end
+  for i = 1, #held do
+    if held[i] ~= ARGV[first + i - 1] then return false end
+  end
+  return true
+end
+`
+
 // claimHelpers is prepended to the scripts that keep the claim set (KEYS[4]
 // when the store is not split) in step with a session's status.
 const claimHelpers = `
@@ -136,22 +155,16 @@ const appendArgs = 12
 //	ARGV: now, expires_at, ttl, expect_seq, new_last_seq, steps_delta,
 //	      status ("" unchanged), has_message ("1"/"0"), first_message,
 //	      updated_at, id, score, event...
-//	returns "OK", "NOTFOUND" or "CONFLICT"
+//	returns "OK", "DONE", "NOTFOUND" or "CONFLICT"
 //
-// An append that finds exactly its own events already at its positions is
-// the client's retry of an append whose reply was lost (go-redis sends a
-// command again after a network error): it returns "OK", not "CONFLICT".
-var appendScript = goredis.NewScript(luaHelpers + claimHelpers + `
+// At a stale expected seq, an append whose events are exactly the
+// session's last events (retried) writes nothing and returns "DONE".
+var appendScript = goredis.NewScript(luaHelpers + claimHelpers + retryHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
-  if tonumber(cur[2]) ~= tonumber(ARGV[5]) then return 'CONFLICT' end
-  local held = redis.call('LRANGE', KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]) - 1)
-  if #held ~= #ARGV - 12 then return 'CONFLICT' end
-  for i = 1, #held do
-    if held[i] ~= ARGV[12 + i] then return 'CONFLICT' end
-  end
-  return 'OK'
+  if retried(cur[2], ARGV[4], ARGV[5], 13) then return 'DONE' end
+  return 'CONFLICT'
 end
 for i = 13, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
@@ -211,6 +224,7 @@ return 'OK'
 // Script replies.
 const (
 	replyOK       = "OK"
+	replyDone     = "DONE" // a retried append: nothing written
 	replyExists   = "EXISTS"
 	replyNotFound = "NOTFOUND"
 	replyConflict = "CONFLICT"

@@ -91,6 +91,8 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	}
 	switch res {
 	case replyOK:
+	case replyDone:
+		return nil // a retry: nothing written, nothing to index
 	case replyNotFound:
 		return fmt.Errorf("append %s: %w", id, cairn.ErrNotFound)
 	case replyConflict:
