@@ -187,7 +187,11 @@ type StateSet struct {
 	Deleted []string                   `json:"deleted"`
 }
 
-// RunInterrupted is the data of KindRunInterrupted.
+// RunInterrupted is the data of KindRunInterrupted. Pending lists the tool
+// calls asked for that have no result; for InterruptApproval it lists the
+// calls that wait for a person's decision, and every process must leave
+// those calls unrun until a decision is recorded (State marks them
+// PendingCall.Approval).
 type RunInterrupted struct {
 	Reason  string     `json:"reason"` // InterruptCancelled, InterruptApproval, …
 	Pending []ToolCall `json:"pending"`
@@ -197,7 +201,8 @@ type RunInterrupted struct {
 const (
 	InterruptCancelled = "cancelled"
 	InterruptApproval  = "approval"
-	InterruptDegraded  = "store_degraded"
+	InterruptDegraded  = "store_degraded" // the store could not record a step that must be durable
+	InterruptLease     = "lease_expired"  // the holder's lease could not be renewed in time
 	InterruptShutdown  = "shutdown"
 	InterruptImported  = "imported" // an imported history ends before the model's answer
 )

@@ -48,10 +48,14 @@ type Message struct {
 
 // PendingCall is a tool call a model asked for that has no result yet.
 // Started is set when a tool.started event shows that a tool that is not
-// idempotent began running: its outcome is unknown after a crash.
+// idempotent began running: its outcome is unknown after a crash. Approval
+// is set when a run.interrupted{approval} listed the call: it must not run
+// until a person's decision is recorded (State.Approvals), whatever the
+// tools of the process that resumes it say.
 type PendingCall struct {
 	ToolCall
-	Started bool `json:"started"`
+	Started  bool `json:"started"`
+	Approval bool `json:"approval,omitempty"`
 }
 
 // Message roles.
@@ -134,6 +138,11 @@ func (s *State) Apply(e Event) error {
 		s.Status, s.Interrupt = StatusInterrupted, d.Reason
 		if d.Reason == InterruptApproval {
 			s.Status = StatusAwaiting
+			for _, c := range d.Pending {
+				if i := s.pendingIndex(c.ID); i >= 0 {
+					s.Pending[i].Approval = true
+				}
+			}
 		}
 	case *ApprovalDecided:
 		s.Approvals[d.CallID] = *d

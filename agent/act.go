@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"runtime/debug"
@@ -27,15 +28,19 @@ type outcome struct {
 	result    cairn.ToolResult
 	scope     *callScope
 	cancelled bool  // the run was cancelled before the call finished: it stays pending
+	notRun    error // the call may not run now (lease expired, start not recordable): it stays pending
 	err       error // recording tool.started failed
 }
 
 // act runs the pending tool calls. Calls from one response run
-// concurrently; result i is appended (with any state.set it caused) once it
-// and every earlier one are done, so results are recorded in the model's
-// order. If a call needs approval that nobody gave, nothing runs: the run
-// stops awaiting approval, unless continuing (a new input went on without
-// a decision), where such calls get an error result. It returns a nil
+// concurrently; their results are appended (each with any state.set it
+// caused) in the model's order, skipping the calls that did not finish,
+// which stay pending. If a call needs approval that nobody gave, nothing
+// runs: the run stops awaiting approval, unless continuing (a new input
+// went on without a decision), where such calls get an error result. A
+// call needs approval when the session recorded that it does or when this
+// agent's tool requires it. A call asked for before this run call whose
+// tool this agent lacks is an error (*UnknownToolError). It returns a nil
 // Result when the loop goes on.
 func (r *runner) act(ctx context.Context, continuing bool) (*Result, error) {
 	st := r.s.State()
@@ -44,18 +49,20 @@ func (r *runner) act(ctx context.Context, continuing bool) (*Result, error) {
 	}
 	var awaiting []cairn.ToolCall
 	for _, p := range st.Pending {
-		if t := r.s.agent.tool(p.Name); t != nil && t.opts.approval {
-			if _, ok := st.Approvals[p.ID]; !ok {
-				awaiting = append(awaiting, p.ToolCall)
-			}
+		d, decided := st.Approvals[p.ID]
+		if r.s.agent.tool(p.Name) == nil && !r.asked[p.ID] && !(decided && !d.Approved) {
+			return &Result{Status: st.Status}, &UnknownToolError{Session: r.s.id, Call: p.ToolCall, Tools: r.s.agent.toolNames()}
+		}
+		if r.needsApproval(p) && !decided {
+			awaiting = append(awaiting, p.ToolCall)
 		}
 	}
 	if len(awaiting) > 0 && !continuing {
 		res := &Result{Status: cairn.StatusAwaiting, Awaiting: awaiting}
-		if r.s.awaitingRecorded() {
+		if r.s.awaitingRecorded(awaiting) {
 			return res, nil
 		}
-		e := cairn.MustEvent(cairn.KindRunInterrupted, r.runID, cairn.RunInterrupted{Reason: cairn.InterruptApproval, Pending: pendingCalls(st)})
+		e := cairn.MustEvent(cairn.KindRunInterrupted, r.runID, cairn.RunInterrupted{Reason: cairn.InterruptApproval, Pending: awaiting})
 		if err := r.s.append(ctx, e); err != nil {
 			return res, fmt.Errorf("run session %s: record the wait for approval: %w", r.s.id, err)
 		}
@@ -69,16 +76,20 @@ func (r *runner) act(ctx context.Context, continuing bool) (*Result, error) {
 		outcomes[i] = make(chan outcome, 1)
 		go func() { outcomes[i] <- r.call(ctx, p, st, continuing) }()
 	}
-	var stop error
+	var stop, notRun error
 	cancelled := false
 	for i := range st.Pending {
 		out := <-outcomes[i]
 		switch {
-		case stop != nil || cancelled:
-			// An earlier result could not be recorded: later ones wait
-			// for the resume, to keep the model's order.
+		case stop != nil:
+			// An earlier result could not be recorded: the store refuses
+			// the session's writes, so later ones wait for the resume.
 		case out.err != nil:
 			stop = out.err
+		case out.notRun != nil:
+			if notRun == nil {
+				notRun = out.notRun
+			}
 		case out.cancelled:
 			cancelled = true
 		default:
@@ -87,13 +98,39 @@ func (r *runner) act(ctx context.Context, continuing bool) (*Result, error) {
 			}
 		}
 	}
-	if stop != nil {
+	switch {
+	case stop != nil:
 		return &Result{Status: cairn.StatusFailed}, stop
-	}
-	if cancelled || ctx.Err() != nil {
+	case notRun != nil:
+		return r.interruptFor(ctx, notRun)
+	case cancelled || ctx.Err() != nil:
 		return r.interrupt(ctx)
 	}
 	return nil, nil
+}
+
+// needsApproval reports whether call p waits for a person's decision: the
+// session recorded so, or this agent's tool requires it.
+func (r *runner) needsApproval(p cairn.PendingCall) bool {
+	t := r.s.agent.tool(p.Name)
+	return p.Approval || (t != nil && t.opts.approval)
+}
+
+// UnknownToolError says that a session has a pending tool call, asked for
+// before this run began, of a tool the agent resuming it does not have. The
+// run does not go on: resume it with the program that has the tool, or
+// deny the call (Session.Approve with approved false) to give it an error
+// result.
+type UnknownToolError struct {
+	Session string
+	Call    cairn.ToolCall
+	Tools   []string // the tools the agent has
+}
+
+// Error names the call, the tool and the tools the agent has.
+func (e *UnknownToolError) Error() string {
+	return fmt.Sprintf("session %s: pending call %s asks for tool %q, which this agent does not have (tools: %s)",
+		e.Session, e.Call.ID, e.Call.Name, strings.Join(e.Tools, ", "))
 }
 
 func resultEvents(runID string, out outcome) []cairn.Event {
@@ -114,11 +151,11 @@ func (r *runner) call(ctx context.Context, p cairn.PendingCall, st *cairn.State,
 	t := r.s.agent.tool(p.Name)
 	decision, decided := st.Approvals[p.ID]
 	switch {
+	case decided && !decision.Approved:
+		res.Output = deniedPrefix + decision.Note
 	case t == nil:
 		res.Output = fmt.Sprintf("unknown tool %q (tools: %s)", p.Name, strings.Join(r.s.agent.toolNames(), ", "))
-	case t.opts.approval && decided && !decision.Approved:
-		res.Output = deniedPrefix + decision.Note
-	case t.opts.approval && !decided && continuing:
+	case r.needsApproval(p) && !decided && continuing:
 		res.Output = undecided
 	case p.Started && !t.opts.rerun:
 		res.Output = OutcomeUnknown
@@ -135,10 +172,23 @@ func (r *runner) run(ctx context.Context, t *Tool, p cairn.PendingCall, st *cair
 	if ctx.Err() != nil {
 		return outcome{cancelled: true}
 	}
+	if err := r.s.checkClaim(); err != nil {
+		return outcome{notRun: err}
+	}
 	if !t.Idempotent() && !p.Started {
+		// The start must be in the store before the side effect: in
+		// degrade mode too, an outage keeps the call from running.
 		e := cairn.MustEvent(cairn.KindToolStarted, r.runID, cairn.ToolStarted{CallID: p.ID, Name: p.Name, Args: p.Args})
-		if err := r.s.append(ctx, e); err != nil {
+		if err := r.s.appendDurable(ctx, e); err != nil {
+			if nr, ok := errors.AsType[*NotRecordedError](err); ok {
+				return outcome{notRun: nr}
+			}
 			return outcome{err: fmt.Errorf("run session %s: record start of %s: %w", r.s.id, p.ID, err)}
+		}
+		if err := r.s.checkClaim(); err != nil {
+			// Recorded as started and not run: a resume reports its
+			// outcome as unknown, which is safe.
+			return outcome{notRun: err}
 		}
 	}
 	r.observe(ToolEvent{Call: p.ToolCall})
@@ -184,11 +234,17 @@ func (a *Agent) toolNames() []string {
 }
 
 // awaitingRecorded reports whether the session's last events are a
-// run.interrupted{approval} followed only by decisions: the wait for
-// approval is already recorded.
-func (s *Session) awaitingRecorded() bool {
+// run.interrupted{approval} followed only by decisions, and every call of
+// awaiting is marked as waiting: the wait for approval is already
+// recorded.
+func (s *Session) awaitingRecorded(awaiting []cairn.ToolCall) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, c := range awaiting {
+		if i := slices.IndexFunc(s.state.Pending, func(p cairn.PendingCall) bool { return p.ID == c.ID }); i < 0 || !s.state.Pending[i].Approval {
+			return false
+		}
+	}
 	for i := s.mem.Len() - 1; i >= 0; i-- {
 		e := s.mem.Event(i)
 		switch e.Kind {

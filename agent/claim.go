@@ -41,6 +41,17 @@ type ClaimOptions struct {
 	// takes it as it is instead of acquiring one, and renews and releases
 	// it like its own.
 	Adopt cairn.Lease
+	// AcquiredAt, with Adopt, is when the caller asked for the adopted
+	// lease (time.Now() taken before the call that acquired it): the
+	// lease is surely valid until AcquiredAt + TTL - Margin by this
+	// process's clock. Zero: the lease's own Expires is trusted instead,
+	// read on this machine's wall clock.
+	AcquiredAt time.Time
+	// Margin is how long before its lease could expire the holder stops
+	// acting when renewals fail: it covers the difference in clock rate
+	// between this process and the store, and the skew between the wall
+	// clocks of the machines sharing the store. 0 means TTL/5.
+	Margin time.Duration
 	// OnLost is called once, from the renewing goroutine, when the lease
 	// is found lost (taken over by another holder). Writes are already
 	// refused then; stop the run (cancel its context).
@@ -64,12 +75,16 @@ type Claim struct {
 	s      *Session
 	leaser cairn.Leaser // nil: no lease (a lock file, or nothing)
 	ttl    time.Duration
+	margin time.Duration
 	lock   *fileLock
 	onLost func(error)
 
-	mu    sync.Mutex
-	lease cairn.Lease
-	err   error // why the lease was lost, nil while held
+	mu         sync.Mutex
+	lease      cairn.Lease
+	err        error     // why the lease was lost, nil while held
+	validUntil time.Time // by this process's monotonic clock: act only before it
+	renewed    time.Time // when the last successful acquire or renew began
+	renewErr   error     // the last renewal's error, nil after a success
 
 	stop chan struct{}
 	done chan struct{}
@@ -90,7 +105,10 @@ func (s *Session) Claim(ctx context.Context, opts ClaimOptions) (*Claim, error) 
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultClaimTTL
 	}
-	c := &Claim{s: s, ttl: opts.TTL, onLost: opts.OnLost, stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.Margin <= 0 || opts.Margin >= opts.TTL {
+		opts.Margin = opts.TTL / 5
+	}
+	c := &Claim{s: s, ttl: opts.TTL, margin: opts.Margin, onLost: opts.OnLost, stop: make(chan struct{}), done: make(chan struct{})}
 	if opts.LockFile != "" {
 		lock, err := lockFile(opts.LockFile, s.id, opts.Holder)
 		if err != nil {
@@ -103,12 +121,20 @@ func (s *Session) Claim(ctx context.Context, opts ClaimOptions) (*Claim, error) 
 			lease cairn.Lease
 			err   error
 		)
+		begin := time.Now()
 		switch {
 		case opts.Adopt.Holder != "":
 			if opts.Adopt.Session != s.id {
 				err = fmt.Errorf("the lease to adopt is of session %s", opts.Adopt.Session)
 			}
 			lease = opts.Adopt
+			switch {
+			case !opts.AcquiredAt.IsZero():
+				begin = opts.AcquiredAt
+			default:
+				// Expires is on the store's clock: read it on this one.
+				begin = begin.Add(min(time.Until(lease.Expires), opts.TTL) - opts.TTL)
+			}
 		case opts.Force || c.lock != nil:
 			lease, err = l.Takeover(ctx, s.id, opts.Holder, opts.TTL)
 		default:
@@ -121,6 +147,7 @@ func (s *Session) Claim(ctx context.Context, opts ClaimOptions) (*Claim, error) 
 			return nil, fmt.Errorf("claim session %s: %w", s.id, err)
 		}
 		c.leaser, c.lease = l, lease
+		c.renewed, c.validUntil = begin, begin.Add(c.ttl-c.margin)
 		go c.renew()
 	} else {
 		close(c.done)
@@ -151,6 +178,41 @@ func (c *Claim) Err() error {
 	return c.err
 }
 
+// ErrLeaseExpired is returned (wrapped) by a run whose claim's lease could
+// not be renewed in time: the holder stopped acting, so that no one else
+// can hold the session while it still runs tools or model calls. The run
+// is interrupted (reason cairn.InterruptLease) and can be resumed.
+var ErrLeaseExpired = errors.New("lease could not be renewed")
+
+// Check reports whether the holder may act now (call a tool, call the
+// model). It returns nil while the lease is surely valid by this process's
+// monotonic clock: until the start of the last successful acquire or renew
+// plus the TTL less the margin. The store expires a lease at least TTL
+// after it granted or renewed it, and it granted it after the request
+// left, so a holder that stops at that point has stopped before any taker
+// can have the lease. Past it Check returns an error wrapping
+// ErrLeaseExpired (with the renewals' last error); once the lease is lost
+// it returns the loss (wrapping cairn.ErrLeaseLost). A claim held by an
+// operating-system lock, or with no lease at all, is always valid: no
+// other claimant that uses the lock can take the session while this
+// process lives.
+func (c *Claim) Check() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	if c.leaser == nil || c.lock != nil || time.Now().Before(c.validUntil) {
+		return nil
+	}
+	err := fmt.Errorf("session %s: %w: the last renewal began at %s and the lease lasts %s (margin %s)",
+		c.s.id, ErrLeaseExpired, c.renewed.Format("15:04:05.000"), c.ttl, c.margin)
+	if c.renewErr != nil {
+		err = fmt.Errorf("%w; the last attempt failed: %w", err, c.renewErr)
+	}
+	return err
+}
+
 // renew extends the lease every third of its TTL until Release, or until
 // the lease is found lost.
 func (c *Claim) renew() {
@@ -166,20 +228,26 @@ func (c *Claim) renew() {
 		c.mu.Lock()
 		lease := c.lease
 		c.mu.Unlock()
+		begin := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), c.ttl/3)
 		next, err := c.leaser.Renew(ctx, lease, c.ttl)
 		cancel()
 		switch {
 		case err == nil:
 			c.mu.Lock()
-			c.lease = next
+			c.lease, c.renewed, c.renewErr = next, begin, nil
+			c.validUntil = begin.Add(c.ttl - c.margin)
 			c.mu.Unlock()
 		case errors.Is(err, cairn.ErrLeaseLost) || errors.Is(err, cairn.ErrNotFound):
 			c.lost(err)
 			return
 		default:
-			// The store did not answer: try again at the next tick. The
-			// lease may expire meanwhile; fencing keeps that safe.
+			// The store did not answer: try again at the next tick. Past
+			// the lease's validity Check stops the run from acting;
+			// fencing refuses its writes once another holder has it.
+			c.mu.Lock()
+			c.renewErr = err
+			c.mu.Unlock()
 			c.s.agent.logger().Warn("renew the session's lease", "session", c.s.id, "err", err)
 		}
 	}
@@ -247,6 +315,18 @@ func (c *Claim) release(ctx context.Context) error {
 		return fmt.Errorf("release session %s: %w", c.s.id, err)
 	}
 	return nil
+}
+
+// checkClaim reports whether the session's holder may act now (see
+// Claim.Check): nil when the session has no claim.
+func (s *Session) checkClaim() error {
+	s.mu.Lock()
+	c := s.claim
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Check()
 }
 
 // storeAppend is the session's write: fenced while a claim with a lease

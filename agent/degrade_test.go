@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -59,8 +61,17 @@ func (o *outageStore) restore() {
 	o.mu.Unlock()
 }
 
+// down turns the closed store's ErrClosed into what a client sees of a
+// server that went away: an outage (cairn.ErrUnavailable).
+func down(err error) error {
+	if errors.Is(err, cairn.ErrClosed) {
+		return fmt.Errorf("%w: %w", cairn.ErrUnavailable, err)
+	}
+	return err
+}
+
 func (o *outageStore) Create(ctx context.Context, m cairn.SessionMeta) error {
-	return o.cur().Create(ctx, m)
+	return down(o.cur().Create(ctx, m))
 }
 func (o *outageStore) Append(ctx context.Context, id string, seq int64, e ...cairn.Event) error {
 	err := o.cur().Append(ctx, id, seq, e...)
@@ -69,15 +80,17 @@ func (o *outageStore) Append(ctx context.Context, id string, seq int64, e ...cai
 		o.batches = append(o.batches, kindsOf(e))
 		o.mu.Unlock()
 	}
-	return err
+	return down(err)
 }
 func (o *outageStore) Load(ctx context.Context, id string, from int64) (*cairn.Record, error) {
-	return o.cur().Load(ctx, id, from)
+	rec, err := o.cur().Load(ctx, id, from)
+	return rec, down(err)
 }
 func (o *outageStore) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
-	return o.cur().List(ctx, opts)
+	page, err := o.cur().List(ctx, opts)
+	return page, down(err)
 }
-func (o *outageStore) Delete(ctx context.Context, id string) error { return o.cur().Delete(ctx, id) }
+func (o *outageStore) Delete(ctx context.Context, id string) error { return down(o.cur().Delete(ctx, id)) }
 func (o *outageStore) Close() error                                { return nil }
 
 // outageAgent runs a script whose tools take the store down and bring it back.
@@ -234,7 +247,7 @@ func (l *lostReplyStore) Append(ctx context.Context, id string, seq int64, e ...
 		return err
 	}
 	if l.armed.CompareAndSwap(true, false) {
-		return errors.New("connection reset after the write was sent")
+		return fmt.Errorf("connection reset after the write was sent: %w", syscall.ECONNRESET)
 	}
 	return nil
 }

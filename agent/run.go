@@ -54,6 +54,10 @@ type Result struct {
 	Steps    int              // model responses in the run so far
 	Warnings []error          // raised during this call: a *ResumeWarning, a *StoreWarning
 	Unsaved  int              // events the store does not hold yet; see Session.Flush
+	// StoreError is why the Unsaved events are not in the store: the
+	// store's last error (an outage: cairn.IsUnavailable), nil when
+	// Unsaved is 0.
+	StoreError error
 }
 
 // Run starts a run with input. By default the run is fresh: run.started
@@ -158,7 +162,8 @@ type runner struct {
 	o      runOptions
 	runID  string
 	usage  cairn.Usage
-	warned int // the session's warnings before this call
+	warned int             // the session's warnings before this call
+	asked  map[string]bool // the calls this call's model responses asked for
 }
 
 // result completes res with what every result carries.
@@ -169,7 +174,7 @@ func (r *runner) result(res *Result) *Result {
 	st := r.s.State()
 	res.RunID, res.Usage, res.Steps = r.runID, r.usage, st.RunSteps
 	res.Warnings = r.s.Warnings()[r.warned:]
-	res.Unsaved = r.s.Unsaved()
+	res.Unsaved, res.StoreError = r.s.Unsaved(), r.s.StoreError()
 	return res
 }
 
@@ -185,6 +190,9 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		}
 		if ctx.Err() != nil {
 			return r.interrupt(ctx)
+		}
+		if err := r.s.checkClaim(); err != nil {
+			return r.interruptFor(ctx, err)
 		}
 		if res, err := r.think(ctx, st); res != nil || err != nil {
 			return r.result(res), err
@@ -236,8 +244,26 @@ func (r *runner) think(ctx context.Context, st *cairn.State) (*Result, error) {
 	if len(calls) == 0 {
 		events = append(events, cairn.MustEvent(cairn.KindRunFinished, r.runID, cairn.RunFinished{Status: cairn.RunCompleted, Output: resp.Text}))
 	}
+	// Calls that need a person's decision are recorded as such in the same
+	// append as the response that asks for them, so that no process, with
+	// whatever tools, runs them before a decision.
+	var awaiting []cairn.ToolCall
+	for _, c := range calls {
+		if t := r.s.agent.tool(c.Name); t != nil && t.opts.approval {
+			awaiting = append(awaiting, c)
+		}
+	}
+	if len(awaiting) > 0 {
+		events = append(events, cairn.MustEvent(cairn.KindRunInterrupted, r.runID, cairn.RunInterrupted{Reason: cairn.InterruptApproval, Pending: awaiting}))
+	}
 	if err := r.s.append(ctx, events...); err != nil {
 		return &Result{Status: cairn.StatusFailed}, fmt.Errorf("run session %s: record model response: %w", r.s.id, err)
+	}
+	if r.asked == nil {
+		r.asked = map[string]bool{}
+	}
+	for _, c := range calls {
+		r.asked[c.ID] = true
 	}
 	if len(calls) == 0 {
 		return &Result{Status: cairn.StatusCompleted, Output: resp.Text}, nil
@@ -279,10 +305,28 @@ func (r *runner) finish(ctx context.Context, f cairn.RunFinished) (*Result, erro
 // interrupt records run.interrupted{cancelled} with a write the
 // cancellation cannot kill, and returns an error wrapping ctx's error.
 func (r *runner) interrupt(ctx context.Context) (*Result, error) {
+	return r.stop(ctx, cairn.InterruptCancelled, context.Cause(ctx))
+}
+
+// interruptFor stops the run because it may not go on: its lease could
+// not be renewed in time (cause wraps ErrLeaseExpired or
+// cairn.ErrLeaseLost), or the store could not record a step that must be
+// durable (a *NotRecordedError).
+func (r *runner) interruptFor(ctx context.Context, cause error) (*Result, error) {
+	reason := cairn.InterruptDegraded
+	if errors.Is(cause, ErrLeaseExpired) || errors.Is(cause, cairn.ErrLeaseLost) {
+		reason = cairn.InterruptLease
+	}
+	return r.stop(ctx, reason, cause)
+}
+
+// stop records run.interrupted{reason} with a write the cancellation
+// cannot kill, and returns an error wrapping cause.
+func (r *runner) stop(ctx context.Context, reason string, cause error) (*Result, error) {
 	pending := pendingCalls(r.s.State())
-	e := cairn.MustEvent(cairn.KindRunInterrupted, r.runID, cairn.RunInterrupted{Reason: cairn.InterruptCancelled, Pending: pending})
+	e := cairn.MustEvent(cairn.KindRunInterrupted, r.runID, cairn.RunInterrupted{Reason: reason, Pending: pending})
 	werr := r.s.append(context.WithoutCancel(ctx), e)
-	err := fmt.Errorf("run session %s: interrupted: %w", r.s.id, context.Cause(ctx))
+	err := fmt.Errorf("run session %s: interrupted: %w", r.s.id, cause)
 	if werr != nil {
 		err = errors.Join(err, werr)
 	}

@@ -35,7 +35,12 @@ type Session struct {
 	savedSeq int64         // the last seq the store holds
 	unsaved  []cairn.Event // events in memory the store does not hold yet, in order
 	degraded bool          // the store failed and has not answered since
-	warnings []error
+	storeErr error         // the store's last error while degraded
+	// uncertain holds durable writes that failed with an outage: each
+	// may have been applied all the same (the reply was lost), at the seqs
+	// it was numbered with. A later write adopts the one the store holds.
+	uncertain [][]cairn.Event
+	warnings  []error
 	claim    *Claim // the lease the session's writes are fenced with, if any
 }
 
@@ -102,15 +107,30 @@ func (w *StoreWarning) Unwrap() error { return w.Err }
 func (s *Session) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for len(s.unsaved) > 0 {
+		err := s.write(ctx, nil)
+		if errors.Is(err, errAdopted) {
+			continue
+		}
+		if err != nil {
+			if cairn.IsUnavailable(err) {
+				s.storeErr = err
+			}
+			return fmt.Errorf("flush: %w", err)
+		}
+	}
+	return nil
+}
+
+// StoreError returns why the events Unsaved counts are not in the store:
+// the store's last error while it was unavailable, or nil.
+func (s *Session) StoreError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.unsaved) == 0 {
 		return nil
 	}
-	rest, err := s.write(ctx, s.unsaved)
-	if err != nil {
-		s.unsaved = rest
-		return fmt.Errorf("flush: %w", err)
-	}
-	return nil
+	return s.storeErr
 }
 
 // Approve records a person's decision on a tool call that awaits approval
@@ -145,68 +165,125 @@ func (s *Session) warn(w error) {
 
 // append numbers events, writes them (after any unsaved ones) in one
 // atomic store append, and folds them into the state. With OnError
-// "degrade" a failing store keeps them in memory as unsaved; with "fail",
-// or for a conflict or an invalid or oversize event, nothing is added and
-// the error is returned.
+// "degrade" an outage of the store (cairn.IsUnavailable) keeps them in
+// memory as unsaved; with "fail", and for every other error (a conflict,
+// an invalid or oversize event, a damaged or full store), nothing is added
+// and the error is returned.
 func (s *Session) append(ctx context.Context, events ...cairn.Event) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	last := s.mem.LastSeq()
-	for i := range events {
-		events[i].Seq = last + int64(i) + 1
-		if events[i].V == 0 {
-			events[i].V = cairn.FormatVersion
-		}
-		if err := cairn.ValidateEvent(events[i], events[i].Seq); err != nil {
-			return fmt.Errorf("append to session %s: %w", s.id, err)
-		}
-	}
-	batch := append(slices.Clone(s.unsaved), events...)
-	rest, err := s.write(ctx, batch)
-	switch {
-	case err == nil:
-	case fatalStoreError(err) || s.agent.failMode():
-		return err
-	default:
-		if !s.degraded {
-			s.degraded = true
-			w := &StoreWarning{Session: s.id, Err: err}
-			s.warnings = append(s.warnings, w)
-			s.agent.logger().Warn(w.Error(), "session", s.id, "unsaved", len(rest))
-		}
-		s.unsaved = rest
-	}
-	if _, err := s.mem.Add(events...); err != nil {
-		return fmt.Errorf("append to session %s: %w", s.id, err)
-	}
-	for _, e := range events {
-		if err := s.state.Apply(e); err != nil {
-			return fmt.Errorf("append to session %s: %w", s.id, err)
-		}
-	}
-	return nil
+	return s.appendEvents(ctx, false, events)
 }
 
-// write appends batch after savedSeq with a context the run's cancellation
-// cannot kill, and returns what is still unsaved of it. When an earlier
-// write's outcome was unknown (it timed out but committed), a conflict
-// whose stored events are exactly batch's first ones counts them as
-// written. With s.mu held.
-func (s *Session) write(ctx context.Context, batch []cairn.Event) ([]cairn.Event, error) {
+// appendDurable is append for a step that must be in the store before the
+// run goes on: the tool.started of a tool that is not idempotent. An
+// outage does not degrade it: nothing is added to the memory and the
+// error is a *NotRecordedError. Since the store may have applied the write
+// before the connection broke, its events are kept aside as uncertain and
+// adopted if a later write finds them stored.
+func (s *Session) appendDurable(ctx context.Context, events ...cairn.Event) error {
+	return s.appendEvents(ctx, true, events)
+}
+
+func (s *Session) appendEvents(ctx context.Context, durable bool, events []cairn.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		last := s.mem.LastSeq()
+		for i := range events {
+			events[i].Seq = last + int64(i) + 1
+			if events[i].V == 0 {
+				events[i].V = cairn.FormatVersion
+			}
+			if err := cairn.ValidateEvent(events[i], events[i].Seq); err != nil {
+				return fmt.Errorf("append to session %s: %w", s.id, err)
+			}
+		}
+		err := s.write(ctx, events)
+		switch {
+		case errors.Is(err, errAdopted):
+			continue // the memory took in stored events: number again
+		case err == nil:
+		case s.agent.failMode() || !cairn.IsUnavailable(err):
+			return err
+		case durable:
+			s.outage(err)
+			s.uncertain = append(s.uncertain, slices.Clone(events))
+			return &NotRecordedError{Session: s.id, Err: err}
+		default:
+			s.outage(err)
+			s.unsaved = append(s.unsaved, events...)
+		}
+		if _, err := s.mem.Add(events...); err != nil {
+			return fmt.Errorf("append to session %s: %w", s.id, err)
+		}
+		for _, e := range events {
+			if err := s.state.Apply(e); err != nil {
+				return fmt.Errorf("append to session %s: %w", s.id, err)
+			}
+		}
+		return nil
+	}
+}
+
+// outage records that the store is unavailable, warning once per outage.
+// With s.mu held.
+func (s *Session) outage(err error) {
+	s.storeErr = err
+	if s.degraded {
+		return
+	}
+	s.degraded = true
+	w := &StoreWarning{Session: s.id, Err: err}
+	s.warnings = append(s.warnings, w)
+	s.agent.logger().Warn(w.Error(), "session", s.id, "unsaved", len(s.unsaved))
+}
+
+// NotRecordedError says that a step that must be stored before the run
+// goes on could not be: the store is unavailable. The step did not
+// happen (the tool did not run); it is still pending.
+type NotRecordedError struct {
+	Session string
+	Err     error // the store's error; cairn.IsUnavailable reports true
+}
+
+// Error says that the store could not record the step, and why.
+func (e *NotRecordedError) Error() string {
+	return fmt.Sprintf("session %s: the store could not record the start of a tool call, so the call was not run: %v", e.Session, e.Err)
+}
+
+// Unwrap returns the store's error.
+func (e *NotRecordedError) Unwrap() error { return e.Err }
+
+// errAdopted tells appendEvents that write took stored events into the
+// memory and renumbered the unsaved ones: the new events need new seqs.
+var errAdopted = errors.New("stored events adopted")
+
+// write appends the unsaved events and then events after savedSeq, in one
+// append, with a context the run's cancellation cannot kill. On success
+// the store holds them all. On failure events are not written and
+// s.unsaved holds what the store still lacks of the earlier unsaved events.
+// When an earlier write's outcome was unknown (it timed out but
+// committed), a conflict whose stored events are exactly the batch's
+// first ones counts them as written; stored events that are exactly an
+// uncertain durable write are adopted (errAdopted). With s.mu held.
+func (s *Session) write(ctx context.Context, events []cairn.Event) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
+	batch := append(slices.Clone(s.unsaved), events...)
 	err := s.storeAppend(wctx, s.savedSeq, batch...)
-	if errors.Is(err, cairn.ErrConflict) && len(s.unsaved) > 0 {
-		n, ok, lerr := s.reconcile(wctx, batch)
+	if errors.Is(err, cairn.ErrConflict) && (len(s.unsaved) > 0 || len(s.uncertain) > 0) {
+		n, adopted, lerr := s.reconcile(wctx, batch)
 		switch {
 		case lerr != nil:
 			// The store answered the append but not the check: whether
 			// the conflict is our own earlier write is unknown, so keep
 			// the events unsaved and look again at the next write.
 			err = fmt.Errorf("check what the store holds after a conflict: %w", lerr)
-		case ok:
+		case adopted:
+			return errAdopted
+		case n > 0:
 			s.savedSeq = batch[n-1].Seq
 			batch = batch[n:]
+			s.unsaved = s.unsaved[min(n, len(s.unsaved)):]
 			err = nil
 			if len(batch) > 0 {
 				err = s.storeAppend(wctx, s.savedSeq, batch...)
@@ -218,51 +295,90 @@ func (s *Session) write(ctx context.Context, batch []cairn.Event) ([]cairn.Event
 		if len(batch) > 0 {
 			s.savedSeq = batch[len(batch)-1].Seq
 		}
-		s.unsaved = nil
+		s.unsaved, s.uncertain, s.storeErr = nil, nil, nil
 		if s.degraded {
 			s.degraded = false
 			s.agent.logger().Info("the store answers again; unsaved events written", "session", s.id)
 		}
-		return nil, nil
+		return nil
 	case errors.Is(err, cairn.ErrConflict):
-		return batch, fmt.Errorf("session %s was changed by another process: %w", s.id, err)
+		return fmt.Errorf("session %s was changed by another process: %w", s.id, err)
 	default:
-		return batch, fmt.Errorf("append to session %s: %w", s.id, err)
+		return fmt.Errorf("append to session %s: %w", s.id, err)
 	}
 }
 
-// reconcile reports how many of batch's first events the store already
-// holds, byte for byte, and whether it holds nothing else after them. An
-// error means the store could not be read: nothing is known.
+// reconcile looks at what the store holds after savedSeq. It returns how
+// many of batch's first events the store holds, byte for byte, with
+// nothing else after them; or, when the store holds the unsaved events
+// that preceded an uncertain durable write and then exactly that write,
+// adopts them: the memory takes the stored events in and the unsaved
+// events after them move up (adopted true). An error means the store
+// could not be read: nothing is known. With s.mu held.
 func (s *Session) reconcile(ctx context.Context, batch []cairn.Event) (int, bool, error) {
 	rec, err := s.store.Load(ctx, s.id, s.savedSeq+1)
 	if err != nil {
-		if fatalStoreError(err) {
-			return 0, false, nil
+		if cairn.IsUnavailable(err) {
+			return 0, false, err
 		}
-		return 0, false, err
-	}
-	if len(rec.Events) == 0 || len(rec.Events) > len(batch) {
 		return 0, false, nil
 	}
-	for i, got := range rec.Events {
-		want := batch[i]
-		if got.Seq != want.Seq || got.Kind != want.Kind || got.Run != want.Run || !jsonEqual(got.Data, want.Data) {
-			return 0, false, nil
+	stored := rec.Events
+	if len(stored) == 0 {
+		return 0, false, nil
+	}
+	if len(stored) <= len(batch) && sameEvents(stored, batch[:len(stored)]) {
+		return len(stored), false, nil
+	}
+	for _, u := range s.uncertain {
+		before := int(u[0].Seq - s.savedSeq - 1) // stored events that must be unsaved ones
+		if before < 0 || before > len(s.unsaved) || len(stored) != before+len(u) {
+			continue
+		}
+		if sameEvents(stored[:before], s.unsaved[:before]) && sameEvents(stored[before:], u) {
+			return 0, true, s.adopt(u)
 		}
 	}
-	return len(rec.Events), true, nil
+	return 0, false, nil
+}
+
+// adopt puts the events u, found in the store, into the memory after the
+// events before them, and moves the memory's later (unsaved) events up by
+// len(u). With s.mu held.
+func (s *Session) adopt(u []cairn.Event) error {
+	all := s.mem.Events()
+	cut := int(u[0].Seq - 1)
+	later := slices.Clone(all[cut:])
+	for i := range later {
+		later[i].Seq += int64(len(u))
+	}
+	mem, err := cairn.NewMemory(slices.Concat(all[:cut], u, later)...)
+	if err != nil {
+		return fmt.Errorf("take in the stored start of a tool call: %w", err)
+	}
+	mem.Session = s.mem.Session
+	state, err := mem.State()
+	if err != nil {
+		return fmt.Errorf("take in the stored start of a tool call: %w", err)
+	}
+	s.mem, s.state = mem, state
+	s.savedSeq = u[len(u)-1].Seq
+	s.unsaved, s.uncertain = later, nil
+	return nil
+}
+
+func sameEvents(a, b []cairn.Event) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Seq != y.Seq || x.Kind != y.Kind || x.Run != y.Run || !x.At.Equal(y.At) || !jsonEqual(x.Data, y.Data) {
+			return false
+		}
+	}
+	return true
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
 	ca, err1 := cairn.Canonical(a)
 	cb, err2 := cairn.Canonical(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
-}
-
-// fatalStoreError reports whether err stops a run whatever OnError says:
-// another writer, a deleted session, or events the store refuses.
-func fatalStoreError(err error) bool {
-	return errors.Is(err, cairn.ErrConflict) || errors.Is(err, cairn.ErrInvalidEvent) || errors.Is(err, cairn.ErrLeaseLost) ||
-		errors.Is(err, cairn.ErrTooLarge) || errors.Is(err, cairn.ErrNotFound) || errors.Is(err, cairn.ErrInvalidID)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -488,5 +489,100 @@ func TestSession_ResumeRun(t *testing.T) {
 	}
 	if n := s.Memory().Len(); n != 6 {
 		t.Errorf("%d events, want 6 (ResumeRun of a finished run writes nothing)", n)
+	}
+}
+
+// TestSession_ApprovalRecordedHolds: a program whose tool requires
+// approval asks for a call; the need is recorded with the model's response
+// (one append). Another program, whose same tool does not require
+// approval, resumes the session: the call does not run until a person
+// decides, and then runs once.
+func TestSession_ApprovalRecordedHolds(t *testing.T) {
+	st := &recordingStore{Store: newMemStore(t)}
+	var ran atomic.Int32
+	mkTool := func(opts ...agent.ToolOption) *agent.Tool {
+		return agent.NewTool("deploy", "", func(_ context.Context, in nameIn) (string, error) {
+			ran.Add(1)
+			return "deployed " + in.Name, nil
+		}, opts...)
+	}
+	mk := func(tool *agent.Tool) *agent.Agent {
+		a := offlineAgent(st)
+		a.Tools = []*agent.Tool{tool, agent.NewTool("look", "", func(context.Context, struct{}) (string, error) { return "ok", nil })}
+		a.Model = scripted(t, script.Step{ToolCalls: []script.Call{call("deploy", `{"name":"web"}`), call("look", `{}`)}}, script.Step{Text: "finished"})
+		return a
+	}
+	s, _ := mk(mkTool(agent.RequireApproval())).Start(t.Context(), agent.WithID("ap2"))
+	if res, err := s.Run(t.Context(), "ship it"); err != nil || res.Status != cairn.StatusAwaiting {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	kinds := st.kinds()
+	if last := kinds[len(kinds)-1]; !slices.Equal(last, []cairn.Kind{cairn.KindModelResponse, cairn.KindRunInterrupted}) {
+		t.Fatalf("last append %v, want the response and the wait for approval together", last)
+	}
+	intr := decoded[cairn.RunInterrupted](t, loadEvents(t, st, "ap2"), cairn.KindRunInterrupted)
+	if len(intr[0].Pending) != 1 || intr[0].Pending[0].Name != "deploy" {
+		t.Fatalf("the wait lists %+v, want only the deploy call", intr[0].Pending)
+	}
+
+	lax := mk(mkTool()) // the same tool, without the approval rule
+	s2, err := lax.Resume(t.Context(), "ap2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s2.ResumeRun(t.Context())
+	if err != nil || res.Status != cairn.StatusAwaiting || len(res.Awaiting) != 1 || ran.Load() != 0 {
+		t.Fatalf("resume by a program without the rule: %+v %v, ran %d; want still awaiting", res, err, ran.Load())
+	}
+	if err := s2.Approve(t.Context(), res.Awaiting[0].ID, true, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s2.ResumeRun(t.Context()); err != nil || res.Status != cairn.StatusCompleted || ran.Load() != 1 {
+		t.Fatalf("after approval: %+v %v, ran %d", res, err, ran.Load())
+	}
+	checkReplay(t, s2, st)
+}
+
+// TestSession_ResumeUnknownTool: a session stopped with a pending call of
+// a tool the resuming program lacks. The resume is an error naming the
+// tool and writes nothing, instead of answering the call with an error and
+// completing; denying the call lets the run go on.
+func TestSession_ResumeUnknownTool(t *testing.T) {
+	st := newMemStore(t)
+	first := offlineAgent(st)
+	first.Tools = []*agent.Tool{agent.NewTool("mail", "", func(context.Context, struct{}) (string, error) { return "sent", nil })}
+	first.Model = scripted(t, script.Step{ToolCalls: []script.Call{call("mail", `{}`)}}, script.Step{Text: "finished"})
+	s, _ := first.Start(t.Context(), agent.WithID("unk"))
+	ctx, cancel := context.WithCancel(t.Context())
+	first.Tools[0] = agent.NewTool("mail", "", func(context.Context, struct{}) (string, error) { cancel(); return "", ctx.Err() })
+	if res, _ := s.Run(ctx, "mail them"); res.Status != cairn.StatusInterrupted {
+		t.Fatalf("first run: %s, want interrupted", res.Status)
+	}
+	before := len(loadEvents(t, st, "unk"))
+
+	other := offlineAgent(st)
+	other.Model = first.Model
+	s2, err := other.Resume(t.Context(), "unk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s2.ResumeRun(t.Context())
+	var ue *agent.UnknownToolError
+	if !errors.As(err, &ue) || ue.Call.Name != "mail" || !strings.Contains(err.Error(), `"mail"`) {
+		t.Fatalf("resume: %v, want an *UnknownToolError naming mail", err)
+	}
+	if n := len(loadEvents(t, st, "unk")); n != before {
+		t.Fatalf("the refused resume wrote %d events", n-before)
+	}
+	if err := s2.Approve(t.Context(), ue.Call.ID, false, "no mail tool here"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s2.ResumeRun(t.Context())
+	if err != nil || res.Status != cairn.StatusCompleted {
+		t.Fatalf("after the denial: %+v %v", res, err)
+	}
+	results := decoded[cairn.ToolResult](t, loadEvents(t, st, "unk"), cairn.KindToolResult)
+	if len(results) != 1 || !strings.HasPrefix(results[0].Output, "denied by a person") {
+		t.Errorf("results %+v, want the denial", results)
 	}
 }
