@@ -90,8 +90,10 @@ func (o *outageStore) List(ctx context.Context, opts cairn.ListOptions) (*cairn.
 	page, err := o.cur().List(ctx, opts)
 	return page, down(err)
 }
-func (o *outageStore) Delete(ctx context.Context, id string) error { return down(o.cur().Delete(ctx, id)) }
-func (o *outageStore) Close() error                                { return nil }
+func (o *outageStore) Delete(ctx context.Context, id string) error {
+	return down(o.cur().Delete(ctx, id))
+}
+func (o *outageStore) Close() error { return nil }
 
 // outageAgent runs a script whose tools take the store down and bring it back.
 func outageAgent(t *testing.T, st *outageStore, onError string, logs *bytes.Buffer, steps ...script.Step) *agent.Agent {

@@ -41,7 +41,7 @@ type Session struct {
 	// it was numbered with. A later write adopts the one the store holds.
 	uncertain [][]cairn.Event
 	warnings  []error
-	claim    *Claim // the lease the session's writes are fenced with, if any
+	claim     *Claim // the lease the session's writes are fenced with, if any
 }
 
 // ErrBusy is returned by Run and ResumeRun while another run of the same
