@@ -51,18 +51,55 @@
 // A tool made with RequireApproval stops the run (awaiting_approval) until
 // a person decides with Session.Approve; then Session.ResumeRun runs the
 // approved calls and gives denied ones the error result
-// "denied by a person: <note>". This works across processes: Resume,
-// Approve, ResumeRun.
+// "denied by a person: <note>". The need for a decision is recorded in the
+// session, in the same append as the response that asks for the call (a
+// run.interrupted{approval} listing the calls that wait), so every process
+// refuses to run them until a decision is recorded, whatever its own tools
+// say: Resume, Approve, ResumeRun. A pending call of a tool the resuming
+// agent does not have is an *UnknownToolError; deny it to go on.
 //
 // # Store failures
 //
-// With OnError "degrade" (the default) a failing store does not stop the
-// run: it goes on in memory, a *StoreWarning is logged once and kept in
-// Session.Warnings, and the unsaved events are written in order, in one
-// append, as soon as the store answers again (Result.Unsaved and
-// Session.Flush). With "fail" the run stops with a wrapped error and
-// nothing half-written. A conflict (another process wrote the session)
-// always stops the run.
+// With OnError "degrade" (the default) an outage of the store does not
+// stop the run: it goes on in memory, a *StoreWarning is logged once and
+// kept in Session.Warnings, and the unsaved events are written in order,
+// in one append, as soon as the store answers again (Result.Unsaved,
+// Result.StoreError and Session.Flush). Three rules bound it:
+//
+//   - Only outages degrade (cairn.IsUnavailable: a refused, reset or timed
+//     out connection, a server going away). Every answer of the store — a
+//     conflict, a deleted session, an oversize event, a damaged or full
+//     store, a permission error — stops the run with that error, as "fail"
+//     does.
+//   - A tool that is not idempotent runs only after its tool.started is in
+//     the store. When the store cannot record it the call is not run and
+//     the run stops as interrupted (reason store_degraded) with a
+//     *NotRecordedError; model calls and idempotent tools go on in memory.
+//     A start whose reply was lost may be in the store after all: a later
+//     write that finds it there takes it into the memory, and the resumed
+//     call is answered OutcomeUnknown rather than run twice.
+//   - A holder acts only while its lease is surely valid (see Leases).
+//
+// With "fail" the run stops with a wrapped error and nothing half-written.
+//
+// # Leases
+//
+// Session.Claim takes the session's lease on a store that has leases
+// (cairn.Leaser) and renews it every third of its TTL; every write is
+// fenced with it. Before each model call and each tool call (and again
+// after a tool's start is stored) the run checks Claim.Check: the holder
+// may act only until the start of its last successful acquire or renewal
+// plus the TTL, less a margin (TTL/5 by default), measured on its own
+// monotonic clock. The store expires a lease no sooner than TTL after it
+// granted or renewed it, which happened after the request left the holder,
+// and a taker acquires only once the store says the lease expired. So a
+// holder cut off from the store stops acting before anyone else can hold
+// the session; the margin absorbs the difference in clock rates and the
+// skew between the wall clocks of the machines that stamp expiries. Past
+// that point the run stops as interrupted (reason lease_expired) with an
+// error wrapping ErrLeaseExpired, and can be resumed by whoever holds the
+// lease next. A claim held by an operating-system lock file is valid for
+// as long as the process lives.
 //
 // # Fingerprints
 //

@@ -53,6 +53,16 @@ func RequireApproval() ToolOption { return func(o *toolOptions) { o.approval = t
 // to make a repeated call safe, for example with an idempotency key).
 func RerunOnResume() ToolOption { return func(o *toolOptions) { o.rerun = true } }
 
+// With returns a copy of the tool with opts applied on top of its own:
+// builtin.Tools()[i].With(agent.RequireApproval()), say.
+func (t *Tool) With(opts ...ToolOption) *Tool {
+	c := *t
+	for _, o := range opts {
+		o(&c.opts)
+	}
+	return &c
+}
+
 // Name returns the tool's name, as the model calls it.
 func (t *Tool) Name() string { return t.name }
 

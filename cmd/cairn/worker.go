@@ -117,6 +117,7 @@ func (w *worker) run(ctx context.Context, n int) error {
 // slot claims and runs one session at a time until ctx ends.
 func (w *worker) slot(ctx context.Context) {
 	for ctx.Err() == nil {
+		begin := time.Now() // the lease is surely valid from here for its TTL, less the margin
 		lease, err := w.claim(ctx)
 		switch {
 		case errors.Is(err, cairn.ErrNotFound):
@@ -129,7 +130,7 @@ func (w *worker) slot(ctx context.Context) {
 			}
 			continue
 		}
-		w.runSession(ctx, lease)
+		w.runSession(ctx, lease, begin)
 	}
 }
 
@@ -171,8 +172,9 @@ func (w *worker) claim(ctx context.Context) (cairn.Lease, error) {
 	return cairn.Lease{}, cairn.ErrNotFound
 }
 
-// runSession runs (or resumes) the session of lease under that lease.
-func (w *worker) runSession(ctx context.Context, lease cairn.Lease) {
+// runSession runs (or resumes) the session of lease, acquired by a call
+// that began at acquired, under that lease.
+func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired time.Time) {
 	log := w.log.With("session", lease.Session, "token", lease.Token)
 	log.Info("claimed")
 	l := w.store.(cairn.Leaser)
@@ -189,7 +191,7 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease) {
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	cl, err := s.Claim(ctx, agent.ClaimOptions{Adopt: lease, TTL: w.ttl, OnLost: func(err error) { cancel(err) },
+	cl, err := s.Claim(ctx, agent.ClaimOptions{Adopt: lease, AcquiredAt: acquired, TTL: w.ttl, OnLost: func(err error) { cancel(err) },
 		LockFile: lockFilePath(w.storeURL, w.ns, lease.Session)})
 	if err != nil {
 		log.Warn("claim", "err", err)
@@ -216,6 +218,11 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease) {
 	switch {
 	case cl.Err() != nil || errors.Is(err, cairn.ErrLeaseLost):
 		log.Warn("lease lost; the session is another worker's now", "err", err)
+	case errors.Is(err, agent.ErrLeaseExpired):
+		log.Warn("lease could not be renewed; stopped acting, the session waits for another try", "err", err)
+	case res != nil && res.Unsaved > 0:
+		log.Warn("the store did not answer; the session waits for another try from its last saved step",
+			"unsaved", res.Unsaved, "err", res.StoreError)
 	case ctx.Err() != nil:
 		log.Info("interrupted for shutdown")
 	case err != nil:

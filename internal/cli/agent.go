@@ -139,9 +139,23 @@ func (o *RunOutput) Finish(res *agent.Result) {
 	}
 }
 
-// RunError turns how a run ended into the command's error, or nil.
+// RunError turns how a run ended into the command's error, or nil. A run
+// that ended with events the store does not hold is ExitUnsaved, whatever
+// else happened: those events are lost when the command exits.
 func RunError(id string, res *agent.Result, err error) error {
+	if res != nil && res.Unsaved > 0 {
+		return unsavedError(id, res, err)
+	}
 	if err != nil {
+		var ut *agent.UnknownToolError
+		if errors.As(err, &ut) {
+			return Fail(err, "resume it with the tools it was run with (built-in tools here: "+strings.Join(ut.Tools, ", ")+
+				"), or give the call an error result with `cairn sessions resume "+id+" --deny "+ut.Call.ID+"`")
+		}
+		if errors.Is(err, agent.ErrLeaseExpired) {
+			return Fail(fmt.Errorf("session %s: %w", id, err),
+				"the store did not answer in time; the run stopped acting before another process could take it over. `cairn sessions resume "+id+"` finishes it")
+		}
 		if errors.Is(err, context.Canceled) {
 			return Interrupted(fmt.Errorf("interrupted; session %s saved", id), "continue it with `cairn sessions resume "+id+"`")
 		}
@@ -167,6 +181,22 @@ func RunError(id string, res *agent.Result, err error) error {
 	return nil
 }
 
+// unsavedError is the error of a run that ended with events the store
+// does not hold.
+func unsavedError(id string, res *agent.Result, err error) error {
+	cause := "the store did not answer"
+	if res.StoreError != nil {
+		cause = res.StoreError.Error()
+	}
+	msg := fmt.Sprintf("session %s: %d event(s) of this run could not be saved (status %s): %s", id, res.Unsaved, res.Status, cause)
+	if err != nil {
+		msg += "\nthe run stopped: " + err.Error()
+	}
+	hint := "once the store answers, `cairn sessions resume " + id + "` goes on from the last saved step; " +
+		"no side effect ran without its start saved, so nothing runs twice"
+	return &Error{Err: errors.New(msg), Hint: hint, Code: ExitUnsaved}
+}
+
 // ReportWarnings prints a run's warnings to stderr.
 func (a *App) ReportWarnings(res *agent.Result) {
 	if res == nil {
@@ -174,8 +204,5 @@ func (a *App) ReportWarnings(res *agent.Result) {
 	}
 	for _, w := range res.Warnings {
 		a.Warnf("%v", w)
-	}
-	if res.Unsaved > 0 {
-		a.Warnf("%d event(s) could not be saved: the store did not answer", res.Unsaved)
 	}
 }

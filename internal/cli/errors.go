@@ -7,9 +7,14 @@ import (
 
 // Exit statuses.
 const (
-	ExitOK          = 0
-	ExitFailure     = 1
-	ExitUsage       = 2
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+	// ExitUnsaved: the run ended (whatever its outcome) with events the
+	// store does not hold, because the store was unavailable: the
+	// message names the cause and how many. Nothing that needed to be
+	// stored first (the start of a side effect) ran unstored.
+	ExitUnsaved     = 3
 	ExitInterrupted = 130
 )
 
