@@ -28,7 +28,25 @@ import (
 var (
 	crashKills  = flag.Int("crash.kills", 0, "SIGKILLs the crash test lands on each store (default 50, or $CAIRN_CRASH_KILLS)")
 	crashStores = flag.String("crash.stores", "", "comma-separated stores the crash test runs on: sqlite, file (default both, or $CAIRN_CRASH_STORES)")
+	crashSeed   = flag.Uint64("crash.seed", 0, "seed of the kill schedule, to replay a failed run (default from the clock, or $CAIRN_CRASH_SEED)")
 )
+
+// crashSeedValue returns the seed of the kill schedule and logs it, so that
+// a failure can be replayed with -crash.seed (or $CAIRN_CRASH_SEED). The
+// schedule, not the machine's timing, is what the seed fixes.
+func crashSeedValue(t *testing.T) uint64 {
+	seed := *crashSeed
+	if seed == 0 {
+		if n, err := strconv.ParseUint(os.Getenv("CAIRN_CRASH_SEED"), 10, 64); err == nil {
+			seed = n
+		}
+	}
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("kill schedule seed %d (replay with -crash.seed %d or CAIRN_CRASH_SEED=%d)", seed, seed, seed)
+	return seed
+}
 
 // crashStoreURLs returns the store URLs the crash test runs on, in dir.
 func crashStoreURLs(dir string) map[string]string {
@@ -131,7 +149,7 @@ func crashResume(t *testing.T, bin, url string) {
 
 	want := wantKills()
 	kills, sessions, unknown := 0, 0, 0
-	seed := uint64(time.Now().UnixNano())
+	seed := crashSeedValue(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	landed := map[string]int{} // the last stored event when a kill landed
 	st, err := cairn.Open(t.Context(), url, cairn.StoreOptions{})

@@ -1,0 +1,234 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/agent/builtin"
+	"github.com/cairnhq/cairn/internal/testcheck"
+	"github.com/cairnhq/cairn/provider/script"
+)
+
+// dyingStore is a store whose process dies at its n-th append: with
+// applied false the append never reaches the store, with applied true it
+// is stored and the process dies before it hears so. Either way every
+// later call fails: the process is gone. The run is in "fail" mode, so it
+// stops at the first failed write, as a killed process would.
+type dyingStore struct {
+	cairn.Store
+	mu      sync.Mutex
+	n       int // the append the process dies at, from 1; 0: never
+	applied bool
+	count   int
+	dead    bool
+	kinds   []cairn.Kind // the kinds of the append it died at
+}
+
+var errDead = fmt.Errorf("the process died: %w", syscall.ECONNRESET)
+
+func (d *dyingStore) Append(ctx context.Context, id string, seq int64, events ...cairn.Event) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dead {
+		return errDead
+	}
+	d.count++
+	if d.count != d.n {
+		return d.Store.Append(ctx, id, seq, events...)
+	}
+	d.dead, d.kinds = true, kindsOf(events)
+	if d.applied {
+		if err := d.Store.Append(ctx, id, seq, events...); err != nil {
+			return err
+		}
+	}
+	return errDead
+}
+
+func (d *dyingStore) Load(ctx context.Context, id string, from int64) (*cairn.Record, error) {
+	d.mu.Lock()
+	dead := d.dead
+	d.mu.Unlock()
+	if dead {
+		return nil, errDead
+	}
+	return d.Store.Load(ctx, id, from)
+}
+
+// crashPointScript is the crash test's script (crashScript) in memory:
+// append_file (not idempotent) at every step, calc and remember alongside.
+func crashPointScript(side string) []script.Step {
+	var steps []script.Step
+	for i := range 6 {
+		st := script.Step{Text: fmt.Sprintf("step %d", i)}
+		line, _ := json.Marshal(map[string]string{"path": side, "line": fmt.Sprintf("line-%d", i)})
+		st.ToolCalls = append(st.ToolCalls, script.Call{Name: "append_file", Arguments: line})
+		if i%2 == 0 {
+			st.ToolCalls = append(st.ToolCalls, call("calc", fmt.Sprintf(`{"expression":"%d*7"}`, i)))
+		}
+		if i%3 == 0 {
+			st.ToolCalls = append(st.ToolCalls, call("remember", fmt.Sprintf(`{"key":"k%d","value":%d}`, i, i)))
+		}
+		steps = append(steps, st)
+	}
+	return append(steps, script.Step{Text: "all done"})
+}
+
+// crashPointRun runs the script on st as one process would (fail mode);
+// resume tells it to resume the session rather than start it.
+func crashPointRun(t *testing.T, st cairn.Store, side, id string, resume bool) (*agent.Result, error) {
+	t.Helper()
+	steps := crashPointScript(side)
+	a := &agent.Agent{Name: "crash", Instructions: "Follow the script.", Model: scripted(t, steps...),
+		Tools: builtin.Tools(), MaxSteps: len(steps) + 1, Store: st, OnError: agent.Fail, Logger: quietLogger()}
+	if !resume {
+		s, err := a.Start(t.Context(), agent.WithID(id))
+		if err != nil {
+			return nil, err
+		}
+		return s.Run(t.Context(), "Run the script.")
+	}
+	s, err := a.Resume(t.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if s.State().Status == cairn.StatusNew {
+		return s.Run(t.Context(), "Run the script.")
+	}
+	return s.ResumeRun(t.Context())
+}
+
+// TestAgent_CrashAtEveryAppend is the deterministic form of the SIGKILL
+// crash test: for every append of a reference run, a process dies there,
+// once before the append reaches the store and once after it is stored
+// but before the process hears so; a second process then resumes the
+// session to completion. Each crash point checks the three crash rules
+// exactly: no recorded model call is made again (the model responses equal
+// the reference's), a tool that is not idempotent runs only after its
+// tool.started is stored (no side effect happens twice), and a started
+// call without a result is answered OutcomeUnknown — precisely when the
+// process died between the start and the result.
+func TestAgent_CrashAtEveryAppend(t *testing.T) {
+	refSide := filepath.Join(t.TempDir(), "side.txt")
+	ref := &recordingStore{Store: newMemStore(t)}
+	if res, err := crashPointRun(t, ref, refSide, "ref", false); err != nil || res.Status != cairn.StatusCompleted {
+		t.Fatalf("reference run: %+v %v", res, err)
+	}
+	appends := ref.kinds()
+	refResponses := responsesOf(t, loadEvents(t, ref, "ref"), refSide)
+	points := 0
+	for n := 1; n <= len(appends); n++ {
+		for _, applied := range []bool{false, true} {
+			name := fmt.Sprintf("append%d-%v-applied=%v", n, appends[n-1], applied)
+			t.Run(name, func(t *testing.T) {
+				points++
+				mem := newMemStore(t)
+				side := filepath.Join(t.TempDir(), "side.txt")
+				dying := &dyingStore{Store: mem, n: n, applied: applied}
+				if _, err := crashPointRun(t, dying, side, "s", false); err == nil {
+					t.Fatalf("the process did not die at append %d", n)
+				}
+				res, err := crashPointRun(t, mem, side, "s", true)
+				if err != nil || res.Status != cairn.StatusCompleted || res.Output != "all done" {
+					t.Fatalf("resume: %+v %v", res, err)
+				}
+				events := loadEvents(t, mem, "s")
+				if got := responsesOf(t, events, side); !slices.Equal(got, refResponses) {
+					t.Errorf("model responses\n got %v\nwant %v", got, refResponses)
+				}
+				unknown := 0
+				for _, r := range decoded[cairn.ToolResult](t, events, cairn.KindToolResult) {
+					if r.Output == agent.OutcomeUnknown {
+						unknown++
+					}
+				}
+				// Died after the start was stored and before the result was:
+				// the start stored and not heard of (the tool never ran), or
+				// the result never stored (the tool ran).
+				started := dying.kinds[len(dying.kinds)-1] == cairn.KindToolStarted && applied
+				resultLost := dying.kinds[0] == cairn.KindToolResult && !applied && isAppendFileResult(t, ref, n)
+				want := 0
+				if started || resultLost {
+					want = 1
+				}
+				if unknown != want {
+					t.Errorf("%d outcome-unknown results, want %d", unknown, want)
+				}
+				state, err := cairn.Fold(events)
+				if err != nil {
+					t.Fatal(err)
+				}
+				testcheck.History(t, state.Messages)
+				testcheck.UniqueLines(t, "s", side)
+				if lines := strings.Count(readFile(t, side), "\n"); lines != 6-unknownRan(started) {
+					t.Errorf("%d side effects, want %d", lines, 6-unknownRan(started))
+				}
+			})
+		}
+	}
+	if points != 2*len(appends) {
+		t.Fatalf("%d crash points, want %d", points, 2*len(appends))
+	}
+}
+
+// unknownRan is how many side effects a crash kept from happening: one
+// when the process died after storing a start and before running the tool.
+func unknownRan(started bool) int {
+	if started {
+		return 1
+	}
+	return 0
+}
+
+// isAppendFileResult reports whether the reference run's n-th append holds
+// the result of an append_file call.
+func isAppendFileResult(t *testing.T, ref *recordingStore, n int) bool {
+	ref.mu.Lock()
+	batch := ref.batches[n-1]
+	ref.mu.Unlock()
+	for _, e := range batch {
+		if e.Kind == cairn.KindToolResult {
+			v, err := e.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v.(*cairn.ToolResult).Name == "append_file"
+		}
+	}
+	return false
+}
+
+// responsesOf lists the model responses of events, text and calls, with
+// the side file's path replaced.
+func responsesOf(t *testing.T, events []cairn.Event, side string) []string {
+	var out []string
+	for _, r := range decoded[cairn.ModelResponse](t, events, cairn.KindModelResponse) {
+		s := r.Text
+		for _, c := range r.ToolCalls {
+			args, _ := cairn.Canonical(c.Args)
+			s += " " + c.ID + " " + c.Name + strings.ReplaceAll(string(args), side, "SIDE")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
