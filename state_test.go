@@ -106,9 +106,24 @@ func TestValidateID(t *testing.T) {
 			t.Errorf("ValidateID(%q) = %v, want nil", id, err)
 		}
 	}
-	for _, id := range []string{"", "../x", "a/b", "a b", "ü", strings.Repeat("x", 129), "a\nb"} {
+	bad := []string{
+		"", "a b", "ü", strings.Repeat("x", 129), "a\nb",
+		// Path tricks: a session ID becomes a file or folder name in the
+		// file store and part of a key or schema elsewhere.
+		".", "..", "...", ".hidden", "a.", "a.b", "../x", "..\\x", "a/b", "/abs", `a\b`, "./a", "a/..",
+		"~", "~root", "C:", "a:b", "a\x00b", "\x00", "a\tb", "%2e%2e", "%2fx", "a%2Fb", "a*", "a?", "a|b",
+		"ａ",        // a fullwidth a
+		"a\u2024b", // a one-dot leader, a dot look-alike
+		"a\u2215b", // a division slash, a slash look-alike
+		"x\u200b",  // a zero-width space
+		"\xff",     // not UTF-8
+	}
+	for _, id := range bad {
 		if err := cairn.ValidateID(id); !errors.Is(err, cairn.ErrInvalidID) {
 			t.Errorf("ValidateID(%q) = %v, want ErrInvalidID", id, err)
+		}
+		if err := cairn.ValidateNamespace(id); !errors.Is(err, cairn.ErrInvalidID) {
+			t.Errorf("ValidateNamespace(%q) = %v, want ErrInvalidID", id, err)
 		}
 	}
 }
