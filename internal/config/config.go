@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +57,15 @@ type Agent struct {
 	Name         string `toml:"name"`
 	Instructions string `toml:"instructions"`
 	MaxSteps     int    `toml:"max_steps"`
+	// RequireApproval names the tools whose calls wait for a person's
+	// decision (cairn sessions resume ID --approve CALL_ID or --deny
+	// CALL_ID) before they run. Each must be one of Tools.
+	RequireApproval []string `toml:"require_approval"`
 }
+
+// Tools are the names of the built-in tools, the ones
+// agent.require_approval may name.
+var Tools = []string{"calc", "clock", "remember", "recall", "append_file"}
 
 // Model chooses the model.
 type Model struct {
@@ -166,7 +175,19 @@ func Parse(cfg *Config, file string, data []byte) error {
 		k := und[0]
 		return &Error{File: file, Line: keyLine(data, k), Key: k.String(), Msg: "unknown key" + hint(k)}
 	}
-	return cfg.Validate(file)
+	src := &source{file: file, data: data, md: md}
+	if err := cfg.checkContradictions(src); err != nil {
+		return err
+	}
+	cfg.normalize(src)
+	if err := cfg.Validate(file); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) && ce.Line == 0 && ce.Key != "" {
+			ce.Line = src.line(ce.Key)
+		}
+		return err
+	}
+	return nil
 }
 
 var lineRe = regexp.MustCompile(`line (\d+) \(last key "([^"]*)"\)`)
@@ -233,13 +254,20 @@ func (c *Config) Validate(file string) error {
 	if c.Agent.MaxSteps < 0 {
 		return &Error{File: file, Key: "agent.max_steps", Msg: "must not be negative"}
 	}
+	for _, name := range c.Agent.RequireApproval {
+		if !slices.Contains(Tools, name) {
+			return &Error{File: file, Key: "agent.require_approval",
+				Msg: fmt.Sprintf("unknown tool %q (the tools are %s)", name, strings.Join(Tools, ", "))}
+		}
+	}
 	return nil
 }
 
 // ApplyEnv applies the environment variables over the configuration:
 // CAIRN_STORE (a store URL), CAIRN_NAMESPACE, CAIRN_MODEL (PROVIDER:NAME),
 // CAIRN_TTL_SECONDS, CAIRN_ON_ERROR, CAIRN_PERSISTENCE (true/false),
-// CAIRN_ENCRYPTION_KEY_FILE.
+// CAIRN_ENCRYPTION_KEY_FILE, CAIRN_REQUIRE_APPROVAL (tool names separated by
+// commas, or "none").
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	if v := getenv("CAIRN_STORE"); v != "" {
 		c.SetStore(v)
@@ -262,6 +290,19 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	}
 	if v := getenv("CAIRN_ENCRYPTION_KEY_FILE"); v != "" {
 		c.Persistence.EncryptionKeyFile = v
+	}
+	if v := getenv("CAIRN_REQUIRE_APPROVAL"); v != "" {
+		c.Agent.RequireApproval = []string{}
+		if strings.TrimSpace(v) != "none" {
+			for _, name := range strings.Split(v, ",") {
+				name = strings.TrimSpace(name)
+				if !slices.Contains(Tools, name) {
+					return &Error{File: "environment", Key: "CAIRN_REQUIRE_APPROVAL",
+						Msg: fmt.Sprintf("names %q, which is not a tool (the tools are %s; or \"none\")", name, strings.Join(Tools, ", "))}
+				}
+				c.Agent.RequireApproval = append(c.Agent.RequireApproval, name)
+			}
+		}
 	}
 	if v := getenv("CAIRN_PERSISTENCE"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -286,9 +327,14 @@ func (c *Config) SetStore(url string) {
 	}
 }
 
-// SetModel sets the model from "PROVIDER:NAME", "offline" or "script:FILE".
+// SetModel sets the model from "PROVIDER:NAME", "offline" or
+// "script:FILE". The base URL is kept for the same provider and dropped
+// for another, whose server it is not.
 func (c *Config) SetModel(spec string) {
 	p, n, _ := strings.Cut(spec, ":")
+	if p != c.Model.Provider {
+		c.Model.BaseURL = ""
+	}
 	c.Model.Provider, c.Model.Name = p, n
 }
 

@@ -60,10 +60,12 @@ func TestParse_Errors(t *testing.T) {
 		{"unknown connection key", "[connections.a]\nurl = \"memory:\"\nuser = \"me\"\n", "connections.a.user", "unknown key", 3},
 		{"wrong type", "[agent]\nmax_steps = \"ten\"\n", "agent.max_steps", "incompatible types", 2},
 		{"syntax", "[persistence\nenabled = true\n", "", "table name", 2},
-		{"bad backend", "[persistence]\nbackend = \"oracle\"\n", "persistence.backend", "unknown backend", 0},
-		{"bad on_error", "[persistence]\non_error = \"panic\"\n", "persistence.on_error", "degrade or fail", 0},
-		{"missing connection", "[persistence]\nconnection = \"nope\"\n", "persistence.connection", "no [connections.nope]", 0},
-		{"bad provider", "[model]\nprovider = \"gemini\"\n", "model.provider", "unknown provider", 0},
+		{"bad backend", "[persistence]\nbackend = \"oracle\"\n", "persistence.backend", "unknown backend", 2},
+		{"bad on_error", "[persistence]\non_error = \"panic\"\n", "persistence.on_error", "degrade or fail", 2},
+		{"missing connection", "[persistence]\nconnection = \"nope\"\n", "persistence.connection", "no [connections.nope]", 2},
+		{"bad provider", "[model]\nprovider = \"gemini\"\n", "model.provider", "unknown provider", 2},
+		{"unknown tool", "[agent]\nname = \"x\"\nrequire_approval = [\"append_file\", \"rm_rf\"]\n", "agent.require_approval",
+			`unknown tool "rm_rf" (the tools are calc, clock, remember, recall, append_file)`, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,6 +78,90 @@ func TestParse_Errors(t *testing.T) {
 				t.Errorf("got key %q line %d: %v\nwant key %q line %d containing %q", ce.Key, ce.Line, err, c.key, c.line, c.msg)
 			}
 		})
+	}
+}
+
+// TestParse_Contradictions: settings of one file that contradict each
+// other are refused with the file, the line and both settings named,
+// instead of one of them being ignored.
+func TestParse_Contradictions(t *testing.T) {
+	cases := []struct {
+		name, src string
+		line      int
+		words     []string
+	}{
+		{"memory backend with a sqlite url", "[persistence]\nbackend = \"memory\"\nurl = \"sqlite:///x.db\"\n", 3,
+			[]string{"persistence.url (line 3)", `"sqlite:///x.db" is a sqlite store`, `persistence.backend (line 2) = "memory"`}},
+		{"redis backend with a sqlite url, url first", "[persistence]\nurl = \"sqlite:///x.db\"\nbackend = \"redis\"\n", 3,
+			[]string{"persistence.url (line 2)", `persistence.backend (line 3) = "redis"`}},
+		{"url and connection", "[connections.r]\nurl = \"redis://127.0.0.1:6379/0\"\n[persistence]\nurl = \"sqlite:///x.db\"\nconnection = \"r\"\n", 5,
+			[]string{"persistence.url (line 4)", `persistence.connection (line 5) = "r"`, "keep one of them"}},
+		{"backend against the connection's url", "[persistence]\nbackend = \"postgres\"\nconnection = \"r\"\n[connections.r]\nurl = \"redis://127.0.0.1:6379/0\"\n", 3,
+			[]string{`persistence.connection (line 3) = "r"`, "is a redis store", `persistence.backend (line 2) = "postgres"`}},
+		{"connection without a url", "[persistence]\nconnection = \"r\"\n[connections.r]\n", 2, []string{"has no url"}},
+		{"password is not shown", "[persistence]\nbackend = \"memory\"\nurl = \"postgres://u:secret@h/db\"\n", 3, []string{"postgres://u:xxxxx@h/db"}},
+		{"a model name for the offline model", "[model]\nname = \"gpt-4o\"\n", 2, []string{`model.name (line 2) = "gpt-4o"`, "offline, which takes no name"}},
+		{"a server for the script model", "[model]\nprovider = \"script\"\nname = \"s.json\"\nbase_url = \"http://x\"\n", 4,
+			[]string{`model.base_url (line 4)`, "script, which has no server"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := Parse(Default(), "cairn.toml", []byte(c.src))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a *config.Error", err)
+			}
+			if ce.File != "cairn.toml" || ce.Line != c.line {
+				t.Errorf("error at %s:%d, want cairn.toml:%d: %v", ce.File, ce.Line, c.line, err)
+			}
+			for _, w := range c.words {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("error %q shows the password", err)
+			}
+		})
+	}
+	// What agrees is accepted, and a URL alone sets the backend.
+	for _, src := range []string{
+		"[persistence]\nbackend = \"sqlite\"\nurl = \"sqlite:///x.db\"\n",
+		"[persistence]\nbackend = \"postgres\"\nurl = \"postgresql://h/db\"\n",
+		"[persistence]\nurl = \"redis://h:6379/0\"\n",
+		"[model]\nprovider = \"openai\"\nname = \"gpt\"\nbase_url = \"http://127.0.0.1:11434/v1\"\n",
+	} {
+		cfg := Default()
+		if err := Parse(cfg, "cairn.toml", []byte(src)); err != nil {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+	cfg := Default()
+	if err := Parse(cfg, "cairn.toml", []byte("[persistence]\nurl = \"redis://h:6379/0\"\n")); err != nil || cfg.Persistence.Backend != "redis" {
+		t.Errorf("a redis url alone: backend %q, %v; want redis", cfg.Persistence.Backend, err)
+	}
+}
+
+func TestRequireApproval(t *testing.T) {
+	cfg := Default()
+	if err := Parse(cfg, "cairn.toml", []byte("[agent]\nrequire_approval = [\"append_file\", \"calc\"]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Agent.RequireApproval, ","); got != "append_file,calc" {
+		t.Errorf("require_approval = %q", got)
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string { return map[string]string{"CAIRN_REQUIRE_APPROVAL": v}[k] }
+	}
+	if err := cfg.ApplyEnv(env("remember, recall")); err != nil || strings.Join(cfg.Agent.RequireApproval, ",") != "remember,recall" {
+		t.Errorf("env over file: %v, %v", cfg.Agent.RequireApproval, err)
+	}
+	if err := cfg.ApplyEnv(env("none")); err != nil || len(cfg.Agent.RequireApproval) != 0 {
+		t.Errorf("none: %v, %v", cfg.Agent.RequireApproval, err)
+	}
+	err := cfg.ApplyEnv(env("append_file,shell"))
+	if err == nil || !strings.Contains(err.Error(), "CAIRN_REQUIRE_APPROVAL") || !strings.Contains(err.Error(), `"shell"`) {
+		t.Errorf("unknown tool in the environment: %v", err)
 	}
 }
 
@@ -98,6 +184,11 @@ func TestPrecedence(t *testing.T) {
 	}
 	if cfg.Persistence.Namespace != "from_env" || cfg.ModelSpec() != "openai:gpt" || cfg.StoreURL() != "sqlite:///file.db" {
 		t.Fatalf("env over file: ns %q model %q store %q", cfg.Persistence.Namespace, cfg.ModelSpec(), cfg.StoreURL())
+	}
+	cfg.Model.BaseURL = "http://127.0.0.1:11434/v1"
+	cfg.SetModel("offline") // a flag: another provider's server is dropped
+	if cfg.Model.BaseURL != "" || cfg.ModelSpec() != "offline" {
+		t.Fatalf("--model offline over openai with a base_url: %+v", cfg.Model)
 	}
 	cfg.SetStore("memory:") // a flag
 	if cfg.StoreURL() != "memory:" || cfg.Persistence.Backend != "memory" {
