@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/fault"
 	"github.com/cairnhq/cairn/internal/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/mongodb"
@@ -41,7 +42,7 @@ func slowScript(t *testing.T, steps int) string {
 // (go-redis: three retries, half a second in all) and longer than the
 // MongoDB driver waits for a server here (serverSelectionTimeoutMS=1000),
 // or until the process exits.
-func cutMidRun(t *testing.T, st cairn.Store, p *proxy, id string, exited <-chan exit) {
+func cutMidRun(t *testing.T, st cairn.Store, p *fault.Proxy, id string, exited <-chan exit) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for responses(t, st, id) < 2 {
@@ -50,8 +51,8 @@ func cutMidRun(t *testing.T, st cairn.Store, p *proxy, id string, exited <-chan 
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	p.cut()
-	defer p.restore()
+	p.Cut()
+	defer p.Heal()
 	select {
 	case <-time.After(1200 * time.Millisecond):
 	case <-exited:
@@ -87,8 +88,8 @@ func TestCLI_Outage(t *testing.T) {
 		for _, mode := range []string{"degrade", "fail"} {
 			t.Run(name+"/"+mode, func(t *testing.T) {
 				b := newBackend(t, name)
-				p := newProxy(t, serverAddr(t, b.url))
-				u := throughProxy(t, b.url, p)
+				p := fault.StartProxy(t, b.url)
+				u := p.URL(b.url)
 				if name == "mongodb" {
 					u = withQuery(t, u, "serverSelectionTimeoutMS", "1000")
 				}

@@ -2,13 +2,11 @@ package reliability
 
 import (
 	"flag"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
+
+	"github.com/cairnhq/cairn/internal/fault"
 )
 
 var (
@@ -30,38 +28,15 @@ func wantKills() int {
 	return 20
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	fault.RemoveBuilds()
 	os.Exit(code)
 }
 
 // cairnBinary builds the cairn command once per test run.
 func cairnBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "cairn-reliability-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "cairn")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/cairnhq/cairn/cmd/cairn").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return fault.Build(t, "github.com/cairnhq/cairn/cmd/cairn")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
+	"github.com/cairnhq/cairn/internal/fault"
 	"github.com/cairnhq/cairn/internal/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 )
@@ -26,7 +27,7 @@ import (
 // it whose "cut" and "restore" tools cut the proxy and restore it.
 type outageRig struct {
 	b      *backend
-	p      *proxy
+	p      *fault.Proxy
 	st     cairn.Store // through the proxy
 	direct cairn.Store // straight to the server
 	side   string      // the side-effect file
@@ -36,8 +37,8 @@ type outageRig struct {
 
 func newOutageRig(t *testing.T, name string) *outageRig {
 	b := newBackend(t, name)
-	r := &outageRig{b: b, p: newProxy(t, serverAddr(t, b.url)), side: filepath.Join(t.TempDir(), "side.txt"), logs: &syncBuffer{}}
-	u := throughProxy(t, b.url, r.p)
+	r := &outageRig{b: b, p: fault.StartProxy(t, b.url), side: filepath.Join(t.TempDir(), "side.txt"), logs: &syncBuffer{}}
+	u := r.p.URL(b.url)
 	if name == "mongodb" {
 		// By default the driver waits 30 s for a server to select, so each
 		// write while the server is away would take the whole 5 s the
@@ -50,7 +51,7 @@ func newOutageRig(t *testing.T, name string) *outageRig {
 	if err != nil {
 		t.Fatalf("open %s through the proxy: %v", name, err)
 	}
-	t.Cleanup(func() { r.p.restore(); r.st.Close() })
+	t.Cleanup(func() { r.p.Heal(); r.st.Close() })
 	r.direct = b.open(t)
 	return r
 }
@@ -66,12 +67,12 @@ func (r *outageRig) agent(t *testing.T, onError string, steps ...script.Step) *a
 	tools := append(builtin.Tools(),
 		agent.NewTool("cut", "cuts the store's connections", func(context.Context, struct{}) (string, error) {
 			if r.cutOne.CompareAndSwap(false, true) {
-				r.p.cut()
+				r.p.Cut()
 			}
 			return "cut", nil
 		}),
 		agent.NewTool("restore", "restores the store's connections", func(context.Context, struct{}) (string, error) {
-			r.p.restore()
+			r.p.Heal()
 			return "restored", nil
 		}),
 	)
@@ -192,7 +193,7 @@ func TestAgent_OutageDegrade(t *testing.T) {
 			if n := strings.Count(r.logs.String(), "the store failed"); n != 1 {
 				t.Errorf("the failure was logged %d times, want once:\n%s", n, r.logs.String())
 			}
-			t.Logf("%s: %d event(s) unsaved when the run ended; %d connection(s) refused while cut", name, res.Unsaved, r.p.refusals())
+			t.Logf("%s: %d event(s) unsaved when the run ended; %d connection(s) reset by the cut", name, res.Unsaved, r.p.Stats().Reset)
 			flush(t, s)
 			state := checkStored(t, r.direct, s)
 			for _, k := range []string{"k0", "k3"} {
@@ -235,7 +236,7 @@ func TestAgent_OutageFail(t *testing.T) {
 				t.Errorf("error %q does not name the session", err)
 			}
 			t.Logf("%s: the run stopped with: %v", name, err)
-			r.p.restore()
+			r.p.Heal()
 			stored, _ := loadValid(t, r.direct, "fail")
 			sameEvents(t, stored, s.Memory().Events())
 			if last := stored[len(stored)-1]; last.Kind != cairn.KindModelResponse {
@@ -268,9 +269,9 @@ func TestCLI_StoreDownAtStart(t *testing.T) {
 	for _, name := range serverBackends {
 		t.Run(name, func(t *testing.T) {
 			b := newBackend(t, name)
-			p := newProxy(t, serverAddr(t, b.url))
-			p.cut()
-			u := throughProxy(t, b.url, p)
+			p := fault.StartProxy(t, b.url)
+			p.Cut()
+			u := p.URL(b.url)
 			if name == "mongodb" {
 				u = withQuery(t, u, "serverSelectionTimeoutMS", "3000")
 			}
@@ -287,8 +288,8 @@ func TestCLI_StoreDownAtStart(t *testing.T) {
 				if !strings.Contains(e.stderr, "cairn: ") || !strings.Contains(e.stderr, "\nhint: ") {
 					t.Errorf("cairn %v: stderr has no error and hint:\n%s", args, e.stderr)
 				}
-				if !strings.Contains(e.stderr, p.addr()) {
-					t.Errorf("cairn %v: the error does not name the store's address %s:\n%s", args, p.addr(), e.stderr)
+				if !strings.Contains(e.stderr, p.Addr()) {
+					t.Errorf("cairn %v: the error does not name the store's address %s:\n%s", args, p.Addr(), e.stderr)
 				}
 				t.Logf("%s: cairn %v:\n%s", name, args, e.stderr)
 			}

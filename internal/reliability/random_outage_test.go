@@ -60,21 +60,21 @@ func randomOutage(t *testing.T, r *outageRig, mode, id string) {
 	go func() {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		n := 0
-		defer func() { r.p.restore(); cutter <- n }()
+		defer func() { r.p.Heal(); cutter <- n }()
 		for n < randomCuts {
 			select {
 			case <-stop:
 				return
 			case <-time.After(time.Duration(rng.IntN(60_000)) * time.Microsecond):
 			}
-			r.p.cut()
+			r.p.Cut()
 			n++
 			select {
 			case <-stop:
 				return
 			case <-time.After(time.Duration(rng.IntN(30_000)) * time.Microsecond):
 			}
-			r.p.restore()
+			r.p.Heal()
 		}
 	}()
 	begin := time.Now()
