@@ -145,7 +145,7 @@ func (s *Store) connect(ctx context.Context) error {
 	busy := fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
 	syncPragma := "synchronous(" + s.sync + ")"
 	w, err := sql.Open("sqlite", dsn(s.path,
-		[]string{busy, "journal_mode(WAL)", syncPragma, "secure_delete(ON)", "foreign_keys(ON)"},
+		[]string{busy, syncPragma, "secure_delete(ON)", "foreign_keys(ON)"},
 		url.Values{"_txlock": {"immediate"}}))
 	if err != nil {
 		return err
@@ -155,6 +155,9 @@ func (s *Store) connect(ctx context.Context) error {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	s.w = w
+	if err := walMode(ctx, w); err != nil {
+		return fmt.Errorf("journal_mode WAL: %w", err)
+	}
 	if err := migrate(ctx, w); err != nil {
 		return err
 	}
@@ -301,4 +304,43 @@ func fromNanos(n int64) time.Time {
 // at now.
 func expired(exp int64, now time.Time) bool {
 	return cairn.Expired(fromNanos(exp), now)
+}
+
+// walMode switches the database to WAL. A new file starts in
+// rollback-journal mode, where the switch needs the file's exclusive lock;
+// SQLite answers SQLITE_BUSY at once, without waiting for the busy
+// timeout, when another connection holds the shared lock meanwhile (it
+// would deadlock otherwise). So when several processes open a new file at
+// the same moment, all but one would fail: the switch is tried again, for
+// up to BusyTimeout. Once any process has switched the file (the mode is
+// kept in the file), the pragma only reads it.
+func walMode(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(BusyTimeout)
+	delay := time.Millisecond
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil || !busy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+}
+
+// busy reports whether err is SQLite giving up on a lock that another
+// connection held: SQLITE_BUSY or SQLITE_LOCKED.
+func busy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code() & 0xff
+	return c == 5 || c == 6
 }
