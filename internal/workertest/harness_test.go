@@ -41,6 +41,10 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if err := checkLeftovers(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -76,7 +80,9 @@ func newEnv(t *testing.T, storeURL string, delayMS int) *env {
 	if err := os.WriteFile(script, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, storeURL: storeURL, ns: "wt_" + randHex(6), script: script, dir: dir}
+	e := &env{t: t, storeURL: storeURL, ns: "wt_" + randHex(6), script: script, dir: dir}
+	eraseLater(t, storeURL, e.ns) // runs last: after the workers are stopped
+	return e
 }
 
 func (e *env) args(a ...string) []string {

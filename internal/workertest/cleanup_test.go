@@ -1,0 +1,178 @@
+package workertest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cairnhq/cairn/store/mongodb"
+	"github.com/cairnhq/cairn/store/postgres"
+	"github.com/cairnhq/cairn/store/redis"
+)
+
+// The tests' namespaces live on shared servers. Each test erases its own
+// when it ends (eraseLater), and TestMain fails the run if any namespace a
+// test made still holds a key, a schema or a collection (leftovers).
+
+var (
+	madeMu sync.Mutex
+	made   [][2]string // {store URL, namespace} of every test's namespace
+)
+
+// eraseLater erases namespace ns on the server storeURL names when the
+// test ends, and records it for TestMain's check.
+func eraseLater(t *testing.T, storeURL, ns string) {
+	madeMu.Lock()
+	made = append(made, [2]string{storeURL, ns})
+	madeMu.Unlock()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := erase(ctx, storeURL, ns); err != nil {
+			t.Errorf("erase namespace %s: %v", ns, err)
+		}
+	})
+}
+
+// checkLeftovers returns an error naming what the recorded namespaces
+// still hold.
+func checkLeftovers() error {
+	madeMu.Lock()
+	defer madeMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var msgs []string
+	for _, m := range made {
+		left, err := leftovers(ctx, m[0], m[1])
+		if err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			msgs = append(msgs, fmt.Sprintf("namespace %s on %s still holds %d: %s", m[1], scheme(m[0]), len(left), strings.Join(left[:min(len(left), 5)], ", ")))
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("tests left data on the shared servers:\n%s", strings.Join(msgs, "\n"))
+	}
+	return nil
+}
+
+func scheme(storeURL string) string {
+	s, _, _ := strings.Cut(storeURL, ":")
+	return s
+}
+
+// erase deletes what a namespace holds on a shared server: its PostgreSQL
+// schema, its Redis keys, its MongoDB collections. Local stores live in
+// the test's temporary folder.
+func erase(ctx context.Context, storeURL, ns string) error {
+	switch scheme(storeURL) {
+	case "postgres", "postgresql":
+		return withPostgres(ctx, storeURL, func(c *pgx.Conn) error {
+			_, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{postgres.Schema(ns)}.Sanitize()+" CASCADE")
+			return err
+		})
+	case "redis", "rediss":
+		return withRedis(storeURL, func(c *goredis.Client) error {
+			keys, err := redisKeys(ctx, c, ns)
+			if err == nil && len(keys) > 0 {
+				err = c.Del(ctx, keys...).Err()
+			}
+			return err
+		})
+	case "mongodb", "mongodb+srv":
+		return withMongo(ctx, storeURL, func(db *mongo.Database) error {
+			for _, name := range mongoCollections(ns) {
+				if err := db.Collection(name).Drop(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return nil
+}
+
+// leftovers lists what a namespace still holds on a shared server.
+func leftovers(ctx context.Context, storeURL, ns string) ([]string, error) {
+	var left []string
+	var err error
+	switch scheme(storeURL) {
+	case "postgres", "postgresql":
+		err = withPostgres(ctx, storeURL, func(c *pgx.Conn) error {
+			var n int
+			err := c.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = $1", postgres.Schema(ns)).Scan(&n)
+			if n > 0 {
+				left = append(left, "schema "+postgres.Schema(ns))
+			}
+			return err
+		})
+	case "redis", "rediss":
+		err = withRedis(storeURL, func(c *goredis.Client) error {
+			left, err = redisKeys(ctx, c, ns)
+			return err
+		})
+	case "mongodb", "mongodb+srv":
+		err = withMongo(ctx, storeURL, func(db *mongo.Database) error {
+			left, err = db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: mongoCollections(ns)}}}})
+			return err
+		})
+	}
+	return left, err
+}
+
+func withPostgres(ctx context.Context, storeURL string, f func(*pgx.Conn) error) error {
+	c, err := pgx.Connect(ctx, storeURL)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	return f(c)
+}
+
+func withRedis(storeURL string, f func(*goredis.Client) error) error {
+	opts, err := redis.ParseURL(storeURL)
+	if err != nil {
+		return err
+	}
+	c := goredis.NewClient(opts)
+	defer c.Close()
+	return f(c)
+}
+
+// redisKeys returns every key of namespace ns: cairn:<ns>:….
+func redisKeys(ctx context.Context, c *goredis.Client, ns string) ([]string, error) {
+	var keys []string
+	iter := c.Scan(ctx, 0, "cairn:"+ns+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	return keys, iter.Err()
+}
+
+func withMongo(ctx context.Context, storeURL string, f func(*mongo.Database) error) error {
+	c, err := mongo.Connect(options.Client().ApplyURI(storeURL))
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.Background())
+	name := mongodb.DefaultDatabase
+	if u, err := url.Parse(storeURL); err == nil && strings.Trim(u.Path, "/") != "" {
+		name = strings.Trim(u.Path, "/")
+	}
+	return f(c.Database(name))
+}
+
+// mongoCollections are the collections of a namespace's sessions and
+// events (see mongodb.Store.Collections).
+func mongoCollections(ns string) []string { return []string{ns + ".sessions", ns + ".events"} }
