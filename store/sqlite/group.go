@@ -182,7 +182,13 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) (wrote b
 }
 
 // whyNot tells why the head row of r's session did not move: ErrNotFound
-// for a missing or expired session, else ErrConflict with the last seq.
+// for a missing or expired session, nil for a retried append (below), else
+// ErrConflict with the last seq.
+//
+// An append whose events the session already ends with, at the same seqs
+// and byte for byte the same (the envelope holds version, seq, time, kind,
+// run and data), is a retry of one whose reply was lost: it is done, and
+// writes nothing. Only this path, a conflict, reads those events back.
 func (s *Store) whyNot(ctx context.Context, tx *sql.Tx, r *appendReq, now time.Time) error {
 	var last, exp int64
 	err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, s.opts.Namespace, r.id).Scan(&last, &exp)
@@ -192,5 +198,34 @@ func (s *Store) whyNot(ctx context.Context, tx *sql.Tx, r *appendReq, now time.T
 	case err != nil:
 		return err
 	}
+	if last == r.expectSeq+int64(len(r.events)) {
+		same, err := s.holds(ctx, tx, r)
+		if err != nil || same {
+			return err
+		}
+	}
 	return fmt.Errorf("%w: last seq is %d, not %d", cairn.ErrConflict, last, r.expectSeq)
+}
+
+// holds reports whether the session's events after r.expectSeq are
+// exactly r's.
+func (s *Store) holds(ctx context.Context, tx *sql.Tx, r *appendReq) (bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT envelope FROM events
+		WHERE namespace = ? AND session_id = ? AND seq > ? ORDER BY seq`, s.opts.Namespace, r.id, r.expectSeq)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var raw sql.RawBytes
+		if err := rows.Scan(&raw); err != nil {
+			return false, err
+		}
+		if i >= len(r.bodies) || string(raw) != r.bodies[i] {
+			return false, rows.Close()
+		}
+		i++
+	}
+	return i == len(r.bodies), rows.Err()
 }
