@@ -84,18 +84,18 @@ func TestCLI_Outage(t *testing.T) {
 		t.Skip("builds cairn")
 	}
 	const steps = 15
-	for _, name := range serverBackends {
+	for _, name := range fault.ServerBackends {
 		for _, mode := range []string{"degrade", "fail"} {
 			t.Run(name+"/"+mode, func(t *testing.T) {
-				b := newBackend(t, name)
-				p := fault.StartProxy(t, b.url)
-				u := p.URL(b.url)
+				b := fault.NewBackend(t, name)
+				p := fault.StartProxy(t, b.URL)
+				u := p.URL(b.URL)
 				if name == "mongodb" {
-					u = withQuery(t, u, "serverSelectionTimeoutMS", "1000")
+					u = fault.WithQuery(u, "serverSelectionTimeoutMS", "1000")
 				}
-				c := newCLI(t, u, b.ns)
+				c := newCLI(t, u, b.NS)
 				c.env = append(c.env, "CAIRN_ON_ERROR="+mode)
-				st := b.open(t)
+				st := b.Direct(t)
 				scr := slowScript(t, steps)
 				cmd := c.command(scr, "run", "--session", "cut", "go")
 				done, exited := make(chan exit, 1), make(chan exit)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/fault"
 	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/mongodb"
 )
@@ -132,8 +133,8 @@ func TestCLI_CrashResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cairn and kills it")
 	}
-	for _, name := range allBackends {
-		t.Run(name, func(t *testing.T) { crashResume(t, newBackend(t, name)) })
+	for _, name := range fault.Backends {
+		t.Run(name, func(t *testing.T) { crashResume(t, fault.NewBackend(t, name)) })
 	}
 }
 
@@ -153,7 +154,7 @@ type crashStats struct {
 
 // crashRun is one backend's crash test: a reference and the workers.
 type crashRun struct {
-	b      *backend
+	b      *fault.Backend
 	st     cairn.Store
 	c      *cli
 	ref    []response
@@ -168,8 +169,8 @@ const crashPrompt = "Run the script."
 // leftovers before it is left to finish without further kills.
 const maxWaits = 2
 
-func crashResume(t *testing.T, b *backend) {
-	r := &crashRun{b: b, st: b.open(t), c: newCLI(t, b.url, b.ns), want: wantKills()}
+func crashResume(t *testing.T, b *fault.Backend) {
+	r := &crashRun{b: b, st: b.Direct(t), c: newCLI(t, b.URL, b.NS), want: wantKills()}
 	r.stats.landed = map[string]int{}
 
 	// The reference: one uninterrupted run.
@@ -194,7 +195,7 @@ func crashResume(t *testing.T, b *backend) {
 	})
 	s := &r.stats
 	t.Logf("%s (seed %d): %d SIGKILLs over %d sessions and %d starts in %s; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; %d starts refused until a dead writer's leftovers went stale, %d until a dead process's lease ran out; %d met the killed process's last write landing late; last event stored when killed: %s",
-		b.name, seed, s.kills, s.sessions, s.restarts, time.Since(begin).Round(time.Millisecond), len(r.ref), s.unknown, s.blocked, s.leaseWaits, s.late, sortedCounts(s.landed))
+		b.Name, seed, s.kills, s.sessions, s.restarts, time.Since(begin).Round(time.Millisecond), len(r.ref), s.unknown, s.blocked, s.leaseWaits, s.late, sortedCounts(s.landed))
 }
 
 // work runs sessions to completion, killing and resuming them, until the
@@ -240,7 +241,7 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 			args = []string{"run", "--session", id, crashPrompt}
 		default:
 			args = []string{"sessions", "resume", id}
-			if r.b.server() {
+			if r.b.Server() {
 				// The killed process's lease would hold the session for
 				// up to agent.DefaultClaimTTL: take it over, as the
 				// "being run elsewhere" hint says.
@@ -262,7 +263,7 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 			r.stats.mu.Unlock()
 		case e.code == 0:
 		case strings.Contains(e.stderr, "has no unfinished run (status completed)"),
-			r.b.name != "mongodb" && strings.Contains(e.stderr, "changed by another process"):
+			r.b.Name != "mongodb" && strings.Contains(e.stderr, "changed by another process"):
 			// The killed process's last write was on its way to the
 			// server and landed after the check above: the session moved
 			// on under this start, which saw it and stopped. Look again.
@@ -271,7 +272,7 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 			// Killed after it took the lease and before the run began:
 			// `run` cannot take a session over; the lease runs out.
 			leaseWait = true
-		case r.b.name == "mongodb" && staleBlock(e.stderr):
+		case r.b.Name == "mongodb" && staleBlock(e.stderr):
 			// A writer killed between the two round trips of an append
 			// (or a create) holds the position until its documents are
 			// StaleAfter old; then the next writer clears them.

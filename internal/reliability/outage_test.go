@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +25,7 @@ import (
 // outageRig is a server backend reached through a proxy, and an agent on
 // it whose "cut" and "restore" tools cut the proxy and restore it.
 type outageRig struct {
-	b      *backend
+	b      *fault.Backend
 	p      *fault.Proxy
 	st     cairn.Store // through the proxy
 	direct cairn.Store // straight to the server
@@ -36,23 +35,23 @@ type outageRig struct {
 }
 
 func newOutageRig(t *testing.T, name string) *outageRig {
-	b := newBackend(t, name)
-	r := &outageRig{b: b, p: fault.StartProxy(t, b.url), side: filepath.Join(t.TempDir(), "side.txt"), logs: &syncBuffer{}}
-	u := r.p.URL(b.url)
+	b := fault.NewBackend(t, name)
+	r := &outageRig{b: b, p: fault.StartProxy(t, b.URL), side: filepath.Join(t.TempDir(), "side.txt"), logs: &syncBuffer{}}
+	u := r.p.URL(b.URL)
 	if name == "mongodb" {
 		// By default the driver waits 30 s for a server to select, so each
 		// write while the server is away would take the whole 5 s the
 		// agent gives it, and the store's clean-up of a failed insert 10 s
 		// more: one second is plenty on loopback.
-		u = withQuery(t, u, "serverSelectionTimeoutMS", "1000")
+		u = fault.WithQuery(u, "serverSelectionTimeoutMS", "1000")
 	}
 	var err error
-	r.st, err = cairn.Open(t.Context(), u, cairn.StoreOptions{Namespace: b.ns})
+	r.st, err = cairn.Open(t.Context(), u, cairn.StoreOptions{Namespace: b.NS})
 	if err != nil {
 		t.Fatalf("open %s through the proxy: %v", name, err)
 	}
 	t.Cleanup(func() { r.p.Heal(); r.st.Close() })
-	r.direct = b.open(t)
+	r.direct = b.Direct(t)
 	return r
 }
 
@@ -158,29 +157,39 @@ func checkLines(t *testing.T, path string, want ...string) {
 }
 
 // TestAgent_OutageDegrade cuts the connections to the server mid-run with
-// on_error "degrade": the run goes on in memory with a warning, and once
-// the connections are back the store holds every event, in order.
+// on_error "degrade": model calls and idempotent tools go on in memory with
+// one warning; a tool that is not idempotent does not run while its start
+// cannot be stored, and the run stops as interrupted (store_degraded).
+// Once the connections are back the store holds every event, in order, and
+// the resumed run makes the side effect exactly once.
 func TestAgent_OutageDegrade(t *testing.T) {
-	for _, name := range serverBackends {
+	for _, name := range fault.ServerBackends {
 		t.Run(name, func(t *testing.T) {
 			r := newOutageRig(t, name)
-			a := r.agent(t, agent.Degrade,
-				script.Step{Text: "first", ToolCalls: []script.Call{call("calc", `{"expression":"6*7"}`), call("remember", `{"key":"k0","value":0}`)}},
-				script.Step{Text: "cutting", ToolCalls: []script.Call{call("cut", `{}`)}},
-				script.Step{Text: "down", ToolCalls: []script.Call{r.appendLine("during the outage"), call("calc", `{"expression":"1+2"}`)}},
-				script.Step{Text: "still down", ToolCalls: []script.Call{call("remember", `{"key":"k3","value":3}`)}},
-				script.Step{Text: "restoring", ToolCalls: []script.Call{call("restore", `{}`)}},
-				script.Step{Text: "back", ToolCalls: []script.Call{r.appendLine("after the outage"), call("calc", `{"expression":"2*2"}`)}},
-				script.Step{Text: "done"},
-			)
-			s, err := a.Start(t.Context(), agent.WithID("degrade"))
+			steps := []script.Step{
+				{Text: "first", ToolCalls: []script.Call{call("calc", `{"expression":"6*7"}`), call("remember", `{"key":"k0","value":0}`)}},
+				{Text: "cutting", ToolCalls: []script.Call{call("cut", `{}`)}},
+				{Text: "down", ToolCalls: []script.Call{call("calc", `{"expression":"1+2"}`)}},
+				{Text: "still down", ToolCalls: []script.Call{call("remember", `{"key":"k3","value":3}`)}},
+				{Text: "a side effect", ToolCalls: []script.Call{r.appendLine("during the outage"), call("calc", `{"expression":"3+3"}`)}},
+				{Text: "back", ToolCalls: []script.Call{r.appendLine("after the outage"), call("calc", `{"expression":"2*2"}`)}},
+				{Text: "done"},
+			}
+			s, err := r.agent(t, agent.Degrade, steps...).Start(t.Context(), agent.WithID("degrade"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			res, err := s.Run(t.Context(), "go")
-			if err != nil || res.Status != cairn.StatusCompleted || res.Output != "done" {
-				t.Fatalf("run: %+v, %v; want completed with \"done\"", res, err)
+			if nr, ok := errors.AsType[*agent.NotRecordedError](err); !ok || !cairn.IsUnavailable(nr) {
+				t.Fatalf("run: %+v, %v; want a *agent.NotRecordedError of an outage", res, err)
 			}
+			if res.Status != cairn.StatusInterrupted || res.Unsaved == 0 || !cairn.IsUnavailable(res.StoreError) {
+				t.Fatalf("result %+v; want interrupted, with unsaved events and the outage as their cause", res)
+			}
+			if st := s.State(); st.Interrupt != cairn.InterruptDegraded || st.RunSteps != 5 {
+				t.Errorf("state: interrupt %q after %d steps; want %q after 5", st.Interrupt, st.RunSteps, cairn.InterruptDegraded)
+			}
+			checkLines(t, r.side) // the side effect did not run: its start was not stored
 			var storeWarnings int
 			for _, w := range res.Warnings {
 				if _, ok := errors.AsType[*agent.StoreWarning](w); ok {
@@ -193,7 +202,9 @@ func TestAgent_OutageDegrade(t *testing.T) {
 			if n := strings.Count(r.logs.String(), "the store failed"); n != 1 {
 				t.Errorf("the failure was logged %d times, want once:\n%s", n, r.logs.String())
 			}
-			t.Logf("%s: %d event(s) unsaved when the run ended; %d connection(s) reset by the cut", name, res.Unsaved, r.p.Stats().Reset)
+			t.Logf("%s: %d event(s) unsaved when the run stopped; %d connection(s) reset by the cut", name, res.Unsaved, r.p.Stats().Reset)
+
+			r.p.Heal()
 			flush(t, s)
 			state := checkStored(t, r.direct, s)
 			for _, k := range []string{"k0", "k3"} {
@@ -201,6 +212,16 @@ func TestAgent_OutageDegrade(t *testing.T) {
 					t.Errorf("variable %s is not in the stored state", k)
 				}
 			}
+			again, err := r.agent(t, agent.Degrade, steps...).Resume(t.Context(), "degrade")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err = again.ResumeRun(t.Context())
+			if err != nil || res.Status != cairn.StatusCompleted || res.Output != "done" {
+				t.Fatalf("resume: %+v, %v; want completed with \"done\"", res, err)
+			}
+			state = checkStored(t, r.direct, again)
+			testcheck.History(t, state.Messages)
 			checkLines(t, r.side, "during the outage", "after the outage")
 		})
 	}
@@ -211,7 +232,7 @@ func TestAgent_OutageDegrade(t *testing.T) {
 // session and nothing the session lacks, and once the connections are back
 // the run can be resumed to its end.
 func TestAgent_OutageFail(t *testing.T) {
-	for _, name := range serverBackends {
+	for _, name := range fault.ServerBackends {
 		t.Run(name, func(t *testing.T) {
 			r := newOutageRig(t, name)
 			steps := []script.Step{
@@ -266,16 +287,16 @@ func TestCLI_StoreDownAtStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cairn")
 	}
-	for _, name := range serverBackends {
+	for _, name := range fault.ServerBackends {
 		t.Run(name, func(t *testing.T) {
-			b := newBackend(t, name)
-			p := fault.StartProxy(t, b.url)
+			b := fault.NewBackend(t, name)
+			p := fault.StartProxy(t, b.URL)
 			p.Cut()
-			u := p.URL(b.url)
+			u := p.URL(b.URL)
 			if name == "mongodb" {
-				u = withQuery(t, u, "serverSelectionTimeoutMS", "3000")
+				u = fault.WithQuery(u, "serverSelectionTimeoutMS", "3000")
 			}
-			c := newCLI(t, u, b.ns)
+			c := newCLI(t, u, b.NS)
 			scr := filepath.Join(t.TempDir(), "script.json")
 			if err := os.WriteFile(scr, []byte(`{"steps":[{"text":"never"}]}`), 0o644); err != nil {
 				t.Fatal(err)
@@ -293,22 +314,9 @@ func TestCLI_StoreDownAtStart(t *testing.T) {
 				}
 				t.Logf("%s: cairn %v:\n%s", name, args, e.stderr)
 			}
-			if _, last := statusOf(t, b.open(t), "s1"); last != "no session" {
+			if _, last := statusOf(t, b.Direct(t), "s1"); last != "no session" {
 				t.Errorf("the store holds session s1 (%s) after cairn failed to reach it", last)
 			}
 		})
 	}
-}
-
-// withQuery returns rawURL with the query parameter key set to value.
-func withQuery(t *testing.T, rawURL, key, value string) string {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set(key, value)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
