@@ -31,7 +31,7 @@
 //     An index on (namespace, updated_at DESC, id DESC) serves List.
 //   - events, keyed by (namespace, session_id, seq): each event's JSON
 //     envelope {"v","seq","at","kind","run","data"}, with its data kept as
-//     it was appended.
+//     it was appended, led by a checksum of itself (see Damage below).
 //
 // A namespace is a value of the namespace column: stores opened on one file
 // with different namespaces never see each other's sessions.
@@ -43,7 +43,8 @@
 // up front); reads use a separate pool of query-only connections, which
 // WAL lets run alongside the writer. Every connection waits up to
 // BusyTimeout for a lock, so several processes may share the file: their
-// writers wait for each other instead of failing. SQLite's lock is not a
+// writers wait for each other instead of failing, and processes may open
+// a new file at the same moment. SQLite's lock is not a
 // fair queue, though: a process that appends without pause can keep
 // another waiting, up to BusyTimeout, after which that Append fails.
 //
@@ -57,6 +58,28 @@
 // length of the history. Expiry (StoreOptions.TTL) is checked on every read
 // against the store's clock, so a session is invisible the moment it
 // expires; Sweep deletes expired sessions and their events for good.
+//
+// # Damage
+//
+// Each stored envelope starts with the CRC-32C of the rest:
+// {"crc32c":"1a2b3c4d","v":1,…}. Load checks every event it reads against
+// its checksum, and the seqs against the session's last seq; a session
+// that fails is damaged (a *cairn.DamagedError naming it and the seq),
+// List shows it as cairn.StatusDamaged from then on, and nothing more is
+// appended to it. Events written before the checksum existed start with
+// {"v": and are read as before, unchecked; a version of cairn without the
+// checksum still reads the new ones.
+//
+// Every connection runs with cell_size_check on, so SQLite checks each
+// b-tree page as it reads it. Once SQLite answers SQLITE_CORRUPT or
+// SQLITE_NOTADB, the error wraps cairn.ErrDamaged and the Store writes
+// nothing more to the file (reads go on, so that what still loads can be
+// copied out). SQLITE_BUSY and SQLITE_LOCKED after BusyTimeout wrap
+// cairn.ErrUnavailable; a full disk, an I/O error, a refused permission or a
+// read-only file are reported as SQLite names them, and are not outages.
+// Check (cairn.Checker, run by `cairn doctor`) runs PRAGMA quick_check and
+// loads every session. docs/RELIABILITY.md ("Damaged storage") has the
+// rules of every local store.
 //
 // # URLs
 //

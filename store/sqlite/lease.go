@@ -63,6 +63,9 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 	if err := cairn.CheckLease(id, holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
+	if d := s.damage.of(id); d != nil {
+		return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, d)
+	}
 	var lease cairn.Lease
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		now := s.opts.Now().UTC()
@@ -197,6 +200,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	}
 	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
+	}
+	if err := s.writable(id); err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
 	}
 	bodies := make([]string, len(events))
 	for i, e := range events {

@@ -50,6 +50,11 @@ func TestOpen_Pragmas(t *testing.T) {
 			if got := pragma[int](t, s.w, "foreign_keys"); got != 1 {
 				t.Errorf("writer foreign_keys = %d, want 1", got)
 			}
+			for name, db := range map[string]*sql.DB{"writer": s.w, "reader": s.r} {
+				if got := pragma[int](t, db, "cell_size_check"); got != 1 {
+					t.Errorf("%s cell_size_check = %d, want 1", name, got)
+				}
+			}
 			if got, want := pragma[int64](t, s.w, "busy_timeout"), BusyTimeout.Milliseconds(); got != want {
 				t.Errorf("writer busy_timeout = %d, want %d", got, want)
 			}

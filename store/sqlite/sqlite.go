@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	sqlite "modernc.org/sqlite"
 )
 
 // Options configure Open.
@@ -55,7 +54,8 @@ type Store struct {
 	insert  *sql.Stmt // one event
 	advance *sql.Stmt // a live session's head row moved past an append
 
-	queue commitQueue // appends waiting for the writer
+	queue  commitQueue // appends waiting for the writer
+	damage damage      // what the store found damaged (errors.go)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -93,7 +93,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s := &Store{opts: so, path: abs, sync: syncMode}
 	if err := s.connect(ctx); err != nil {
 		s.closeDBs()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("open sqlite %s: %w", path, s.classify(err))
 	}
 	return s, nil
 }
@@ -144,8 +144,11 @@ func dsn(path string, pragmas []string, extra url.Values) string {
 func (s *Store) connect(ctx context.Context) error {
 	busy := fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
 	syncPragma := "synchronous(" + s.sync + ")"
+	// cell_size_check makes SQLite check each b-tree page as it reads it
+	// from the disk, so that a damaged page is refused (SQLITE_CORRUPT)
+	// before anything is written on top of it.
 	w, err := sql.Open("sqlite", dsn(s.path,
-		[]string{busy, syncPragma, "secure_delete(ON)", "foreign_keys(ON)"},
+		[]string{busy, syncPragma, "secure_delete(ON)", "foreign_keys(ON)", "cell_size_check(ON)"},
 		url.Values{"_txlock": {"immediate"}}))
 	if err != nil {
 		return err
@@ -161,7 +164,7 @@ func (s *Store) connect(ctx context.Context) error {
 	if err := migrate(ctx, w); err != nil {
 		return err
 	}
-	r, err := sql.Open("sqlite", dsn(s.path, []string{busy, syncPragma, "query_only(ON)"}, nil))
+	r, err := sql.Open("sqlite", dsn(s.path, []string{busy, syncPragma, "query_only(ON)", "cell_size_check(ON)"}, nil))
 	if err != nil {
 		return err
 	}
@@ -225,7 +228,9 @@ func (s *Store) check() error {
 }
 
 // fail wraps err for the operation op on session id, translating SQLite's
-// and database/sql's errors into cairn's sentinels.
+// and database/sql's errors into cairn's sentinels (see classify). Once
+// SQLite has said that the file is damaged, the store writes nothing more
+// to it.
 func (s *Store) fail(op, id string, err error) error {
 	if err == nil {
 		return nil
@@ -233,30 +238,17 @@ func (s *Store) fail(op, id string, err error) error {
 	if s.closed.Load() && !isSentinel(err) {
 		err = cairn.ErrClosed
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() {
-		case sqliteConstraintPrimaryKey, sqliteConstraintUnique:
-			// Another writer got the seq first; with the immediate
-			// transaction this cannot happen, but it is what it means.
-			err = fmt.Errorf("%w: %v", cairn.ErrConflict, se)
-		}
-	}
+	s.damage.noteFile(err)
+	err = s.classify(err)
 	if id == "" {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, id, err)
 }
 
-// SQLite's extended result codes for a violated primary key or unique index.
-const (
-	sqliteConstraintPrimaryKey = 1555
-	sqliteConstraintUnique     = 2067
-)
-
 func isSentinel(err error) bool {
 	for _, s := range []error{cairn.ErrNotFound, cairn.ErrExists, cairn.ErrConflict, cairn.ErrInvalidID,
-		cairn.ErrTooLarge, cairn.ErrInvalidEvent, cairn.ErrClosed} {
+		cairn.ErrTooLarge, cairn.ErrInvalidEvent, cairn.ErrClosed, cairn.ErrDamaged} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -265,8 +257,12 @@ func isSentinel(err error) bool {
 }
 
 // writeTx runs fn in an immediate transaction on the writer connection and
-// commits it if fn returns nil.
+// commits it if fn returns nil. Nothing runs once the file is known to be
+// damaged.
 func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := s.fileWritable(); err != nil {
+		return err
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -332,15 +328,4 @@ func walMode(ctx context.Context, db *sql.DB) error {
 		}
 		delay = min(2*delay, 50*time.Millisecond)
 	}
-}
-
-// busy reports whether err is SQLite giving up on a lock that another
-// connection held: SQLITE_BUSY or SQLITE_LOCKED.
-func busy(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	c := se.Code() & 0xff
-	return c == 5 || c == 6
 }

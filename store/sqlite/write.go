@@ -44,6 +44,7 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 		if created.IsZero() {
 			created = now
 		}
+		s.damage.forget(meta.ID)
 		_, err = tx.ExecContext(ctx, `INSERT INTO sessions
 			(namespace, id, created_at, updated_at, expires_at, status, steps, first_message, labels, last_seq)
 			VALUES (?, ?, ?, ?, ?, ?, 0, '', ?, 0)`,
@@ -77,6 +78,9 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := s.writable(id); err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
 	}
 	err := s.submit(&appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
 		delta: cairn.Summarize(events)})
@@ -114,6 +118,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		}
 		return nil
 	})
+	if err == nil || errors.Is(err, errExpiredErased) {
+		s.damage.forget(id)
+	}
 	if errors.Is(err, errExpiredErased) {
 		return fmt.Errorf("delete %s: %w", id, cairn.ErrNotFound)
 	}
@@ -162,8 +169,9 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	return int(n), nil
 }
 
-// envelope returns the event's JSON envelope, with its data kept byte for
-// byte as given (CheckAppend has made sure it is a valid JSON object).
+// envelope returns the event's JSON envelope as stored: its checksum,
+// then the envelope with its data kept byte for byte as given (CheckAppend
+// has made sure it is a valid JSON object). See checksum.go.
 func envelope(e cairn.Event) (string, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -179,13 +187,13 @@ func envelope(e cairn.Event) (string, error) {
 		return "", fmt.Errorf("event seq %d: %w", e.Seq, err)
 	}
 	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	b = b[:len(b)-1] // the closing brace
-	out := make([]byte, 0, len(b)+len(e.Data)+10)
+	b = b[1 : len(b)-1] // without its braces
+	out := make([]byte, sumLen, sumLen+len(b)+len(e.Data)+10)
 	out = append(out, b...)
 	out = append(out, `,"data":`...)
 	out = append(out, bytes.TrimSpace(e.Data)...)
 	out = append(out, '}')
-	return string(out), nil
+	return string(seal(out)), nil
 }
 
 func cloneLabels(l map[string]string) map[string]string {

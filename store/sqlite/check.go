@@ -1,0 +1,125 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cairnhq/cairn"
+)
+
+var _ cairn.Checker = (*Store)(nil)
+
+// Check implements cairn.Checker. It runs PRAGMA quick_check over the
+// whole file (every page of every table and index, in one read), then
+// loads every session of the namespace as Load does: each event against
+// its checksum, the seqs against the session's last seq. It writes
+// nothing. A damaged session is a Problem naming it; a damaged file, one
+// naming the file.
+func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rep := &cairn.CheckReport{Problems: []cairn.Problem{}}
+	fileBad, err := s.quickCheck(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check %s: %w", s.path, s.classify(err))
+	}
+	ids, err := s.sessionIDs(ctx)
+	if err != nil && !corrupt(err) {
+		return nil, fmt.Errorf("check %s: %w", s.path, s.classify(err))
+	}
+	if err != nil && fileBad == "" {
+		fileBad = describe(err)
+	}
+	fix := "delete the session (cairn sessions delete ID) or restore the database file from a backup; the other sessions are not affected"
+	if fileBad != "" {
+		fix = "copy the sessions that still load to a new file, then replace this one (see the file-level problem)"
+	}
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rep.Sessions++
+		_, err := s.load(ctx, id, 1)
+		var d *cairn.DamagedError
+		switch {
+		case err == nil, errors.Is(err, cairn.ErrNotFound):
+			continue
+		case errors.As(err, &d):
+		case corrupt(err):
+			d = &cairn.DamagedError{Session: id, Where: s.path, Msg: describe(err)}
+			s.damage.note(d)
+		default:
+			return nil, fmt.Errorf("check %s: session %s: %w", s.path, id, s.classify(err))
+		}
+		rep.Problems = append(rep.Problems, cairn.Problem{Session: id, Where: d.Where, Msg: d.Msg, Fix: fix, Damage: true})
+	}
+	if fileBad != "" {
+		rep.Problems = append(rep.Problems, cairn.Problem{Where: s.path, Damage: true,
+			Msg: "the database file is damaged: " + fileBad,
+			Fix: "this store writes nothing more to it; copy the sessions that still load to a new file " +
+				"(cairn sessions copy --from sqlite:///OLD --to sqlite:///NEW), or rebuild it with the sqlite3 shell's .recover; " +
+				"keep the damaged file until the copy is checked"})
+		s.damage.setFile(errors.New("PRAGMA quick_check: " + fileBad))
+	}
+	return rep, nil
+}
+
+// quickCheck runs PRAGMA quick_check and returns what it found wrong, ""
+// when the file is sound. SQLite's refusal to read the file at all is a
+// finding too.
+func (s *Store) quickCheck(ctx context.Context) (string, error) {
+	rows, err := s.r.QueryContext(ctx, "PRAGMA quick_check(20)")
+	if err != nil {
+		if corrupt(err) {
+			return describe(err), nil
+		}
+		return "", err
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		if line != "ok" {
+			found = append(found, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if corrupt(err) {
+			return describe(err), nil
+		}
+		return "", err
+	}
+	return strings.Join(found, "; "), nil
+}
+
+// sessionIDs returns the IDs of the namespace's live sessions.
+func (s *Store) sessionIDs(ctx context.Context) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, expires_at FROM sessions WHERE namespace = ?`, s.opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	now := s.opts.Now()
+	for rows.Next() {
+		var (
+			id  string
+			exp int64
+		)
+		if err := rows.Scan(&id, &exp); err != nil {
+			return ids, err
+		}
+		if !expired(exp, now) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, rows.Err()
+}
