@@ -89,7 +89,9 @@ func (a *Agent) Start(ctx context.Context, opts ...StartOption) (*Session, error
 }
 
 // Resume rebuilds a session from the store by replaying its events. It
-// returns an error wrapping cairn.ErrNotFound if the store does not hold it.
+// returns an error wrapping cairn.ErrNotFound if the store does not hold it,
+// and one wrapping cairn.ErrSealed for an encrypted session read from a
+// store that does not decrypt it (open the store with store/crypt).
 func (a *Agent) Resume(ctx context.Context, id string) (*Session, error) {
 	st, err := a.store()
 	if err != nil {
@@ -97,6 +99,11 @@ func (a *Agent) Resume(ctx context.Context, id string) (*Session, error) {
 	}
 	rec, err := st.Load(ctx, id, 0)
 	if err != nil {
+		return nil, fmt.Errorf("resume session %s: %w", id, err)
+	}
+	// An encrypted session read without its key holds ciphertext: never
+	// hand it to a model nor append plaintext after it.
+	if err := cairn.CheckUnsealed(id, rec.Events); err != nil {
 		return nil, fmt.Errorf("resume session %s: %w", id, err)
 	}
 	mem, err := cairn.NewMemory(rec.Events...)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
@@ -255,5 +256,45 @@ func TestSession_Conflict(t *testing.T) {
 	_, err := s1.Run(t.Context(), "three", agent.Continue())
 	if !errors.Is(err, cairn.ErrConflict) || !strings.Contains(err.Error(), "session c was changed by another process") {
 		t.Errorf("got %v, want a conflict naming the session", err)
+	}
+}
+
+// TestAgent_ResumeSealed: a session whose events are sealed (an encrypted
+// store read without its key) is refused by Resume and Open, naming the
+// session and the data key: nothing reaches a model and nothing is
+// appended after the ciphertext.
+func TestAgent_ResumeSealed(t *testing.T) {
+	st := newMemStore(t)
+	if err := st.Create(t.Context(), cairn.SessionMeta{ID: "enc"}); err != nil {
+		t.Fatal(err)
+	}
+	tok := cairn.SealToken("k1234567", []byte("nonce-ciphertext-tag"))
+	sealed := func(k cairn.Kind) cairn.Event {
+		data, ok := cairn.SealedData(k, tok, cairn.SealToken("k1234567", []byte("first")), cairn.SealedHints{})
+		if !ok {
+			t.Fatalf("no sealed form of %s", k)
+		}
+		return cairn.Event{V: cairn.FormatVersion, At: time.Now().UTC(), Kind: k, Run: "r1", Data: data}
+	}
+	events := []cairn.Event{sealed(cairn.KindRunStarted), sealed(cairn.KindMessageSystem), sealed(cairn.KindMessageUser)}
+	for i := range events {
+		events[i].Seq = int64(i + 1)
+	}
+	if err := st.Append(t.Context(), "enc", 0, events...); err != nil {
+		t.Fatal(err)
+	}
+	a := offlineAgent(st)
+	for _, open := range []func() error{
+		func() error { _, err := a.Resume(t.Context(), "enc"); return err },
+		func() error { _, err := a.Open(t.Context(), "enc"); return err },
+	} {
+		err := open()
+		var se *cairn.SealedError
+		if !errors.As(err, &se) || se.DataKey != "k1234567" || se.Session != "enc" {
+			t.Fatalf("got %v, want a *cairn.SealedError naming the session and data key", err)
+		}
+	}
+	if n := len(loadEvents(t, st, "enc")); n != 3 {
+		t.Errorf("%d events stored, want the 3 sealed ones only", n)
 	}
 }
