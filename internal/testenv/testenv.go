@@ -5,11 +5,17 @@
 // CAIRN_TEST_MONGODB). Locally a missing variable skips the test with a
 // message naming it. Under CI (CI=true) a missing variable fails the test,
 // so that a backend can never pass CI by being skipped.
+//
+// Bounded and FreeAddr help the outage tests: a call that must return with
+// its context, and an address where no server listens.
 package testenv
 
 import (
+	"context"
+	"net"
 	"os"
 	"testing"
+	"time"
 )
 
 // The variables that name the test servers.
@@ -32,4 +38,43 @@ func URL(tb testing.TB, name string) string {
 	}
 	tb.Skipf("%s is not set: set it to a test server's URL to run these tests", name)
 	return ""
+}
+
+// HangLimit is how long after its context ends a call may still run before
+// Bounded fails the test: far more than an honest return takes on a loaded
+// machine, far less than the timeouts of a call that ignores its context
+// (a driver's read timeout, a cleanup of its own).
+const HangLimit = 5 * time.Second
+
+// Bounded calls f with a context that ends after d and returns f's error.
+// It fails the test when f is still running HangLimit after that: a store
+// method must never hang past its context.
+func Bounded(tb testing.TB, d time.Duration, what string, f func(context.Context) error) error {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), d)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	timer := time.NewTimer(d + HangLimit)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		tb.Fatalf("%s: still running %s after its context ended", what, HangLimit)
+		return nil
+	}
+}
+
+// FreeAddr returns a loopback address where nothing listens: a port the
+// system handed out and that was closed again.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -28,7 +28,11 @@
 // understands works, such as sslmode, connect_timeout and pool_max_conns, and
 // so do the PG* environment variables and a password file. The namespace
 // comes from cairn.StoreOptions, never from the URL. Errors name the server's
-// host and port but never the password.
+// host and port but never the password. An error that means the server could
+// not be reached or could not serve (a network error, a timeout, a terminated
+// connection, a server shutting down or starting up: SQLSTATE class 08,
+// 57P01–57P03, 53300) wraps cairn.ErrUnavailable; the server's other answers
+// (a full disk, a missing privilege or table) do not.
 //
 // # Schema
 //

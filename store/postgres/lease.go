@@ -106,7 +106,7 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 			return cairn.Lease{Session: id, Holder: holder, Token: token, Expires: exp}, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, translate(err))
 		}
 		var (
 			who   string
@@ -117,7 +117,7 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, cairn.ErrNotFound)
 		}
 		if err != nil {
-			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, translate(err))
 		}
 		if who != "" && until != nil && until.After(now) {
 			return cairn.Lease{}, &cairn.LeaseHeldError{Session: id, Holder: who, Expires: until.UTC()}
@@ -143,7 +143,7 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 		return cairn.Lease{}, fmt.Errorf("renew %s: %w", lease.Session, s.lostOrMissing(ctx, lease.Session, now))
 	}
 	if err != nil {
-		return cairn.Lease{}, fmt.Errorf("renew %s: %w", lease.Session, err)
+		return cairn.Lease{}, fmt.Errorf("renew %s: %w", lease.Session, translate(err))
 	}
 	lease.Holder, lease.Expires = holder, exp
 	return lease, nil
@@ -161,7 +161,7 @@ func (s *Store) lostOrMissing(ctx context.Context, id string, now time.Time) err
 	case errors.Is(err, pgx.ErrNoRows):
 		return cairn.ErrNotFound
 	case err != nil:
-		return err
+		return translate(err)
 	}
 	return cairn.ErrLeaseLost
 }
@@ -181,7 +181,7 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
 		return fmt.Errorf("release %s: %w", lease.Session, s.lostOrMissing(ctx, lease.Session, now))
 	}
 	if err != nil {
-		return fmt.Errorf("release %s: %w", lease.Session, err)
+		return fmt.Errorf("release %s: %w", lease.Session, translate(err))
 	}
 	return nil
 }
@@ -204,7 +204,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, cairn.ErrNotFound)
 	}
 	if err != nil {
-		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, err)
+		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, translate(err))
 	}
 	if l.Holder == "" || until == nil || !until.After(now) {
 		return cairn.Lease{Session: id}, nil
@@ -300,7 +300,7 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 		return cairn.Lease{}, fmt.Errorf("claim: %w", cairn.ErrNotFound)
 	}
 	if err != nil {
-		return cairn.Lease{}, fmt.Errorf("claim: %w", err)
+		return cairn.Lease{}, fmt.Errorf("claim: %w", translate(err))
 	}
 	return l, nil
 }

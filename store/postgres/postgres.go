@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairnhq/cairn"
@@ -87,7 +86,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts cairn.StoreOptions) (*Sto
 	}
 	schema := Schema(opts.Namespace)
 	if err := migrate(ctx, pool, schema); err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
 	return &Store{pool: pool, opts: opts, schema: schema, sql: newStatements(schema)}, nil
 }
@@ -146,27 +145,6 @@ func address(cfg *pgxpool.Config) string {
 // records a migration newer than this package knows: a newer cairn has
 // migrated it, and this one must not guess what its tables now mean.
 var ErrSchemaTooNew = errors.New("postgres schema is newer than this cairn")
-
-// PostgreSQL error codes the store translates.
-const (
-	codeUniqueViolation     = "23505"
-	codeForeignKeyViolation = "23503"
-)
-
-// translate maps PostgreSQL's errors to cairn's sentinels where one fits and
-// returns err unchanged otherwise.
-func translate(err error) error {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case codeUniqueViolation:
-			return fmt.Errorf("%w: %s", cairn.ErrConflict, pe.Message)
-		case codeForeignKeyViolation:
-			return fmt.Errorf("%w: %s", cairn.ErrNotFound, pe.Message)
-		}
-	}
-	return err
-}
 
 // liveSQL is the condition a session row meets while it has not expired at
 // the time bound to the given parameter.

@@ -31,7 +31,7 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", id, err)
+		return nil, fmt.Errorf("load %s: %w", id, translate(err))
 	}
 	return rec, nil
 }
@@ -123,19 +123,19 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list: %w", err)
+		return nil, fmt.Errorf("list: %w", translate(err))
 	}
 	defer rows.Close()
 	var infos []cairn.SessionInfo
 	for rows.Next() {
 		info, err := scanInfo(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list: %w", err)
+			return nil, fmt.Errorf("list: %w", translate(err))
 		}
 		infos = append(infos, info)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list: %w", err)
+		return nil, fmt.Errorf("list: %w", translate(err))
 	}
 	page := &cairn.ListPage{Sessions: infos}
 	if n := opts.PageSize(); len(infos) > n {

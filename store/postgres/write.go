@@ -138,7 +138,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete %s: %w", id, cairn.ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("delete %s: %w", id, err)
+		return fmt.Errorf("delete %s: %w", id, translate(err))
 	}
 	return nil
 }
@@ -153,7 +153,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	}
 	tag, err := s.pool.Exec(ctx, s.sql.sweep, s.opts.Now().UTC())
 	if err != nil {
-		return 0, fmt.Errorf("sweep: %w", err)
+		return 0, fmt.Errorf("sweep: %w", translate(err))
 	}
 	return int(tag.RowsAffected()), nil
 }

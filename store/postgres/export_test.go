@@ -1,0 +1,4 @@
+package postgres
+
+// Translate is translate, for the tests of its error codes.
+var Translate = translate

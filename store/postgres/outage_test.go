@@ -1,0 +1,254 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/fault"
+	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/store/postgres"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+// wantOutage fails the test unless err is an outage that wraps
+// cairn.ErrUnavailable.
+func wantOutage(t *testing.T, what string, err error) {
+	t.Helper()
+	if !cairn.IsUnavailable(err) || !errors.Is(err, cairn.ErrUnavailable) {
+		t.Errorf("%s: got %v (%T), want an outage (cairn.IsUnavailable, wrapping cairn.ErrUnavailable)", what, err, errors.Unwrap(err))
+	}
+}
+
+// wantAnswer fails the test unless err is an error that is not an outage.
+func wantAnswer(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil || cairn.IsUnavailable(err) {
+		t.Errorf("%s: got %v, want an error that is not an outage", what, err)
+	}
+}
+
+// appendLoad appends the next event to session id and loads it, each
+// within d, and returns their errors.
+func appendLoad(t *testing.T, s cairn.Store, id string, last int64, d time.Duration) (appendErr, loadErr error) {
+	t.Helper()
+	appendErr = testenv.Bounded(t, d, "Append", func(ctx context.Context) error {
+		return s.Append(ctx, id, last, storetest.Custom(last+1, "during the outage"))
+	})
+	loadErr = testenv.Bounded(t, d, "Load", func(ctx context.Context) error {
+		_, err := s.Load(ctx, id, 0)
+		return err
+	})
+	return appendErr, loadErr
+}
+
+func TestOpen_NothingListens(t *testing.T) {
+	_, err := postgres.Open(t.Context(), "postgres://postgres@"+testenv.FreeAddr(t)+"/test?sslmode=disable", cairn.StoreOptions{})
+	wantOutage(t, "Open of a port where nothing listens", err)
+}
+
+// TestStore_OutageCut cuts the network between the store and the server:
+// every call fails as an outage, and once the network is back the same
+// append goes through once (or is found already done).
+func TestStore_OutageCut(t *testing.T) {
+	p := fault.StartProxy(t, dsn(t))
+	ns := "t_" + randHex(t)
+	dropSchemaLater(t, ns)
+	s, err := postgres.Open(t.Context(), p.URL(dsn(t)), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "cut"}); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	appendErr, loadErr := appendLoad(t, s, "cut", 0, 5*time.Second)
+	wantOutage(t, "Append while cut", appendErr)
+	wantOutage(t, "Load while cut", loadErr)
+	_, err = s.List(t.Context(), cairn.ListOptions{})
+	wantOutage(t, "List while cut", err)
+	p.Heal()
+	if err := s.Append(t.Context(), "cut", 0, storetest.Custom(1, "during the outage")); err != nil {
+		t.Fatalf("Append after the network came back: %v", err)
+	}
+	if rec, err := s.Load(t.Context(), "cut", 0); err != nil || len(rec.Events) != 1 {
+		t.Fatalf("Load after the network came back: %v, want 1 event", err)
+	}
+}
+
+// TestStore_OutageStall holds every byte between the store and the
+// server: each call returns with its context, as an outage.
+func TestStore_OutageStall(t *testing.T) {
+	p := fault.StartProxy(t, dsn(t))
+	ns := "t_" + randHex(t)
+	dropSchemaLater(t, ns)
+	s, err := postgres.Open(t.Context(), p.URL(dsn(t)), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "stall"}); err != nil {
+		t.Fatal(err)
+	}
+	p.Stall(0)
+	appendErr, loadErr := appendLoad(t, s, "stall", 0, 300*time.Millisecond)
+	wantOutage(t, "Append while stalled", appendErr)
+	wantOutage(t, "Load while stalled", loadErr)
+	p.Cut() // drop what the stall held
+	p.Heal()
+}
+
+// TestStore_OutageTerminated terminates the store's connection on the
+// server (pg_terminate_backend, as an administrator or a failover does):
+// the next call fails as an outage (57P01 or a closed connection), the one
+// after goes on with a new connection.
+func TestStore_OutageTerminated(t *testing.T) {
+	app := "cairn_t_" + randHex(t)
+	cfg, err := pgxpool.ParseConfig(dsn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false } // meet the dead connection
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	ns := "t_" + randHex(t)
+	dropSchemaLater(t, ns)
+	s, err := postgres.New(t.Context(), pool, cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "term"}); err != nil {
+		t.Fatal(err)
+	}
+	terminate := func() {
+		t.Helper()
+		var n int
+		err := adminPool(t).QueryRow(t.Context(),
+			"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n)
+		if err != nil || n != 1 {
+			t.Fatalf("terminate the store's connection: %d terminated, %v", n, err)
+		}
+	}
+	terminate()
+	err = s.Append(t.Context(), "term", 0, storetest.Custom(1, "a"))
+	wantOutage(t, "Append on a terminated connection", err)
+	if err := s.Append(t.Context(), "term", 0, storetest.Custom(1, "a")); err != nil {
+		t.Fatalf("Append again, on a new connection: %v", err)
+	}
+	terminate()
+	_, err = s.Load(t.Context(), "term", 0)
+	wantOutage(t, "Load on a terminated connection", err)
+	if rec, err := s.Load(t.Context(), "term", 0); err != nil || len(rec.Events) != 1 {
+		t.Fatalf("Load again: %v, want the 1 event", err)
+	}
+}
+
+// TestStore_NotOutages provokes answers of the server that are not
+// outages: a missing privilege, a missing table, a constraint the store
+// does not know. None may read as an outage.
+func TestStore_NotOutages(t *testing.T) {
+	t.Run("insufficient privilege", func(t *testing.T) {
+		role := "cairn_t_" + randHex(t)
+		admin := adminPool(t)
+		if _, err := admin.Exec(t.Context(), "CREATE ROLE "+role+" LOGIN"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+role) })
+		cfg, err := pgx.ParseConfig(dsn(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := "t_" + randHex(t)
+		dropSchemaLater(t, ns)
+		_, err = postgres.Open(t.Context(), fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", role, cfg.Host, cfg.Port, cfg.Database),
+			cairn.StoreOptions{Namespace: ns})
+		wantAnswer(t, "Open by a role that may not create the schema", err)
+		if err == nil || !strings.Contains(err.Error(), "42501") {
+			t.Errorf("Open by a role without privileges: %v, want SQLSTATE 42501", err)
+		}
+	})
+	t.Run("no such database or role", func(t *testing.T) {
+		cfg, err := pgx.ParseConfig(dsn(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []string{
+			fmt.Sprintf("postgres://%s@%s:%d/cairn_no_such_db_%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, randHex(t)),
+			fmt.Sprintf("postgres://cairn_no_such_role_%s@%s:%d/%s?sslmode=disable", randHex(t), cfg.Host, cfg.Port, cfg.Database),
+		} {
+			_, err := postgres.Open(t.Context(), u, cairn.StoreOptions{})
+			wantAnswer(t, "Open of "+u, err)
+		}
+	})
+	t.Run("undefined table", func(t *testing.T) {
+		s := open(t, cairn.StoreOptions{})
+		if err := s.Create(t.Context(), cairn.SessionMeta{ID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := adminPool(t).Exec(t.Context(), "DROP TABLE "+pgx.Identifier{s.Schema(), "events"}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+		appendErr, loadErr := appendLoad(t, s, "x", 0, time.Minute)
+		wantAnswer(t, "Append without an events table", appendErr)
+		wantAnswer(t, "Load without an events table", loadErr)
+	})
+	t.Run("check violation", func(t *testing.T) {
+		s := open(t, cairn.StoreOptions{})
+		if err := s.Create(t.Context(), cairn.SessionMeta{ID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		table := pgx.Identifier{s.Schema(), "events"}.Sanitize()
+		if _, err := adminPool(t).Exec(t.Context(), "ALTER TABLE "+table+" ADD CONSTRAINT small CHECK (length(envelope) < 10)"); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Append(t.Context(), "x", 0, storetest.Custom(1, "too long for the constraint"))
+		wantAnswer(t, "Append refused by a CHECK constraint", err)
+		if errors.Is(err, cairn.ErrConflict) || errors.Is(err, cairn.ErrNotFound) {
+			t.Errorf("Append refused by a CHECK constraint: %v, want the server's error, not a contract error", err)
+		}
+	})
+}
+
+// TestTranslate_Codes classifies the server's errors by SQLSTATE, for the
+// codes a test cannot provoke on a shared server (a full disk, a crash, a
+// server starting up).
+func TestTranslate_Codes(t *testing.T) {
+	pg := func(code string) error { return &pgconn.PgError{Severity: "FATAL", Code: code, Message: "x"} }
+	for _, c := range []struct {
+		err    error
+		outage bool
+	}{
+		{pg("57P01"), true},  // admin_shutdown
+		{pg("57P02"), true},  // crash_shutdown
+		{pg("57P03"), true},  // cannot_connect_now
+		{pg("08006"), true},  // connection_failure
+		{pg("08001"), true},  // sqlclient_unable_to_establish_sqlconnection
+		{pg("53300"), true},  // too_many_connections
+		{pg("53100"), false}, // disk_full
+		{pg("42501"), false}, // insufficient_privilege
+		{pg("42P01"), false}, // undefined_table
+		{pg("3F000"), false}, // invalid_schema_name
+		{pg("23514"), false}, // check_violation
+		{pg("XX001"), false}, // data_corrupted
+		{pg("28P01"), false}, // invalid_password
+	} {
+		if got := cairn.IsUnavailable(postgres.Translate(c.err)); got != c.outage {
+			t.Errorf("IsUnavailable(%v) = %v, want %v", c.err, got, c.outage)
+		}
+	}
+}
