@@ -146,7 +146,8 @@ return 1
 //
 // Only the filter's Status and Labels count; time bounds and paging are
 // ignored.
-func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
+func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return cairn.Lease{}, err
 	}

@@ -18,8 +18,12 @@
 // failover client, custom TLS or pooling), call New; the caller then owns
 // the client and Close leaves it open. Importing the package registers the
 // "redis" and "rediss" schemes with cairn.Open. The store turns off
-// go-redis's maintenance notifications, which plain servers do not know;
-// do the same in clients you pass to New (ParseURL does it for you).
+// go-redis's maintenance notifications, which plain servers do not know,
+// and turns on ContextTimeoutEnabled, so that every call ends with its
+// context; do the same in clients you pass to New (ParseURL does it for
+// you). Errors that mean the server could not be reached or could not
+// serve (a network error, LOADING, MASTERDOWN, TRYAGAIN, CLUSTERDOWN, a
+// pool timeout) wrap cairn.ErrUnavailable.
 //
 // # Key layout
 //

@@ -12,3 +12,6 @@ import (
 func NewSplit(client goredis.UniversalClient, opts cairn.StoreOptions) (*Store, error) {
 	return newStore(client, opts, true)
 }
+
+// EventsKey returns the key of session id's events list.
+func EventsKey(s *Store, id string) string { return s.eventsKey(id) }

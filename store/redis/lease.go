@@ -135,12 +135,14 @@ return 'OK'
 const replyLost = "LOST"
 
 // Acquire implements cairn.Leaser.
-func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	return s.acquire(ctx, id, holder, ttl, false)
 }
 
 // Takeover implements cairn.Leaser.
-func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	return s.acquire(ctx, id, holder, ttl, true)
 }
 
@@ -201,7 +203,8 @@ func leaseReply(op, id, res string, err error) error {
 }
 
 // Renew implements cairn.Leaser.
-func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
+func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return cairn.Lease{}, err
 	}
@@ -221,7 +224,8 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 func token(t int64) string { return strconv.FormatInt(t, 10) }
 
 // Release implements cairn.Leaser.
-func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
+func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -233,7 +237,8 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
 }
 
 // CurrentLease implements cairn.Leaser.
-func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
+func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return cairn.Lease{}, err
 	}
@@ -262,7 +267,8 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 
 // AppendFenced implements cairn.Leaser: one script checks the lease, then
 // does what Append's script does.
-func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
+func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}

@@ -72,7 +72,8 @@ func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 // Load implements cairn.Store. The meta and the events from fromSeq on are
 // read in one MULTI/EXEC (both keys share a slot), so they agree with each
 // other; the events come from one LRANGE starting at fromSeq's position.
-func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
+func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Record, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 		metaCmd *goredis.SliceCmd
 		evCmd   *goredis.StringSliceCmd
 	)
-	_, err := s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+	_, err = s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		metaCmd = p.HMGet(ctx, s.metaKey(id), metaFields...)
 		evCmd = p.LRange(ctx, s.eventsKey(id), from-1, -1)
 		return nil
@@ -124,7 +125,8 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 // of matching sessions that no session further down can precede. Index
 // entries whose session is gone are removed, and expired sessions purged,
 // on the way.
-func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
+func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.ListPage, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return nil, err
 	}

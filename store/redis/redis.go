@@ -51,6 +51,9 @@ var (
 // open. Any go-redis client works, a Redis Cluster client included; for a
 // *goredis.ClusterClient or *goredis.Ring the store updates the namespace
 // index outside the session's script (see the package documentation).
+// Make the client with ContextTimeoutEnabled, as ParseURL does: without it
+// go-redis waits for a silent server until its own read timeout, whatever
+// the context of the call.
 func New(client goredis.UniversalClient, opts cairn.StoreOptions) (*Store, error) {
 	split := false
 	switch client.(type) {
@@ -97,6 +100,7 @@ func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions) (*Store, 
 	client := goredis.NewClient(ropts)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
+		unavailable(&err)
 		return nil, fmt.Errorf("open redis store at %s (db %d): %w (is Redis running there, and are the URL's credentials right?)", ropts.Addr, ropts.DB, err)
 	}
 	s, err := newStore(client, opts, false)
@@ -110,7 +114,9 @@ func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions) (*Store, 
 
 // ParseURL turns a redis:// or rediss:// URL into go-redis options with
 // maintenance notifications turned off (plain Redis servers do not know
-// them). Errors never repeat the URL's password.
+// them) and ContextTimeoutEnabled set, so that a call ends with its
+// context even while the server does not answer. Errors never repeat the
+// URL's password.
 func ParseURL(rawURL string) (*goredis.Options, error) {
 	scheme, _, _ := strings.Cut(rawURL, "://")
 	if s := strings.ToLower(scheme); s != "redis" && s != "rediss" {
@@ -124,6 +130,7 @@ func ParseURL(rawURL string) (*goredis.Options, error) {
 		return nil, fmt.Errorf("open redis store %s: malformed URL: %v", redactURL(rawURL), err)
 	}
 	ropts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	ropts.ContextTimeoutEnabled = true
 	return ropts, nil
 }
 

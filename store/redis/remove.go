@@ -13,7 +13,8 @@ import (
 // session (and, unless the store is split, its index entry; a split store
 // removes that right after). An Append that arrives later finds no meta
 // and gets cairn.ErrNotFound, so it cannot bring the session back.
-func (s *Store) Delete(ctx context.Context, id string) error {
+func (s *Store) Delete(ctx context.Context, id string) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -45,7 +46,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // It returns the number of expired sessions it deleted. Redis deletes
 // expired keys by itself too (every key carries the TTL); Sweep makes it
 // happen now, and cleans the index.
-func (s *Store) Sweep(ctx context.Context) (int, error) {
+func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return 0, err
 	}

@@ -14,7 +14,8 @@ import (
 // holds the ID, clears what an expired one left behind, writes the meta,
 // sets its TTL and (unless the store is split) adds it to the index and to
 // the claim set.
-func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
+func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -60,7 +61,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // events, applies their summary to the meta and refreshes the TTL, so its
 // cost does not depend on the length of the history. A split store then
 // raises the session's score in the index.
-func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}

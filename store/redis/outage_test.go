@@ -1,0 +1,391 @@
+package redis_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/fault"
+	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/store/redis"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+// wantOutage fails the test unless err is an outage that wraps
+// cairn.ErrUnavailable.
+func wantOutage(t *testing.T, what string, err error) {
+	t.Helper()
+	if !cairn.IsUnavailable(err) || !errors.Is(err, cairn.ErrUnavailable) {
+		t.Errorf("%s: got %v, want an outage (cairn.IsUnavailable, wrapping cairn.ErrUnavailable)", what, err)
+	}
+}
+
+// wantAnswer fails the test unless err is an error that is not an outage.
+func wantAnswer(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil || cairn.IsUnavailable(err) {
+		t.Errorf("%s: got %v, want an error that is not an outage", what, err)
+	}
+}
+
+// withQuery returns rawURL with query parameters added.
+func withQuery(t *testing.T, rawURL string, kv ...string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// openURL opens a store on rawURL in a namespace of the test's own.
+func openURL(t *testing.T, rawURL string) *redis.Store {
+	t.Helper()
+	ns := "t_" + randHex(t)
+	cleanNamespace(t, ns)
+	s, err := redis.Open(t.Context(), rawURL, cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// appendLoad appends seq last+1 to session id and loads it, each within d.
+func appendLoad(t *testing.T, s cairn.Store, id string, last int64, d time.Duration) (appendErr, loadErr error) {
+	t.Helper()
+	appendErr = testenv.Bounded(t, d, "Append", func(ctx context.Context) error {
+		return s.Append(ctx, id, last, storetest.Custom(last+1, "during the outage"))
+	})
+	loadErr = testenv.Bounded(t, d, "Load", func(ctx context.Context) error {
+		_, err := s.Load(ctx, id, 0)
+		return err
+	})
+	return appendErr, loadErr
+}
+
+func TestOpen_NothingListens(t *testing.T) {
+	_, err := redis.Open(t.Context(), "redis://"+testenv.FreeAddr(t)+"/0", cairn.StoreOptions{})
+	wantOutage(t, "Open of a port where nothing listens", err)
+}
+
+// TestStore_OutageCut resets every connection to the server and refuses
+// new ones: each call fails as an outage, and once the network is back the
+// same append goes through once.
+func TestStore_OutageCut(t *testing.T) {
+	p := fault.StartProxy(t, testURL(t))
+	s := openURL(t, p.URL(testURL(t)))
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "cut"}); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	appendErr, loadErr := appendLoad(t, s, "cut", 0, 10*time.Second)
+	wantOutage(t, "Append while cut", appendErr)
+	wantOutage(t, "Load while cut", loadErr)
+	_, err := s.List(t.Context(), cairn.ListOptions{})
+	wantOutage(t, "List while cut", err)
+	p.Heal()
+	if err := s.Append(t.Context(), "cut", 0, storetest.Custom(1, "during the outage")); err != nil {
+		t.Fatalf("Append after the network came back: %v", err)
+	}
+	if rec, err := s.Load(t.Context(), "cut", 0); err != nil || len(rec.Events) != 1 {
+		t.Fatalf("Load after the network came back: %v, want 1 event", err)
+	}
+}
+
+// TestStore_OutageStall holds every byte between the store and the
+// server, with go-redis's own read and write timeouts at a minute: each
+// call still returns with its context, as an outage.
+func TestStore_OutageStall(t *testing.T) {
+	p := fault.StartProxy(t, testURL(t))
+	s := openURL(t, withQuery(t, p.URL(testURL(t)), "read_timeout", "60s", "write_timeout", "60s"))
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "stall"}); err != nil {
+		t.Fatal(err)
+	}
+	p.Stall(0)
+	appendErr, loadErr := appendLoad(t, s, "stall", 0, 300*time.Millisecond)
+	wantOutage(t, "Append while stalled", appendErr)
+	wantOutage(t, "Load while stalled", loadErr)
+	p.Cut() // drop what the stall held
+	p.Heal()
+}
+
+// killClients kills the server's connections of clients named name, as
+// CLIENT KILL by an administrator does, and returns how many.
+func killClients(t *testing.T, name string) int {
+	t.Helper()
+	list, err := adminClient(t).ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.Contains(" "+line+" ", " name="+name+" ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if id, ok := strings.CutPrefix(f, "id="); ok {
+				if err := adminClient(t).Do(t.Context(), "CLIENT", "KILL", "ID", id).Err(); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestStore_OutageClientKill kills the store's connections on the server.
+// Between calls, the next call goes on with a new connection (go-redis
+// notices the dead one, or sends the command again). During a call, with
+// go-redis's retries off, that call fails as an outage.
+func TestStore_OutageClientKill(t *testing.T) {
+	name := "cairn_t_" + randHex(t)
+	s := openURL(t, withQuery(t, testURL(t), "client_name", name))
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "kill"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := killClients(t, name); n == 0 {
+		t.Fatal("the store has no connection on the server")
+	}
+	if err := s.Append(t.Context(), "kill", 0, storetest.Custom(1, "a")); err != nil {
+		t.Fatalf("Append after CLIENT KILL between calls: %v, want nil (a new connection)", err)
+	}
+
+	// During a call: the request waits in a stalled proxy while the
+	// server kills the connection it would arrive on.
+	name = "cairn_t_" + randHex(t)
+	p := fault.StartProxy(t, testURL(t))
+	s = openURL(t, withQuery(t, p.URL(testURL(t)), "client_name", name, "max_retries", "-1"))
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "kill"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(t.Context(), "kill", 0, storetest.Custom(1, "a")); err != nil {
+		t.Fatal(err)
+	}
+	p.Stall(0)
+	done := make(chan error, 1)
+	go func() {
+		done <- testenv.Bounded(t, 30*time.Second, "Append", func(ctx context.Context) error {
+			return s.Append(ctx, "kill", 1, storetest.Custom(2, "b"))
+		})
+	}()
+	for killClients(t, name) == 0 {
+		time.Sleep(10 * time.Millisecond) // until the store's connection is there to kill
+	}
+	p.Release()
+	wantOutage(t, "Append whose connection the server killed", <-done)
+	rec, err := s.Load(t.Context(), "kill", 0)
+	if err != nil {
+		t.Fatalf("Load after the kill: %v", err)
+	}
+	if len(rec.Events) != 1 {
+		t.Errorf("the session holds %d events, want the 1 appended before the kill", len(rec.Events))
+	}
+}
+
+// TestStore_NotOutages provokes answers of real servers that are not
+// outages: a key of the wrong type, and a server out of memory
+// (maxmemory reached, OOM command not allowed).
+func TestStore_NotOutages(t *testing.T) {
+	t.Run("wrong type", func(t *testing.T) {
+		s := openStore(t, cairn.StoreOptions{})
+		if err := s.Create(t.Context(), cairn.SessionMeta{ID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := adminClient(t).Set(t.Context(), redis.EventsKey(s, "x"), "not a list", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		appendErr, loadErr := appendLoad(t, s, "x", 0, time.Minute)
+		wantAnswer(t, "Append to a session whose events key is a string", appendErr)
+		wantAnswer(t, "Load of a session whose events key is a string", loadErr)
+	})
+	t.Run("out of memory", func(t *testing.T) {
+		addr := privateServer(t)
+		s := openURL(t, "redis://"+addr+"/0")
+		if err := s.Create(t.Context(), cairn.SessionMeta{ID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		c := goredis.NewClient(&goredis.Options{Addr: addr})
+		defer c.Close()
+		if err := c.ConfigSet(t.Context(), "maxmemory", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Append(t.Context(), "x", 0, storetest.Custom(1, "a"))
+		wantAnswer(t, "Append to a server past its maxmemory", err)
+		if err == nil || !strings.Contains(err.Error(), "OOM") {
+			t.Errorf("Append to a server past its maxmemory: %v, want the server's OOM answer", err)
+		}
+	})
+}
+
+// privateServer starts a redis-server of the test's own (it changes the
+// server's configuration) on a free port and returns its address.
+func privateServer(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not on PATH: CI runs it (see .ci/run)")
+		}
+		t.Skip("redis-server is not on PATH")
+	}
+	addr := testenv.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--maxmemory-policy", "noeviction")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	for i := 0; c.Ping(t.Context()).Err() != nil; i++ {
+		if i == 500 {
+			t.Fatalf("redis-server on %s did not answer", addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return addr
+}
+
+// TestStore_ServerCannotServe runs the store against a server that
+// answers every command but the connection's set-up with one error reply
+// (or closes the connection): the replies of a Redis that is loading its
+// dataset, has lost its master, is resharding or is out of client slots
+// are outages; OOM, NOPERM and a script error are not.
+func TestStore_ServerCannotServe(t *testing.T) {
+	for _, c := range []struct {
+		reply  string // "" closes the connection after reading the command
+		outage bool
+	}{
+		{"-LOADING Redis is loading the dataset in memory", true},
+		{"-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.", true},
+		{"-TRYAGAIN Multiple keys request during rehashing of slot", true},
+		{"-CLUSTERDOWN The cluster is down", true},
+		{"-ERR max number of clients reached", true},
+		{"", true},
+		{"-OOM command not allowed when used memory > 'maxmemory'.", false},
+		{"-NOPERM User has no permissions to run the 'evalsha' command", false},
+		{"-ERR Error running script (call to f_1): @user_script:3: WRONGTYPE Operation against a key holding the wrong kind of value", false},
+	} {
+		name := c.reply
+		if name == "" {
+			name = "connection closed"
+		}
+		t.Run(name, func(t *testing.T) {
+			addr := answeringServer(t, c.reply)
+			s, err := redis.Open(t.Context(), "redis://"+addr+"/0?max_retries=1", cairn.StoreOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			appendErr, loadErr := appendLoad(t, s, "x", 0, 30*time.Second)
+			for what, err := range map[string]error{"Append": appendErr, "Load": loadErr} {
+				if c.outage {
+					wantOutage(t, what, err)
+				} else {
+					wantAnswer(t, what, err)
+				}
+			}
+		})
+	}
+}
+
+// answeringServer serves the Redis protocol on a free port: it accepts
+// the connection's set-up (PING, CLIENT, SELECT; HELLO is refused, so the
+// client speaks RESP2) and answers every other command with reply, or
+// closes the connection when reply is "".
+func answeringServer(t *testing.T, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveAnswers(conn, reply)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func serveAnswers(conn net.Conn, reply string) {
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	for {
+		args, err := readCommand(r)
+		if err != nil {
+			return
+		}
+		var out string
+		switch strings.ToUpper(args[0]) {
+		case "HELLO":
+			out = "-ERR unknown command 'HELLO'"
+		case "PING":
+			out = "+PONG"
+		case "CLIENT", "SELECT":
+			out = "+OK"
+		default:
+			if reply == "" {
+				return
+			}
+			out = reply
+		}
+		if _, err := conn.Write([]byte(out + "\r\n")); err != nil {
+			return
+		}
+	}
+}
+
+// readCommand reads one command, an array of bulk strings.
+func readCommand(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("not a command: %q", line)
+	}
+	args := make([]string, n)
+	for i := range args {
+		head, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+		if err != nil {
+			return nil, fmt.Errorf("not a bulk string: %q", head)
+		}
+		buf := make([]byte, size+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		args[i] = string(buf[:size])
+	}
+	return args, nil
+}
