@@ -31,7 +31,8 @@ import (
 // Readers only return events up to the session's last_seq, so documents of
 // an uncommitted or failed append are never seen. See the package
 // documentation for the recovery rule of a writer that died between 1 and 2.
-func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -123,18 +124,20 @@ func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, even
 // longer land. If the session has moved on, the commit landed and the
 // documents are its events: they stay.
 func (s *Store) undo(ctx context.Context, id, token string, expectSeq int64, unknown bool) {
-	if unknown {
-		cctx, cancel := cleanupCtx(ctx)
-		res, err := s.sessions.UpdateOne(cctx,
+	if !unknown {
+		s.discard(ctx, id, token)
+		return
+	}
+	s.remember(id, token) // if uncommitted and left, onDuplicate removes them
+	_ = cleanup(ctx, func(ctx context.Context) error {
+		res, err := s.sessions.UpdateOne(ctx,
 			bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: expectSeq}},
 			bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: time.Now().UnixNano()}}}})
-		cancel()
 		if err != nil || res.MatchedCount == 0 {
-			s.remember(id, token) // if uncommitted, onDuplicate removes them
-			return
+			return err
 		}
-	}
-	s.discard(ctx, id, token)
+		return s.removeAppend(ctx, id, token)
+	})
 }
 
 // commit runs the compare-and-set of the session document. The first user
@@ -156,15 +159,19 @@ func (s *Store) commit(ctx context.Context, filter, set, update bson.D, delta ca
 	return res.MatchedCount == 1, nil
 }
 
-// discard removes the event documents one Append call wrote. It runs even
-// when ctx is cancelled. The token is kept for onDuplicate too: after a
-// broken connection the removal may fail, or the insert reach the server
-// after it.
+// discard removes the event documents one Append call wrote, as a
+// cleanup: it goes on after ctx ends. The token is kept for onDuplicate
+// too: after a broken connection the removal may fail, or the insert reach
+// the server after it.
 func (s *Store) discard(ctx context.Context, id, token string) {
 	s.remember(id, token)
-	ctx, cancel := cleanupCtx(ctx)
-	defer cancel()
-	_, _ = s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "token", Value: token}})
+	_ = cleanup(ctx, func(ctx context.Context) error { return s.removeAppend(ctx, id, token) })
+}
+
+// removeAppend removes the event documents of the Append call token.
+func (s *Store) removeAppend(ctx context.Context, id, token string) error {
+	_, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "token", Value: token}})
+	return err
 }
 
 // maxLeftovers bounds the tokens kept by session in s.leftovers.

@@ -48,7 +48,8 @@ const (
 // filters (the status, a single label) and sorts in its own process, so
 // there each query reads every session of its status and label: the
 // waiting ones, not the finished ones.
-func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
+func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return cairn.Lease{}, err
 	}

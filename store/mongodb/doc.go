@@ -82,7 +82,16 @@
 // append treats them as stale at once (fence first). And when a commit
 // fails with an error, so that it may have been applied, the fence is
 // raised (while the session is still at expectSeq) before the call's
-// documents are removed; if the session has moved on they stay.
+// documents are removed; if the session has moved on they stay. These
+// cleanups have ten seconds of their own: a call whose context ends first
+// returns then, and its cleanup goes on without it.
+//
+// # Outages
+//
+// An error that means the server could not be reached or could not serve
+// (a network error, a timeout, no server selected, a server shutting down
+// or stepping down) wraps cairn.ErrUnavailable; the server's other answers
+// do not.
 //
 // # Create, Delete and the states between
 //

@@ -81,12 +81,14 @@ func (s *Store) readLease(ctx context.Context, id string, now time.Time) (*lease
 }
 
 // Acquire implements cairn.Leaser.
-func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	return s.acquire(ctx, id, holder, ttl, false)
 }
 
 // Takeover implements cairn.Leaser.
-func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	return s.acquire(ctx, id, holder, ttl, true)
 }
 
@@ -153,7 +155,8 @@ func (s *Store) mine(ctx context.Context, id string, lease cairn.Lease) (*leaseD
 }
 
 // Renew implements cairn.Leaser.
-func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
+func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return cairn.Lease{}, err
 	}
@@ -179,7 +182,8 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 }
 
 // Release implements cairn.Leaser.
-func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
+func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -199,7 +203,8 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
 }
 
 // CurrentLease implements cairn.Leaser.
-func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
+func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return cairn.Lease{}, err
 	}
@@ -219,7 +224,8 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 
 // AppendFenced implements cairn.Leaser: Append's insert and commit, with
 // the lease's token in the commit's filter.
-func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
+func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}

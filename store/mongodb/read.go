@@ -17,7 +17,8 @@ import (
 // Load implements cairn.Store. It reads the session document, then the
 // events from fromSeq up to the document's last_seq in one query, so event
 // documents of appends not yet committed (or never to be) are not seen.
-func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
+func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Record, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -39,7 +40,7 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", id, err)
 	}
-	defer cur.Close(context.WithoutCancel(ctx))
+	defer func() { _ = cleanup(ctx, cur.Close) }() // killCursors, if it was not read to its end
 	rec.Events = make([]cairn.Event, 0, doc.LastSeq-from+1)
 	want := from
 	for cur.Next(ctx) {
@@ -104,7 +105,8 @@ func (s *Store) find(ctx context.Context, id string) (*sessionDoc, error) {
 
 // List implements cairn.Store. Filters, order and cursor are all part of
 // the query, which the (updated_ns desc, _id desc) index serves.
-func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
+func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.ListPage, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return nil, err
 	}

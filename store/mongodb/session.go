@@ -17,7 +17,8 @@ import (
 // creating state, remove event documents an earlier session of the ID left
 // behind, and commit last_seq 0. While the document is in the creating
 // state no Append can commit and no reader sees it.
-func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
+func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -28,7 +29,7 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 	now := s.now()
 	wall := time.Now()
 	stale := bson.NewDateTimeFromTime(wall.Add(-StaleAfter))
-	_, err := s.sessions.DeleteOne(ctx, bson.D{
+	_, err = s.sessions.DeleteOne(ctx, bson.D{
 		{Key: "_id", Value: id},
 		{Key: "$or", Value: bson.A{
 			bson.D{{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: 0}}}, {Key: "expires_ns", Value: bson.D{{Key: "$lte", Value: now.UnixNano()}}}},
@@ -65,9 +66,10 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 	}
 	// From here on the document is ours: undo it if we cannot finish.
 	fail := func(err error) error {
-		cctx, cancel := cleanupCtx(ctx)
-		defer cancel()
-		_, _ = s.sessions.DeleteOne(cctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqCreating}})
+		_ = cleanup(ctx, func(ctx context.Context) error {
+			_, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqCreating}})
+			return err
+		})
 		return fmt.Errorf("create %s: %w", id, err)
 	}
 	if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}}); err != nil {
@@ -91,7 +93,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // Delete implements cairn.Store. The session document is first marked as
 // being erased (from then on every Append fails its commit and readers see
 // nothing), then its event documents are removed, then the document.
-func (s *Store) Delete(ctx context.Context, id string) error {
+func (s *Store) Delete(ctx context.Context, id string) (err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -124,15 +127,13 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 	}
 	// Past this point the session is gone for readers and writers; if we
 	// fail here, Create or Sweep finishes the job after StaleAfter.
-	ctx, cancel := cleanupCtx(ctx)
-	defer cancel()
-	if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}}); err != nil {
-		return true, err
-	}
-	if _, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqErasing}}); err != nil {
-		return true, err
-	}
-	return true, nil
+	return true, cleanup(ctx, func(ctx context.Context) error {
+		if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}}); err != nil {
+			return err
+		}
+		_, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqErasing}})
+		return err
+	})
 }
 
 // Sweep implements cairn.Sweeper. It erases every expired session of the
@@ -140,7 +141,8 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 // that were interrupted more than StaleAfter ago, and removes event
 // documents older than StaleAfter whose session document is gone (left by
 // a crash, or by the server's TTL index on MongoDB).
-func (s *Store) Sweep(ctx context.Context) (int, error) {
+func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
+	defer unavailable(&err)
 	if err := s.check(); err != nil {
 		return 0, err
 	}

@@ -80,6 +80,7 @@ func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, err
 	s, err := New(ctx, client.Database(dbName), opts)
 	if err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
+		unavailable(&err)
 		return nil, fmt.Errorf("open mongodb %s: %w (is the server running and reachable?)", cairn.RedactURL(uri), err)
 	}
 	s.client = client
@@ -213,8 +214,24 @@ func (s *Store) Close() error {
 // now returns the store clock's time in UTC.
 func (s *Store) now() time.Time { return s.opts.Now().UTC() }
 
-// cleanupCtx returns a context for undoing a half-done write: it survives
-// the caller's cancellation but not for long.
-func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+// cleanup runs f, which finishes or undoes a half-done write, with a
+// context of its own that survives the caller's cancellation for up to 10
+// seconds, and waits for it only while ctx lasts: no method outlives its
+// caller's context, and the cleanup goes on without the caller. It returns
+// f's error, or ctx's when ctx ended first. Every cleanup is best effort:
+// what it leaves behind, the recovery rules remove (see the package
+// documentation).
+func cleanup(ctx context.Context, f func(context.Context) error) error {
+	done := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		done <- f(cctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
