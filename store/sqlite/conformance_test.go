@@ -15,7 +15,7 @@ import (
 func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	paths := map[*testing.T]string{}
-	storetest.Run(t, storetest.Abilities{Leases: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Sweep: true, Check: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		mu.Lock()
 		path, ok := paths[t]
 		if !ok {

@@ -15,6 +15,7 @@ type Abilities struct {
 	Leases bool // cairn.Leaser: Acquire, Takeover, Renew, Release, CurrentLease, AppendFenced
 	Claims bool // cairn.Claimer: ClaimNext (a store with claims has leases too)
 	Sweep  bool // cairn.Sweeper: Sweep
+	Check  bool // cairn.Checker: Check
 }
 
 // ability is one optional interface: its name in Abilities, whether a
@@ -30,6 +31,7 @@ func (a Abilities) list() []ability {
 		{"Leases", "cairn.Leaser", a.Leases, func(s cairn.Store) bool { _, ok := s.(cairn.Leaser); return ok }},
 		{"Claims", "cairn.Claimer", a.Claims, func(s cairn.Store) bool { _, ok := s.(cairn.Claimer); return ok }},
 		{"Sweep", "cairn.Sweeper", a.Sweep, func(s cairn.Store) bool { _, ok := s.(cairn.Sweeper); return ok }},
+		{"Check", "cairn.Checker", a.Check, func(s cairn.Store) bool { _, ok := s.(cairn.Checker); return ok }},
 	}
 }
 
@@ -67,6 +69,16 @@ func claimer(t *testing.T, s cairn.Store) cairn.Claimer {
 	c, ok := s.(cairn.Claimer)
 	if !ok {
 		t.Fatalf("%T does not implement cairn.Claimer, which the backend declares", s)
+	}
+	return c
+}
+
+// checker returns s as a cairn.Checker, failing the test when it is not one.
+func checker(t *testing.T, s cairn.Store) cairn.Checker {
+	t.Helper()
+	c, ok := s.(cairn.Checker)
+	if !ok {
+		t.Fatalf("%T does not implement cairn.Checker, which the backend declares", s)
 	}
 	return c
 }

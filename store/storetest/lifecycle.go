@@ -171,6 +171,41 @@ func testSweep(t *testing.T, h *harness) {
 	}
 }
 
+// testCheck: Check of sound data finds no damage, counts the namespace's
+// sessions (not those deleted, nor another namespace's) and changes
+// nothing.
+func testCheck(t *testing.T, h *harness) {
+	s := h.store(t)
+	check := func(wantSessions int, when string) {
+		t.Helper()
+		rep, err := checker(t, s).Check(t.Context())
+		if err != nil {
+			t.Fatalf("Check %s: %v", when, err)
+		}
+		if rep.Sessions != wantSessions {
+			t.Errorf("Check %s checked %d sessions, want %d", when, rep.Sessions, wantSessions)
+		}
+		for _, p := range rep.Problems {
+			if p.Damage {
+				t.Errorf("Check %s of sound data reports damage: %+v", when, p)
+			}
+		}
+	}
+	check(0, "of an empty namespace")
+	a := newSession(t, s, nil)
+	mustAppend(t, s, a, 0, Conversation(0, "r1", "checked")...)
+	newSession(t, s, nil)
+	gone := newSession(t, s, nil)
+	mustAppend(t, s, gone, 0, UserTurn(0, "r1", "deleted")...)
+	if err := s.Delete(t.Context(), gone); err != nil {
+		t.Fatal(err)
+	}
+	newSession(t, h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_other"}), nil)
+	before := mustLoad(t, s, a)
+	check(2, "of two sessions")
+	assertUnchanged(t, s, a, before)
+}
+
 // testClosed: after Close (twice), every method of the store and of each
 // declared ability returns ErrClosed, and none of them changed anything.
 func testClosed(t *testing.T, h *harness) {
@@ -197,6 +232,9 @@ func testClosed(t *testing.T, h *harness) {
 	}
 	if h.abilities.Sweep {
 		calls["Sweep"] = func() error { _, err := sweeper(t, s).Sweep(ctx); return err }
+	}
+	if h.abilities.Check {
+		calls["Check"] = func() error { _, err := checker(t, s).Check(ctx); return err }
 	}
 	if h.abilities.Leases {
 		l := leaser(t, s)

@@ -18,7 +18,7 @@
 // order, fields, filters and cursor, deletion, TTL on a controlled clock,
 // namespaces, limits, retried appends, every method after Close and every
 // sentinel error, and each declared ability (leases and fenced appends,
-// claims, sweeping). A store that lacks a declared ability, or has one it
+// claims, sweeping, checking). A store that lacks a declared ability, or has one it
 // does not declare, fails.
 package storetest
 
@@ -74,6 +74,9 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 	}
 	if abilities.Sweep {
 		tests = append(tests, test{"Sweep", testSweep})
+	}
+	if abilities.Check {
+		tests = append(tests, test{"Check", testCheck})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
