@@ -15,14 +15,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/cairnhq/cairn/internal/fault"
 	"github.com/cairnhq/cairn/store/mongodb"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/redis"
 )
 
 // The tests' namespaces live on shared servers. Each test erases its own
-// when it ends (eraseLater), and TestMain fails the run if any namespace a
-// test made still holds a key, a schema or a collection (leftovers).
+// when it ends (eraseLater, with fault.Backend's Erase), and TestMain fails
+// the run if any namespace a test made still holds a key, a schema or a
+// collection (leftovers).
 
 var (
 	madeMu sync.Mutex
@@ -35,13 +37,10 @@ func eraseLater(t *testing.T, storeURL, ns string) {
 	madeMu.Lock()
 	made = append(made, [2]string{storeURL, ns})
 	madeMu.Unlock()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := erase(ctx, storeURL, ns); err != nil {
-			t.Errorf("erase namespace %s: %v", ns, err)
-		}
-	})
+	if name := backendName(storeURL); name != "" {
+		b := &fault.Backend{Name: name, URL: storeURL, NS: ns}
+		t.Cleanup(func() { b.Erase(t) })
+	}
 }
 
 // checkLeftovers returns an error naming what the recorded namespaces
@@ -72,35 +71,18 @@ func scheme(storeURL string) string {
 	return s
 }
 
-// erase deletes what a namespace holds on a shared server: its PostgreSQL
-// schema, its Redis keys, its MongoDB collections. Local stores live in
-// the test's temporary folder.
-func erase(ctx context.Context, storeURL, ns string) error {
+// backendName is the name of the shared server a store URL names, as
+// fault.Backend calls it, or "" for a local store.
+func backendName(storeURL string) string {
 	switch scheme(storeURL) {
 	case "postgres", "postgresql":
-		return withPostgres(ctx, storeURL, func(c *pgx.Conn) error {
-			_, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{postgres.Schema(ns)}.Sanitize()+" CASCADE")
-			return err
-		})
+		return "postgres"
 	case "redis", "rediss":
-		return withRedis(storeURL, func(c *goredis.Client) error {
-			keys, err := redisKeys(ctx, c, ns)
-			if err == nil && len(keys) > 0 {
-				err = c.Del(ctx, keys...).Err()
-			}
-			return err
-		})
+		return "redis"
 	case "mongodb", "mongodb+srv":
-		return withMongo(ctx, storeURL, func(db *mongo.Database) error {
-			for _, name := range mongoCollections(ns) {
-				if err := db.Collection(name).Drop(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		return "mongodb"
 	}
-	return nil
+	return ""
 }
 
 // leftovers lists what a namespace still holds on a shared server.

@@ -47,25 +47,14 @@ func appendLoad(t *testing.T, s cairn.Store, id string, last int64, d time.Durat
 	return appendErr, loadErr
 }
 
-// withParams adds query parameters to a MongoDB URI.
-func withParams(uri, params string) string {
-	if strings.Contains(uri, "?") {
-		return uri + "&" + params
-	}
-	if !strings.HasSuffix(uri, "/") && strings.Count(uri, "/") < 3 {
-		uri += "/"
-	}
-	return uri + "?" + params
-}
-
 // proxiedStore opens a store on the test server through a fault proxy,
-// with the URI's parameters params.
-func proxiedStore(t *testing.T, params string) (*mongodb.Store, *fault.Proxy) {
+// with the driver's server selection timeout set to selectMS.
+func proxiedStore(t *testing.T, selectMS string) (*mongodb.Store, *fault.Proxy) {
 	t.Helper()
 	p := fault.StartProxy(t, serverURI(t))
 	ns := "t_" + time.Now().Format("150405.000000000")
 	ns = strings.ReplaceAll(ns, ".", "_")
-	s, err := mongodb.Open(t.Context(), withParams(p.URL(serverURI(t)), params), cairn.StoreOptions{Namespace: ns})
+	s, err := mongodb.Open(t.Context(), fault.WithQuery(p.URL(serverURI(t)), "serverSelectionTimeoutMS", selectMS), cairn.StoreOptions{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +75,7 @@ func TestOpen_NothingListens(t *testing.T) {
 // new ones: each call fails as an outage, and once the network is back the
 // same append goes through once.
 func TestStore_OutageCut(t *testing.T) {
-	s, p := proxiedStore(t, "serverSelectionTimeoutMS=2000") // a cut shows soon
+	s, p := proxiedStore(t, "2000") // a cut shows soon
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "cut"}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +99,7 @@ func TestStore_OutageCut(t *testing.T) {
 // Append that failed undoes its half-done write (on its own time, not the
 // caller's).
 func TestStore_OutageStall(t *testing.T) {
-	s, p := proxiedStore(t, "serverSelectionTimeoutMS=60000") // the driver waits long
+	s, p := proxiedStore(t, "60000") // the driver waits long
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "stall"}); err != nil {
 		t.Fatal(err)
 	}

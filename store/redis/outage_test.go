@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -39,21 +38,6 @@ func wantAnswer(t *testing.T, what string, err error) {
 	if err == nil || cairn.IsUnavailable(err) {
 		t.Errorf("%s: got %v, want an error that is not an outage", what, err)
 	}
-}
-
-// withQuery returns rawURL with query parameters added.
-func withQuery(t *testing.T, rawURL string, kv ...string) string {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	for i := 0; i+1 < len(kv); i += 2 {
-		q.Set(kv[i], kv[i+1])
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // openURL opens a store on rawURL in a namespace of the test's own.
@@ -116,7 +100,7 @@ func TestStore_OutageCut(t *testing.T) {
 // call still returns with its context, as an outage.
 func TestStore_OutageStall(t *testing.T) {
 	p := fault.StartProxy(t, testURL(t))
-	s := openURL(t, withQuery(t, p.URL(testURL(t)), "read_timeout", "60s", "write_timeout", "60s"))
+	s := openURL(t, fault.WithQuery(fault.WithQuery(p.URL(testURL(t)), "read_timeout", "60s"), "write_timeout", "60s"))
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "stall"}); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +143,7 @@ func killClients(t *testing.T, name string) int {
 // go-redis's retries off, that call fails as an outage.
 func TestStore_OutageClientKill(t *testing.T) {
 	name := "cairn_t_" + randHex(t)
-	s := openURL(t, withQuery(t, testURL(t), "client_name", name))
+	s := openURL(t, fault.WithQuery(testURL(t), "client_name", name))
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "kill"}); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +158,7 @@ func TestStore_OutageClientKill(t *testing.T) {
 	// server kills the connection it would arrive on.
 	name = "cairn_t_" + randHex(t)
 	p := fault.StartProxy(t, testURL(t))
-	s = openURL(t, withQuery(t, p.URL(testURL(t)), "client_name", name, "max_retries", "-1"))
+	s = openURL(t, fault.WithQuery(fault.WithQuery(p.URL(testURL(t)), "client_name", name), "max_retries", "-1"))
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "kill"}); err != nil {
 		t.Fatal(err)
 	}
