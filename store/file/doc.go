@@ -42,12 +42,15 @@
 //
 // # The log
 //
-// Each line of events.jsonl is an event envelope
-// {"v":1,"seq":N,"at":"…","kind":"…","run":"…","data":{…}}, with the data
-// written byte for byte as given (data spanning several lines is compacted
+// Each line of events.jsonl is an event envelope led by its checksum,
+// {"crc32c":"1a2b3c4d","v":1,"seq":N,"at":"…","kind":"…","run":"…","data":{…}}:
+// the CRC-32C of the envelope without that field. The data is written
+// byte for byte as given (data spanning several lines is compacted
 // first). The lines of one Append are written with a single write call;
 // every line of an append but its last ends with a space before its
 // newline, which marks the append as continued. Seqs are dense from 1.
+// Lines written before the checksum existed start with {"v": and are read
+// without it; a line without one after a line with one is damage.
 //
 // # Durability
 //
@@ -124,17 +127,24 @@
 // the new lines; the expected seq is checked against the result, and a
 // stale one is ErrConflict.
 //
-// # Recovery
+// # Recovery and damage
 //
-// When the log is longer than any info covers, a crash interrupted a
-// writer. Under the lock the store reads only the lines past the covered
-// length: whole appends (ending in a line without the continued mark) are
-// kept and summarised into the info, dated by the log's modification time;
-// what follows them (an incomplete line, an unreadable one, or the first
-// lines of an append that never got its last) was never acknowledged and
-// is cut off with the exclusive lock (and ignored with the shared one). A
-// readable line with a wrong seq, or one after an unreadable line, is
-// damage rather than a crash: that is an error, and nothing is cut.
+// An Append returns once its lines are whole and durable, and then writes
+// info.json. So the log's first bytes, as far as info.json, meta.json or
+// the store itself last acknowledged, are acknowledged events: the store
+// never cuts or rewrites them. A log shorter than that, or one that does
+// not end an event there, is damaged.
+//
+// Past that length, a crash may have left more. Under the lock the store
+// reads only those lines: whole appends (ending in a line without the
+// continued mark) are kept and summarised into the info, dated by the
+// log's modification time (an append acknowledged just before its process
+// died, before its info.json); what follows them (an incomplete line, one
+// that fails its checksum or does not read, the first lines of an append
+// that never got its last) was never acknowledged and is cut off with the
+// exclusive lock (and ignored with the shared one). A readable line with a
+// wrong seq, or one after an unreadable line, is damage rather than a
+// crash, and nothing is cut.
 //
 // A crash of the machine can also take from a log what the journal holds.
 // So Open first replays the journals that no open store holds (each store
@@ -144,11 +154,25 @@
 // whose folder still has the record's token, the replay writes the
 // records' lines at their offsets, in the order of the offsets (a session
 // appended by several processes has records in each one's journal),
-// fsyncs the log, then zeroes the journal for the next store to take. A record torn by the crash fails its checksum and is
-// skipped: its append was never acknowledged. A log that ends before a
-// record's offset lost lines that a checkpoint had made durable: that is
-// damage, and Open fails naming the session, rather than write around the
-// hole.
+// fsyncs the log, then zeroes the journal for the next store to take. A
+// record torn by the crash fails its checksum and is skipped: its append
+// was never acknowledged. A log that ends before a record's offset lost
+// lines that a checkpoint had made durable: that session is damaged, its
+// records stay in their journal (which keeps what the log lost, and
+// nothing of the other sessions, whose records are replayed and voided),
+// and Open goes on with the others.
+//
+// A damaged session (a log cut short or changed, a line that fails its
+// checksum, a meta.json that does not read, a folder without its lock file
+// or log, journal records that do not fit) is a *cairn.DamagedError, which
+// wraps cairn.ErrDamaged and names the session and the file. The store
+// writes nothing to it and repairs nothing: Load, Append and the lease
+// calls return the error, List shows the session as cairn.StatusDamaged
+// and goes on with the others, Sweep leaves it, and Delete removes it (and
+// voids its journal records). info.json alone is a cache: one that fails
+// its checksum, which a crash can leave, is rebuilt from meta.json and the
+// log. Check (cairn.Checker, run by `cairn doctor`) reads every log
+// through. docs/RELIABILITY.md ("Damaged storage") has the rules.
 //
 // # Leases
 //

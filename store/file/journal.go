@@ -42,6 +42,7 @@ const (
 // tests).
 var newJournalSize int64 = 8 << 20
 
+
 // journal is a store's group commit; see the comment above.
 type journal struct {
 	s *Store
@@ -352,17 +353,34 @@ func (j *journal) close() error {
 // take gives the store a journal of its own: a free one in the
 // namespace's journal folder that holds no records, or a new one. A free
 // journal with records belongs to a store that died after this one
-// opened; the next Open replays it. (It cannot hold anything a log
-// lacks: the machine did not crash, since this store still runs.)
+// opened, and the next Open replays it (it cannot hold anything a log
+// lacks: the machine did not crash, since this store still runs), or it
+// keeps what the logs of damaged sessions lost.
+//
+// take looks at the free journals only under the journal lock, as Open's
+// replay does, so that an Open never finds one of them held by take and
+// passes over it. It does not wait for that lock, which a store opening
+// holds while it waits for sessions' locks (an append that takes a
+// journal holds its session's): while an Open replays, take makes a new
+// journal instead.
 func (j *journal) take() error {
 	if err := j.s.ns.Mkdir(journalDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("journal: %w", err)
 	}
-	free, err := j.s.freeJournals(false)
-	if err != nil {
+	var free []orphan
+	if unlock, err := j.s.tryLockJournals(); err != nil {
 		return err
+	} else if unlock != nil {
+		free, err = j.s.freeJournals(false)
+		unlock()
+		if err != nil {
+			return err
+		}
 	}
-	var f *os.File
+	var (
+		f   *os.File
+		err error
+	)
 	for _, o := range free {
 		if f == nil && len(o.recs) == 0 && o.used == [2]int64{} {
 			f = o.f

@@ -11,10 +11,13 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cairnhq/cairn"
 )
 
 // Reading journals back: the replay of those a dead store left when a
@@ -34,6 +37,7 @@ type record struct {
 	id, token string
 	off       int64
 	data      []byte
+	journal   string // the journal's file name, for messages; set by readRecords' callers
 }
 
 // lockJournals takes the namespace's journal lock, creating the journal
@@ -47,6 +51,25 @@ func (s *Store) lockJournals(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	if err := flock(ctx, f, syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// tryLockJournals takes the namespace's journal lock if no one holds it,
+// and returns its release, or nil when it is held.
+func (s *Store) tryLockJournals() (func(), error) {
+	f, err := s.ns.OpenFile(journalDir+"/"+journalLockName, os.O_RDWR|os.O_CREATE, journalFileMode)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return nil, nil
+	}
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -97,6 +120,9 @@ func (s *Store) freeJournals(tidy bool) ([]orphan, error) {
 		if err == nil {
 			o.recs, o.used, err = readRecords(f)
 		}
+		for i := range o.recs {
+			o.recs[i].journal = name
+		}
 		if err != nil {
 			f.Close()
 			closeOrphans(free)
@@ -139,6 +165,14 @@ func (s *Store) recoverJournals(ctx context.Context) error {
 // session appended by several processes has records in each one's
 // journal. A record is skipped when its session was deleted, or deleted
 // and created again (the token in the session's lock file differs).
+//
+// A session whose records do not fit its log (the log ends before one of
+// them: it lost what a checkpoint had made durable), or whose log cannot
+// be written, is damaged: the store remembers it, and its records stay in
+// their journal, which keeps what its log lost. The other sessions'
+// records are replayed and voided, so that journal holds nothing of
+// theirs; it stays unused until the damaged sessions are deleted (which
+// voids their records) and the next Open zeroes it.
 func (s *Store) replay(ctx context.Context, free []orphan) error {
 	bySession := map[string][]record{}
 	for _, o := range free {
@@ -153,24 +187,58 @@ func (s *Store) replay(ctx context.Context, free []orphan) error {
 			}
 		}
 	})
+	damaged := map[string]bool{}
 	for _, id := range ids {
 		recs := bySession[id]
 		slices.SortStableFunc(recs, func(a, b record) int { return cmp.Compare(a.off, b.off) })
-		if err := s.replaySession(ctx, id, recs); err != nil {
-			return fmt.Errorf("replay journal: session %s: %w", id, err)
+		lockID, err := s.replaySession(ctx, id, recs)
+		if err == nil {
+			continue
 		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d, ok := errors.AsType[*cairn.DamagedError](err)
+		if !ok {
+			d = &cairn.DamagedError{Session: id, Where: id + "/" + logName,
+				Msg: "the journal's appends could not be written to the log: " + err.Error()}
+		}
+		s.noteDamage(id, lockID, d)
+		damaged[id] = true
 	}
 	for _, o := range free {
 		for i, used := range o.used {
 			if used == 0 {
 				continue
 			}
-			if err := clean(o.f, i, used); err != nil {
+			var err error
+			if len(damaged) > 0 && o.holds(i, damaged) {
+				err = voidHalf(o.f, i, func(id string) bool { return !damaged[id] })
+			} else {
+				err = clean(o.f, i, used)
+			}
+			if err != nil {
 				return fmt.Errorf("journal %s: %w", o.name, err)
 			}
 		}
 	}
 	return nil
+}
+
+// holds reports whether half i of the journal holds appends of a session
+// of ids.
+func (o orphan) holds(i int, ids map[string]bool) bool {
+	buf, err := readHalf(o.f, i)
+	if err != nil {
+		return true // keep it: it may
+	}
+	entries, _ := scanJournal(buf)
+	for _, e := range entries {
+		if e.kind == recAppend && ids[e.id] {
+			return true
+		}
+	}
+	return false
 }
 
 // clean zeroes the records of a journal's half i, under its write lock.
@@ -234,6 +302,13 @@ func (s *Store) scrubFile(name, id string) error {
 
 // scrubHalf voids the records of session id in half i of a journal.
 func scrubHalf(f *os.File, i int, id string) error {
+	return voidHalf(f, i, func(rid string) bool { return rid == id })
+}
+
+// voidHalf voids the records in half i of a journal whose session match
+// reports, under the half's write lock: each keeps its length, its bytes
+// are zeroed, and it no longer names the session.
+func voidHalf(f *os.File, i int, match func(id string) bool) error {
 	if err := lockRange(f, i); err != nil {
 		return err
 	}
@@ -249,7 +324,7 @@ func scrubHalf(f *os.File, i int, id string) error {
 	entries, _ := scanJournal(buf)
 	wrote := false
 	for _, e := range entries {
-		if e.kind != recAppend || e.id != id {
+		if e.kind != recAppend || !match(e.id) {
 			continue
 		}
 		gen := binary.LittleEndian.Uint64(buf[e.pos+8:])
@@ -266,56 +341,133 @@ func scrubHalf(f *os.File, i int, id string) error {
 }
 
 // replaySession writes one session's records into its log, under the
-// session's exclusive file lock.
-func (s *Store) replaySession(ctx context.Context, id string, recs []record) error {
+// session's exclusive file lock, and returns the session's lock file. A
+// log that ends before a record is damaged (a *cairn.DamagedError), and
+// nothing is written to it.
+func (s *Store) replaySession(ctx context.Context, id string, recs []record) (fileID, error) {
 	lockF, err := s.ns.OpenFile(id+"/"+lockName, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil // deleted
+		return fileID{}, nil // deleted
 	}
 	if err != nil {
-		return err
+		return fileID{}, err
 	}
 	defer lockF.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(lockF.Fd()), &st); err != nil {
+		return fileID{}, err
+	}
+	lockID := fileID{dev: st.Dev, ino: st.Ino}
 	if err := flock(ctx, lockF, syscall.LOCK_EX); err != nil {
-		return err
+		return lockID, err
 	}
 	token, err := readToken(lockF)
 	if err != nil {
-		return err
+		return lockID, err
 	}
 	logF, err := s.ns.OpenFile(id+"/"+logName, os.O_RDWR, 0)
 	if err != nil {
-		return err
+		return lockID, err
 	}
 	defer logF.Close()
+	fi, err := logF.Stat()
+	if err != nil {
+		return lockID, err
+	}
+	// The records, in the order of their offsets, must each start
+	// within the log as the ones before leave it: a gap is events lost.
+	end := fi.Size()
+	for _, r := range recs {
+		if r.token != token {
+			continue
+		}
+		if r.off > end {
+			return lockID, &cairn.DamagedError{Session: id, Where: id + "/" + logName, Msg: fmt.Sprintf(
+				"the log ends at byte %d, before an acknowledged append at byte %d that the journal %s/%s holds: "+
+					"the log lost events that were durable; the journal keeps that append, and nothing is written to the session",
+				end, r.off, journalDir, r.journal)}
+		}
+		end = max(end, r.off+int64(len(r.data)))
+	}
 	wrote := false
 	for _, r := range recs {
 		if r.token != token {
 			continue // another session of the same ID
 		}
-		fi, err := logF.Stat()
-		if err != nil {
-			return err
-		}
-		if size := fi.Size(); r.off > size {
-			return fmt.Errorf("the log ends at byte %d, before an acknowledged append at byte %d that the journal holds: "+
-				"the log lost events that were durable (remove the journal folder %s to open the store anyway)", size, r.off, journalDir)
-		}
 		old := make([]byte, len(r.data))
 		n, err := logF.ReadAt(old, r.off)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return err
+			return lockID, err
 		}
 		if n == len(old) && bytes.Equal(old, r.data) {
 			continue
 		}
 		if _, err := logF.WriteAt(r.data, r.off); err != nil {
-			return err
+			return lockID, err
 		}
 		wrote = true
 	}
 	if wrote {
-		return logF.Sync()
+		return lockID, logF.Sync()
 	}
-	return nil
+	return lockID, nil
+}
+
+// keptJournals returns, as problems for Check, the journals that no store
+// holds and that keep appends of sessions found damaged, and files of the
+// journal folder that are not journals (every Open fails on those). It
+// works under the journal lock, as Open's replay does.
+func (s *Store) keptJournals(ctx context.Context) ([]cairn.Problem, error) {
+	if _, err := s.ns.Stat(journalDir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	unlock, err := s.lockJournals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	d, err := s.ns.Open(journalDir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	slices.Sort(names)
+	var out []cairn.Problem
+	for _, name := range names {
+		if name == journalLockName || name[0] == '.' {
+			continue
+		}
+		where := journalDir + "/" + name
+		f, err := s.ns.OpenFile(where, os.O_RDWR, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // a live store's
+			continue
+		}
+		recs, _, err := readRecords(f)
+		f.Close()
+		if err != nil {
+			out = append(out, cairn.Problem{Where: where, Damage: true, Msg: err.Error(),
+				Fix: "it is not one of the store's journals, and every Open of the store fails on it: move it out of " + journalDir + "/"})
+			continue
+		}
+		var kept []string
+		for _, r := range recs {
+			if lockID, err := s.lockFileID(r.id); err == nil && s.damageOf(r.id, lockID) != nil && !slices.Contains(kept, r.id) {
+				kept = append(kept, r.id)
+			}
+		}
+		if len(kept) > 0 {
+			out = append(out, cairn.Problem{Where: where, Msg: "keeps the appends that the logs of the damaged sessions " +
+				strings.Join(kept, ", ") + " lost (it holds nothing of any other session)",
+				Fix: "keep it: deleting those sessions voids their appends in it, and the next open of the store then empties it"})
+		}
+	}
+	return out, nil
 }

@@ -234,6 +234,12 @@ func TestJournal_TornRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	truncateLog(t, dir, "b", 0)
+	// b's info.json, written after each append without an fsync, covered
+	// the fifth append, whose Append never returned in this crash: the
+	// crash tears it too.
+	if err := os.WriteFile(nsPath(dir, "b", infoName), []byte(`{"crc32c":1,"in`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s2 := openJournaled(t, dir)
 	checkCustom(t, s2, "a", 5) // its log was whole
 	checkCustom(t, s2, "b", 4)
@@ -451,14 +457,85 @@ func TestJournal_Damaged(t *testing.T) {
 		dir := t.TempDir()
 		s := openJournaled(t, dir)
 		appendN(t, s, "x", 600)
-		crash(t, s)
-		if recs := journalRecords(t, nsPath(dir)); len(recs["x"]) == 0 || recs["x"][0].off == 0 {
-			t.Fatal("no checkpoint ran")
+		appendN(t, s, "y", 3)
+		for seq := int64(601); seq <= 603; seq++ { // in the journal's last half
+			if err := s.Append(t.Context(), "x", seq-1, payload("x", seq, "")); err != nil {
+				t.Fatal(err)
+			}
 		}
-		truncateLog(t, dir, "x", 0) // more than a crash can take
-		_, err := Open(t.Context(), dir, cairn.StoreOptions{Namespace: "tests"})
-		if err == nil || !strings.Contains(err.Error(), "session x") || !strings.Contains(err.Error(), "lost events") {
-			t.Fatalf("Open = %v, want an error naming session x", err)
+		crash(t, s)
+		recs := journalRecords(t, nsPath(dir))
+		if len(recs["x"]) == 0 || recs["x"][0].off == 0 || len(recs["y"]) == 0 {
+			t.Fatal("no checkpoint ran, or none of y's appends is in the journal")
+		}
+		truncateLog(t, dir, "x", 0)                // more than a crash can take
+		truncateLog(t, dir, "y", recs["y"][0].off) // what a crash can take
+		for _, id := range []string{"x", "y"} {
+			if err := os.Remove(nsPath(dir, id, infoName)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := readFile(t, nsPath(dir, "x", logName))
+
+		// The store opens; x is damaged, y is replayed.
+		s2 := openJournaled(t, dir)
+		checkCustom(t, s2, "y", 3)
+		_, err := s2.Load(t.Context(), "x", 0)
+		if d, ok := errors.AsType[*cairn.DamagedError](err); !ok || d.Session != "x" || !strings.Contains(err.Error(), "lost events") {
+			t.Fatalf("Load(x) = %v, want x damaged, its log having lost events", err)
+		}
+		if err := s2.Append(t.Context(), "x", 0, payload("x", 1, "")); !errors.Is(err, cairn.ErrDamaged) {
+			t.Errorf("Append(x) = %v, want ErrDamaged", err)
+		}
+		page, err := s2.List(t.Context(), cairn.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := map[string]cairn.Status{}
+		for _, info := range page.Sessions {
+			listed[info.ID] = info.Status
+		}
+		if len(listed) != 2 || listed["x"] != cairn.StatusDamaged || listed["y"] == cairn.StatusDamaged {
+			t.Errorf("List = %v, want x damaged and y not", listed)
+		}
+		if got := readFile(t, nsPath(dir, "x", logName)); !bytes.Equal(got, before) {
+			t.Error("x's log was written to")
+		}
+		// The journal keeps x's appends, and nothing of y's.
+		recs = journalRecords(t, nsPath(dir))
+		if len(recs["x"]) == 0 || len(recs["y"]) != 0 {
+			t.Errorf("after the replay the journals hold %d appends of x and %d of y, want some and none", len(recs["x"]), len(recs["y"]))
+		}
+		rep, err := s2.Check(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var xBad, kept bool
+		for _, p := range rep.Problems {
+			xBad = xBad || p.Session == "x" && p.Damage
+			kept = kept || strings.HasPrefix(p.Where, journalDir+"/") && strings.Contains(p.Msg, "x")
+			if strings.Contains(p.Fix, "remove") && strings.Contains(p.Fix, journalDir) {
+				t.Errorf("Check's fix %q removes the journal folder", p.Fix)
+			}
+		}
+		if !xBad || !kept || rep.Sessions != 2 {
+			t.Errorf("Check = %+v, want x damaged and a journal kept for it, of 2 sessions", rep)
+		}
+		// Another store opening finds x damaged again.
+		s2.Close()
+		s3 := openJournaled(t, dir)
+		if _, err := s3.Load(t.Context(), "x", 0); !errors.Is(err, cairn.ErrDamaged) {
+			t.Errorf("Load(x) in a store opened after = %v, want ErrDamaged", err)
+		}
+		checkCustom(t, s3, "y", 3)
+		// Deleting x voids its appends; the next Open empties the journal.
+		if err := s3.Delete(t.Context(), "x"); err != nil {
+			t.Fatalf("Delete(x): %v", err)
+		}
+		s3.Close()
+		openJournaled(t, dir)
+		if recs := journalRecords(t, nsPath(dir)); len(recs) != 0 {
+			t.Errorf("after x was deleted the journals hold appends of %d sessions", len(recs))
 		}
 	})
 }

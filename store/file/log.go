@@ -10,10 +10,11 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// The log holds one event envelope per line. The events of one Append are
-// written together; every line of an append but its last ends with a space
-// before the newline ("continued"), so that recovery can tell a whole
-// append from the start of one that a crash cut short.
+// The log holds one event envelope per line, led by its checksum (see
+// checksum.go). The events of one Append are written together; every line
+// of an append but its last ends with a space before the newline
+// ("continued"), so that recovery can tell a whole append from the start
+// of one that a crash cut short.
 
 // encodeEvents returns the lines of one append. The data of each event is
 // written byte for byte as given, unless it spans lines, in which case it is
@@ -21,7 +22,7 @@ import (
 func encodeEvents(events []cairn.Event) ([]byte, error) {
 	n := 0
 	for _, e := range events {
-		n += len(e.Data) + len(e.Kind) + len(e.Run) + 112
+		n += len(e.Data) + len(e.Kind) + len(e.Run) + 112 + sumLen
 	}
 	buf := make([]byte, 0, n)
 	for i, e := range events {
@@ -29,7 +30,9 @@ func encodeEvents(events []cairn.Event) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: seq %d: %v", cairn.ErrInvalidEvent, e.Seq, err)
 		}
-		buf = append(buf, `{"v":`...)
+		start := len(buf)
+		buf = append(buf, sumPrefix+`00000000",`...) // the checksum's place
+		buf = append(buf, `"v":`...)
 		buf = strconv.AppendInt(buf, int64(e.V), 10)
 		buf = append(buf, `,"seq":`...)
 		buf = strconv.AppendInt(buf, e.Seq, 10)
@@ -50,6 +53,7 @@ func encodeEvents(events []cairn.Event) ([]byte, error) {
 			buf = append(buf, e.Data...)
 		}
 		buf = append(buf, '}')
+		seal(buf, start)
 		if i < len(events)-1 {
 			buf = append(buf, ' ')
 		}
@@ -81,7 +85,8 @@ var errCorrupt = errors.New("corrupt event log")
 // the bytes those take. What follows them is a torn append (lines of an
 // append without its last, an incomplete line, an unreadable line) unless a
 // readable event line comes after an unreadable one or has the wrong seq:
-// that is corruption, not a crash, and an error.
+// that is corruption, not a crash, and an error. A line is readable when
+// it checks (checkLine) and decodes.
 func scanTail(buf []byte, next int64) ([]cairn.Event, int, error) {
 	var (
 		evs       []cairn.Event
@@ -95,8 +100,8 @@ func scanTail(buf []byte, next int64) ([]cairn.Event, int, error) {
 			return evs[:whole], committed, nil // an incomplete line, or none
 		}
 		line := buf[pos : pos+i]
-		var e cairn.Event
-		if err := json.Unmarshal(line, &e); err != nil {
+		e, ok := readLine(line)
+		if !ok {
 			if readableAfter(buf[pos+i+1:]) {
 				return nil, 0, fmt.Errorf("%w: unreadable line before seq %d is followed by more events", errCorrupt, next)
 			}
@@ -114,6 +119,12 @@ func scanTail(buf []byte, next int64) ([]cairn.Event, int, error) {
 	}
 }
 
+// readLine checks and decodes one log line.
+func readLine(line []byte) (cairn.Event, bool) {
+	e, st, _ := parseLine(bytes.TrimSuffix(line, []byte(" ")))
+	return e, st != lineBad
+}
+
 // readableAfter reports whether any complete line of buf is an event.
 func readableAfter(buf []byte) bool {
 	for {
@@ -121,10 +132,7 @@ func readableAfter(buf []byte) bool {
 		if i < 0 {
 			return false
 		}
-		var e struct {
-			Seq *int64 `json:"seq"`
-		}
-		if json.Unmarshal(buf[:i], &e) == nil && e.Seq != nil {
+		if _, ok := readLine(buf[:i]); ok {
 			return true
 		}
 		buf = buf[i+1:]
@@ -132,38 +140,44 @@ func readableAfter(buf []byte) bool {
 }
 
 // decodeLog decodes the committed log buf, skipping the events before seq
-// from without decoding them.
+// from without decoding them, and checks each line it decodes (checkLine).
+// The events' data alias buf.
 func decodeLog(buf []byte, from int64) ([]cairn.Event, error) {
-	var evs []cairn.Event
+	var (
+		evs    []cairn.Event
+		sealed bool // a line with a checksum was read
+	)
 	for seq := int64(1); len(buf) > 0; seq++ {
 		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {
-			return nil, fmt.Errorf("%w: line of seq %d has no end", errCorrupt, seq)
+			return nil, &lineError{seq, fmt.Errorf("%w: the line has no end", errCorrupt)}
 		}
 		line := buf[:i]
 		buf = buf[i+1:]
 		if seq < from {
 			continue
 		}
-		e, ok := parseLine(line)
-		if !ok {
-			if err := json.Unmarshal(line, &e); err != nil {
-				return nil, fmt.Errorf("%w: seq %d: %v", errCorrupt, seq, err)
-			}
+		e, st, err := parseLine(bytes.TrimSuffix(line, []byte(" ")))
+		switch {
+		case err != nil:
+			return nil, &lineError{seq, err}
+		case st == lineOld && sealed:
+			return nil, &lineError{seq, fmt.Errorf("%w: a line without a checksum after lines with one", errCorrupt)}
 		}
+		sealed = sealed || st == lineSealed
 		if e.Seq != seq {
-			return nil, fmt.Errorf("%w: seq %d where %d comes next", errCorrupt, e.Seq, seq)
+			return nil, &lineError{seq, fmt.Errorf("%w: the line says seq %d", errCorrupt, e.Seq)}
 		}
 		evs = append(evs, e)
 	}
 	return evs, nil
 }
 
-// parseLine decodes a log line in the exact form encodeEvents writes, in
-// one pass over its data, which it checks is valid JSON and keeps in
-// place (buf belongs to the caller's load). It reports false for anything
-// else (escaped strings, another field order), which json.Unmarshal then
-// decodes or refuses.
-func parseLine(line []byte) (cairn.Event, bool) {
-	return cairn.ParseEnvelope(bytes.TrimSuffix(line, []byte(" ")))
+// lineError is damage found in the log at one event's line.
+type lineError struct {
+	seq int64
+	err error
 }
+
+func (e *lineError) Error() string { return fmt.Sprintf("seq %d: %v", e.seq, e.err) }
+func (e *lineError) Unwrap() error { return e.err }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // TestEncodeEvents_RoundTrip encodes events with awkward runs and times and
@@ -43,5 +44,36 @@ func TestEncodeEvents_RoundTrip(t *testing.T) {
 	}
 	if scanned, n, err := scanTail(buf[:len(buf)-1], 1); err != nil || n != 0 || len(scanned) != 0 {
 		t.Errorf("scanTail of an append missing its last newline = %d events, %d bytes, %v; want none", len(scanned), n, err)
+	}
+}
+
+// BenchmarkEncodeEvents and BenchmarkDecodeLog measure the CPU cost of
+// writing and reading log lines of ~1 KB events (their checksums
+// included), without the disk.
+func BenchmarkEncodeEvents(b *testing.B) {
+	e := storetest.Padded(1, 1024)
+	b.SetBytes(int64(len(e.Data)))
+	for b.Loop() {
+		if _, err := encodeEvents([]cairn.Event{e}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeLog(b *testing.B) {
+	var log []byte
+	for seq := int64(1); seq <= 10000; seq++ {
+		line, err := encodeEvents([]cairn.Event{storetest.Padded(seq, 1024)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		log = append(log, line...)
+	}
+	b.SetBytes(int64(len(log)))
+	for b.Loop() {
+		evs, err := decodeLog(log, 1)
+		if err != nil || len(evs) != 10000 {
+			b.Fatal(len(evs), err)
+		}
 	}
 }

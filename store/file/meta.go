@@ -128,6 +128,18 @@ func (s *Store) readMeta(id string) (metaFile, error) {
 	return m, nil
 }
 
+// metaReads reports whether the session's meta.json reads, more cheaply
+// than readMeta: it is valid JSON and starts as encodeMeta (and before it
+// json.Marshal) writes the session's.
+func (s *Store) metaReads(id string) bool {
+	data, err := s.ns.ReadFile(id + "/" + metaName)
+	if err != nil {
+		return false
+	}
+	head := appendString([]byte(`{"format":"`+metaFormat+`","version":1,"id":`), id)
+	return bytes.HasPrefix(data, head) && json.Valid(data)
+}
+
 // readCache reads the session's info.json and checks its checksum.
 func (s *Store) readCache(id string) (metaFile, error) {
 	data, err := s.ns.ReadFile(id + "/" + infoName)

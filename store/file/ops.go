@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,13 +91,16 @@ func (s *Store) writeNew(name string, data []byte) error {
 }
 
 // replaceExpired deletes the session id if it has expired, and returns
-// ErrExists if it is live. A session deleted meanwhile is fine.
+// ErrExists if it is live, or damaged. A session deleted meanwhile is fine.
 func (s *Store) replaceExpired(ctx context.Context, id string) error {
 	ss := s.acquire(id)
 	defer s.release(id, ss)
 	if err := s.lock(ctx, ss, id, true); err != nil {
-		if errors.Is(err, cairn.ErrNotFound) {
+		switch {
+		case errors.Is(err, cairn.ErrNotFound):
 			return nil
+		case errors.Is(err, cairn.ErrDamaged):
+			return fmt.Errorf("%w (%w)", cairn.ErrExists, err)
 		}
 		return err
 	}
@@ -131,6 +135,9 @@ func (s *Store) append(ctx context.Context, id string, expectSeq int64, events [
 		}
 	}
 	if ss.info.LastSeq != expectSeq {
+		if s.retried(ss, expectSeq, len(events), buf) {
+			return nil
+		}
 		return cairn.ErrConflict
 	}
 	if err := ctx.Err(); err != nil {
@@ -165,40 +172,94 @@ func (s *Store) append(ctx context.Context, id string, expectSeq int64, events [
 	return nil
 }
 
+// retried reports whether an append of n events, encoded as buf, at the
+// stale expected seq expectSeq is a retry of the session's last append:
+// its last n events are these, at these seqs, line for line the same
+// envelopes (version, seq, time, kind, run and data; the checksums and
+// the continued marks aside). Only a conflict pays for this: it reads the
+// end of the log, at most len(buf)+1 bytes.
+func (s *Store) retried(ss *session, expectSeq int64, n int, buf []byte) bool {
+	if ss.info.LastSeq != expectSeq+int64(n) {
+		return false
+	}
+	// The stored lines are as long as buf's, less a continued mark each.
+	w := min(ss.size, int64(len(buf))+1)
+	tail := make([]byte, w)
+	if _, err := ss.logF.ReadAt(tail, ss.size-w); err != nil {
+		return false
+	}
+	want := splitLog(buf)
+	got := splitLog(tail)
+	if ss.size > w { // the first piece may be the end of an earlier line
+		got = got[1:]
+	}
+	if len(got) < n {
+		return false
+	}
+	for i, line := range got[len(got)-n:] {
+		if !bytes.Equal(envelopeOf(line), envelopeOf(want[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitLog splits log bytes into lines, without their newlines; the last
+// piece is dropped when it has no newline.
+func splitLog(b []byte) [][]byte {
+	var lines [][]byte
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return lines
+		}
+		lines = append(lines, b[:i])
+		b = b[i+1:]
+	}
+}
+
 // load reads the session's info and its committed log under the shared
 // lock, and decodes the events once the lock is released.
+//
+// Every line it decodes is checked (decodeLog): a line that fails makes the
+// session damaged, which the store remembers.
 func (s *Store) load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
-	info, buf, err := s.readLog(ctx, id, fromSeq)
+	info, buf, lockID, err := s.readLog(ctx, id, fromSeq)
 	if err != nil {
 		return nil, err
 	}
 	evs, err := decodeLog(buf, max(fromSeq, 1))
+	if err == nil && info.LastSeq > 0 && len(evs) > 0 && evs[len(evs)-1].Seq != info.LastSeq {
+		err = fmt.Errorf("%w: the log ends at seq %d where the info says %d", errCorrupt, evs[len(evs)-1].Seq, info.LastSeq)
+	}
 	if err != nil {
-		return nil, err
+		d := s.logDamage(id, err)
+		s.noteDamage(id, lockID, d)
+		return nil, d
 	}
 	return &cairn.Record{Info: info, Events: evs}, nil
 }
 
-func (s *Store) readLog(ctx context.Context, id string, fromSeq int64) (cairn.SessionInfo, []byte, error) {
+func (s *Store) readLog(ctx context.Context, id string, fromSeq int64) (cairn.SessionInfo, []byte, fileID, error) {
 	ss := s.acquire(id)
 	defer s.release(id, ss)
 	if err := s.lock(ctx, ss, id, false); err != nil {
-		return cairn.SessionInfo{}, nil, err
+		return cairn.SessionInfo{}, nil, fileID{}, err
 	}
 	defer ss.unlock()
 	info := ss.info
 	info.Labels = cloneLabels(info.Labels)
 	if s.expired(info, s.opts.Now()) {
-		return info, nil, cairn.ErrNotFound
+		return info, nil, ss.lockID, cairn.ErrNotFound
 	}
 	if fromSeq > info.LastSeq {
-		return info, nil, nil
+		return info, nil, ss.lockID, nil
 	}
 	buf := make([]byte, ss.size)
 	if _, err := io.ReadFull(io.NewSectionReader(ss.logF, 0, ss.size), buf); err != nil {
-		return info, nil, fmt.Errorf("read log: %w", err)
+		return info, nil, ss.lockID, fmt.Errorf("read log: %w", err)
 	}
-	return info, buf, nil
+	return info, buf, ss.lockID, nil
 }
 
 // info returns a session's info for List. Without locking it reads
@@ -206,9 +267,17 @@ func (s *Store) readLog(ctx context.Context, id string, fromSeq int64) (cairn.Se
 // is current, since the info is written after the log. Otherwise an append
 // is under way or a crash interrupted one, and the info is taken under the
 // shared lock.
+//
+// A session the store found damaged is listed as such, and so is one whose
+// meta.json does not read (as Load and Append would find).
 func (s *Store) info(ctx context.Context, id string) (cairn.SessionInfo, error) {
+	if s.anyDamage() {
+		if lockID, err := s.lockFileID(id); err == nil && s.damageOf(id, lockID) != nil {
+			return s.damagedInfo(id), nil
+		}
+	}
 	if m, err := s.readCache(id); err == nil {
-		if fi, serr := s.ns.Stat(id + "/" + logName); serr == nil && fi.Size() == m.LogSize {
+		if fi, serr := s.ns.Stat(id + "/" + logName); serr == nil && fi.Size() == m.LogSize && s.metaReads(id) {
 			m.Labels = cloneLabels(m.Labels)
 			return m.SessionInfo, nil
 		}
@@ -224,15 +293,21 @@ func (s *Store) info(ctx context.Context, id string) (cairn.SessionInfo, error) 
 	return info, nil
 }
 
-// delete removes a live session under its exclusive lock.
+// delete removes a live session under its exclusive lock. A damaged
+// session is removed as it is: deleting is what is left to do with it. So
+// is the folder of one whose lock file is missing.
 func (s *Store) delete(ctx context.Context, id string) error {
 	ss := s.acquire(id)
 	defer s.release(id, ss)
-	if err := s.lock(ctx, ss, id, true); err != nil {
+	damage, err := s.lockAny(ctx, ss, id, true)
+	if _, ok := errors.AsType[*cairn.DamagedError](err); ok {
+		return s.removeFolder(id)
+	}
+	if err != nil {
 		return err
 	}
 	defer ss.unlock()
-	if s.expired(ss.info, s.opts.Now()) {
+	if damage == nil && s.expired(ss.info, s.opts.Now()) {
 		return cairn.ErrNotFound
 	}
 	return s.remove(ss, id)
@@ -250,7 +325,19 @@ func (s *Store) remove(ss *session, id string) error {
 	}
 	err := s.syncDir(".")
 	ss.closeFiles()
+	s.forgetDamage(id)
 	return errors.Join(err, s.ns.RemoveAll(trash), s.scrub(id))
+}
+
+// removeFolder deletes the folder of a session that has no lock file to
+// hold, as remove does.
+func (s *Store) removeFolder(id string) error {
+	trash := randName(trashPrefix)
+	if err := s.ns.Rename(id, trash); err != nil {
+		return notFound(err)
+	}
+	s.forgetDamage(id)
+	return errors.Join(s.syncDir("."), s.ns.RemoveAll(trash), s.scrub(id))
 }
 
 func cloneLabels(l map[string]string) map[string]string {

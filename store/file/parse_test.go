@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"encoding/json"
 	"hash/crc32"
 	"reflect"
@@ -10,9 +11,9 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// TestParseLine checks the one-pass reader of log lines against
-// json.Unmarshal on the lines encodeEvents writes, and that it hands
-// anything else back.
+// TestParseLine checks the reader of log lines against json.Unmarshal on
+// the lines encodeEvents writes, and that it refuses what is not a line of
+// the log.
 func TestParseLine(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	evs := []cairn.Event{
@@ -24,26 +25,24 @@ func TestParseLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := splitLines(buf)
-	for i, line := range lines {
+	before := bytes.Clone(buf)
+	for _, line := range splitLines(buf) {
+		line = bytes.TrimSuffix(line, []byte(" "))
 		var want cairn.Event
 		if err := json.Unmarshal(line, &want); err != nil {
 			t.Fatal(err)
 		}
-		got, ok := parseLine(line)
-		if i == 1 {
-			if ok {
-				t.Errorf("line %s: parsed a run with an escape; want it handed back", line)
-			}
-			continue
-		}
-		if !ok {
-			t.Errorf("line %s: not parsed", line)
+		got, st, err := parseLine(line)
+		if err != nil || st != lineSealed {
+			t.Errorf("line %s: %v, %v; want it read, with its checksum", line, st, err)
 			continue
 		}
 		if !reflect.DeepEqual(got, want) || !got.At.Equal(want.At) {
 			t.Errorf("line %s:\ngot  %+v\nwant %+v", line, got, want)
 		}
+	}
+	if !bytes.Equal(buf, before) {
+		t.Errorf("parseLine changed its lines:\n%s\nwant\n%s", buf, before)
 	}
 	for _, bad := range []string{
 		`{"v":1,"seq":01,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"r","data":{}}`,
@@ -53,9 +52,35 @@ func TestParseLine(t *testing.T) {
 		`{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"r","data":{}`,
 		`{"seq":1,"v":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"r","data":{}}`,
 	} {
-		if _, ok := parseLine([]byte(bad)); ok {
-			t.Errorf("parsed %s; want it handed back", bad)
+		if _, st, err := parseLine([]byte(bad)); st != lineBad || err == nil {
+			t.Errorf("read %s; want it refused", bad)
 		}
+	}
+}
+
+// TestParseLine_Damage changes each byte of a line in turn: every change
+// is refused, in the data, in the envelope's fields, in the checksum or in
+// its field's name. A line written before checksums is read, unchecked.
+func TestParseLine_Damage(t *testing.T) {
+	e := testEvent(3)
+	e.Data = json.RawMessage(`{"type":"test.lock","payload":"the quick brown fox"}`)
+	buf, err := encodeEvents([]cairn.Event{e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := bytes.TrimSuffix(buf, []byte("\n"))
+	for i := range line {
+		for _, flip := range []byte{0x01, 0x20, 0x80} {
+			b := bytes.Clone(line)
+			b[i] ^= flip
+			if got, st, _ := parseLine(b); st != lineBad {
+				t.Errorf("byte %d (%q) ^ %#x: read as %+v, want it refused", i, line[i], flip, got)
+			}
+		}
+	}
+	old := append([]byte("{"), line[sumLen:]...)
+	if got, st, err := parseLine(old); err != nil || st != lineOld || got.Seq != 3 {
+		t.Errorf("a line without checksum: %+v, %v, %v; want it read", got, st, err)
 	}
 }
 

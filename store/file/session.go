@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,8 +95,25 @@ func (ss *session) unlock() {
 // session's folder is still the one its files were opened from, and brings
 // ss up to date with the files (recovering from a crash if it must). It
 // returns an error wrapping cairn.ErrNotFound when the session does not
-// exist. On success the caller runs ss.unlock.
+// exist, and a *cairn.DamagedError when it is damaged. On success the
+// caller runs ss.unlock.
 func (s *Store) lock(ctx context.Context, ss *session, id string, exclusive bool) error {
+	damage, err := s.lockAny(ctx, ss, id, exclusive)
+	if err != nil {
+		return err
+	}
+	if damage != nil {
+		ss.unlock()
+		return damage
+	}
+	return nil
+}
+
+// lockAny is lock for the calls that take a damaged session as it is
+// (Delete, Check): a damaged session's damage is returned apart, with the
+// lock held and ss.info as far as it is known. An error is returned with
+// the lock released.
+func (s *Store) lockAny(ctx context.Context, ss *session, id string, exclusive bool) (*cairn.DamagedError, error) {
 	how := syscall.LOCK_SH
 	if exclusive {
 		how = syscall.LOCK_EX
@@ -103,11 +121,14 @@ func (s *Store) lock(ctx context.Context, ss *session, id string, exclusive bool
 	for attempt := 0; ; attempt++ {
 		if ss.lockF == nil {
 			if err := s.openFiles(ss, id); err != nil {
-				return err
+				if d, ok := errors.AsType[*cairn.DamagedError](err); ok {
+					s.noteDamage(id, fileID{}, d)
+				}
+				return nil, err
 			}
 		}
 		if err := flock(ctx, ss.lockF, how); err != nil {
-			return err
+			return nil, err
 		}
 		same, err := s.current(ss, id)
 		if err != nil || !same {
@@ -115,32 +136,42 @@ func (s *Store) lock(ctx context.Context, ss *session, id string, exclusive bool
 			// were opened: start over with the folder that is there now.
 			ss.closeFiles()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if attempt == 8 {
-				return errors.New("session folder keeps being replaced")
+				return nil, errors.New("session folder keeps being replaced")
 			}
 			continue
 		}
-		if err := s.refresh(ss, id, exclusive); err != nil {
-			ss.unlock()
-			return err
+		if d := s.damageOf(id, ss.lockID); d != nil {
+			return d, nil
 		}
-		return nil
+		if err := s.refresh(ss, id, exclusive); err != nil {
+			if d, ok := errors.AsType[*cairn.DamagedError](err); ok {
+				s.noteDamage(id, ss.lockID, d)
+				return d, nil
+			}
+			ss.unlock()
+			return nil, err
+		}
+		return nil, nil
 	}
 }
 
 // openFiles opens the session's lock file, then its log and info.json
 // (which it makes again if it went missing: it is a cache).
+//
+// A session folder whose lock file or log is missing is damaged: a session
+// is created whole, and deleted by renaming its folder away.
 func (s *Store) openFiles(ss *session, id string) error {
 	lockF, err := s.ns.OpenFile(id+"/"+lockName, os.O_RDWR, 0)
 	if err != nil {
-		return notFound(err)
+		return s.missing(id, lockName, err)
 	}
 	logF, err := s.ns.OpenFile(id+"/"+logName, os.O_RDWR, 0)
 	if err != nil {
 		lockF.Close()
-		return notFound(err)
+		return s.missing(id, logName, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(lockF.Fd()), &st); err != nil {
@@ -170,6 +201,20 @@ func (s *Store) openFiles(ss *session, id string) error {
 	}
 	ss.lockF, ss.lockID, ss.token, ss.logF, ss.infoF, ss.infoLen, ss.known = lockF, lockID, token, logF, infoF, fi.Size(), false
 	return nil
+}
+
+// missing returns cairn.ErrNotFound when a session's file could not be
+// opened because its folder is not there, and a *cairn.DamagedError when
+// the folder is there without the file.
+func (s *Store) missing(id, name string, err error) error {
+	err = notFound(err)
+	if !errors.Is(err, cairn.ErrNotFound) {
+		return err
+	}
+	if fi, serr := s.ns.Lstat(id); serr == nil && fi.IsDir() {
+		return &cairn.DamagedError{Session: id, Where: id + "/" + name, Msg: "the session's folder has no " + name}
+	}
+	return err
 }
 
 // fileID is what makes a file itself: its device and inode.
@@ -233,6 +278,10 @@ func flock(ctx context.Context, f *os.File, how int) error {
 // info covers (lines made durable by an append whose process then died) is
 // read and summarised; a torn tail is ignored, and with the exclusive lock
 // cut off and the recovered info saved.
+//
+// A log shorter than what the store acknowledged is damaged: a
+// *cairn.DamagedError, and nothing is written to it (see recoverTail for
+// the rule).
 func (s *Store) refresh(ss *session, id string, exclusive bool) error {
 	fi, err := ss.logF.Stat()
 	if err != nil {
@@ -242,13 +291,18 @@ func (s *Store) refresh(ss *session, id string, exclusive bool) error {
 	if ss.known && size == ss.size {
 		return nil
 	}
-	if !ss.known || size < ss.size {
+	if ss.known && size < ss.size {
+		return s.shortLog(id, size, ss.size, "this store read or wrote")
+	}
+	if !ss.known {
 		if err := s.loadBase(ss, id, size); err != nil {
 			return err
 		}
 	}
 	if size > ss.size {
-		if m, err := s.readCache(id); err == nil && m.LogSize > ss.size && m.LogSize <= size {
+		if m, err := s.readCache(id); err == nil && m.LogSize > size {
+			return s.shortLog(id, size, m.LogSize, infoName+" says were acknowledged")
+		} else if err == nil && m.LogSize > ss.size {
 			ss.info, ss.size = m.SessionInfo, m.LogSize
 		}
 	}
@@ -258,36 +312,44 @@ func (s *Store) refresh(ss *session, id string, exclusive bool) error {
 	return s.recoverTail(ss, id, fi, exclusive)
 }
 
-// loadBase sets ss from info.json or meta.json, whichever covers more of
-// the log without claiming more than there is. When both claim more (the
-// log lost what they describe) the info is rebuilt from the start.
+// shortLog is the damage of a log of size bytes where the store
+// acknowledged ack.
+func (s *Store) shortLog(id string, size, ack int64, who string) error {
+	return &cairn.DamagedError{Session: id, Where: id + "/" + logName, Msg: fmt.Sprintf(
+		"the log is %d bytes, shorter than the %d bytes %s: acknowledged events were cut off its end; nothing is written to it",
+		size, ack, who)}
+}
+
+// loadBase sets ss from meta.json, or from info.json where that covers
+// more. Both record the log length they describe, which the store
+// acknowledged: a log shorter than that, or one that does not end an
+// event there, is damaged. So is a meta.json that is missing or does not
+// read: it is only ever replaced whole. info.json is a cache, overwritten
+// in place without an fsync, which a crash can tear: one that fails its
+// checksum is passed over.
 func (s *Store) loadBase(ss *session, id string, size int64) error {
-	info, ierr := s.readCache(id)
-	meta, merr := s.readMeta(id)
-	if ierr != nil && merr != nil {
-		return fmt.Errorf("session info unreadable: %w", merr)
+	meta, err := s.readMeta(id)
+	if err != nil {
+		return &cairn.DamagedError{Session: id, Where: id + "/" + metaName, Msg: "unreadable: " + err.Error()}
 	}
-	ss.metaSize = 0
-	if merr == nil {
-		ss.metaSize = meta.LogSize
+	base, from := meta, metaName
+	if info, err := s.readCache(id); err == nil && info.LogSize >= meta.LogSize {
+		base, from = info, infoName
 	}
-	iok := ierr == nil && info.LogSize <= size
-	mok := merr == nil && meta.LogSize <= size
-	var base metaFile
-	switch {
-	case iok && (!mok || info.LogSize >= meta.LogSize):
-		base = info
-	case mok:
-		base = meta
-	default:
-		base = meta
-		if merr != nil {
-			base = info
+	if size < base.LogSize {
+		return s.shortLog(id, size, base.LogSize, from+" says were acknowledged")
+	}
+	if base.LogSize > 0 {
+		end := make([]byte, min(2, base.LogSize))
+		if _, err := ss.logF.ReadAt(end, base.LogSize-int64(len(end))); err != nil {
+			return fmt.Errorf("read log: %w", err)
 		}
-		base.SessionInfo = cairn.SessionInfo{ID: base.ID, CreatedAt: base.CreatedAt, UpdatedAt: base.CreatedAt,
-			Status: cairn.StatusNew, Labels: base.Labels}
-		base.LogSize, ss.metaSize = 0, 0
+		if !bytes.HasSuffix([]byte("}\n"), end) {
+			return &cairn.DamagedError{Session: id, Where: id + "/" + logName, Msg: fmt.Sprintf(
+				"no event ends at byte %d, where %s says the acknowledged events end", base.LogSize, from)}
+		}
 	}
+	ss.metaSize = meta.LogSize
 	ss.info, ss.size, ss.known = base.SessionInfo, base.LogSize, true
 	return nil
 }
@@ -296,6 +358,21 @@ func (s *Store) loadBase(ss *session, id string, size int64) error {
 // to ss and, with the exclusive lock, truncates a torn tail and saves the
 // recovered info durably. The recovered appends are dated by the log's
 // modification time, the best the files know.
+//
+// The rule, which keeps recovery from cutting acknowledged events: an
+// Append returns only once its lines are whole in the log and durable
+// (the journal's fdatasync, or the log's fsync), and writes info.json
+// after that. So the bytes up to the length that info.json, meta.json or
+// this store last acknowledged are acknowledged events: the store never
+// cuts or rewrites them, and a log shorter than that is damage (refresh,
+// loadBase). Past that length the log may hold whole appends that were
+// acknowledged just before their process died, before it wrote info.json:
+// they are kept. What follows the last whole append (an incomplete line,
+// a line that does not check, the first lines of an append without its
+// last) was never acknowledged, since its Append had not returned: that
+// is a torn tail, which a crash leaves, and it is cut. A line that checks
+// after one that does not, or a seq out of order, is not what a crash
+// leaves: that is damage, and nothing is cut.
 func (s *Store) recoverTail(ss *session, id string, fi os.FileInfo, exclusive bool) error {
 	size := fi.Size()
 	buf := make([]byte, size-ss.size)
@@ -304,7 +381,7 @@ func (s *Store) recoverTail(ss *session, id string, fi os.FileInfo, exclusive bo
 	}
 	evs, n, err := scanTail(buf, ss.info.LastSeq+1)
 	if err != nil {
-		return fmt.Errorf("log at byte %d: %w", ss.size, err)
+		return &cairn.DamagedError{Session: id, Where: fmt.Sprintf("%s/%s, byte %d", id, logName, ss.size), Msg: err.Error()}
 	}
 	if len(evs) > 0 {
 		updated := ss.info.UpdatedAt

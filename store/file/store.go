@@ -39,7 +39,7 @@ const (
 )
 
 // Store is a cairn.Store on a folder of the local disk, with the optional
-// abilities cairn.Sweeper and cairn.Leaser. It is safe for concurrent use
+// abilities cairn.Sweeper, cairn.Leaser and cairn.Checker. It is safe for concurrent use
 // by many goroutines and by many processes on one machine.
 type Store struct {
 	root *os.Root // the store's folder
@@ -52,8 +52,9 @@ type Store struct {
 	ops    sync.RWMutex // read-held by every call, write-held by Close
 	closed bool
 
-	mu       sync.Mutex // guards sessions
+	mu       sync.Mutex // guards sessions and damage
 	sessions map[string]*session
+	damage   map[string]damaged // damaged sessions (damage.go)
 
 	journal journal // the group commit of appends (journal.go)
 }
@@ -62,6 +63,7 @@ var (
 	_ cairn.Store   = (*Store)(nil)
 	_ cairn.Sweeper = (*Store)(nil)
 	_ cairn.Leaser  = (*Store)(nil)
+	_ cairn.Checker = (*Store)(nil)
 )
 
 // Open opens the store in dir, creating dir (mode 0700) and the
@@ -186,7 +188,9 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 }
 
 // List implements cairn.Store. It reads the info of every session of the
-// namespace and leaves filtering, order and paging to cairn.PageInfos.
+// namespace and leaves filtering, order and paging to cairn.PageInfos. A
+// session that cannot be read is listed with the status damaged, and the
+// others as usual.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
@@ -203,13 +207,17 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 			return nil, err
 		}
 		info, err := s.info(ctx, id)
-		if errors.Is(err, cairn.ErrNotFound) {
+		switch {
+		case errors.Is(err, cairn.ErrNotFound):
 			continue // deleted while we listed
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			// One session's files are unreadable: it is listed as
+			// damaged, whatever the cause, and the others go on.
+			info = s.damagedInfo(id)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("list: session %s: %w", id, err)
-		}
-		if !s.expired(info, now) {
+		if info.Status == cairn.StatusDamaged || !s.expired(info, now) {
 			all = append(all, info)
 		}
 	}
@@ -344,11 +352,13 @@ func (s *Store) sweep(ctx context.Context) (int, error) {
 }
 
 // sweepOne deletes the session if it has expired, checking under its lock.
+// A damaged session is left as it is: it is deleted only when asked for by
+// its ID.
 func (s *Store) sweepOne(ctx context.Context, id string) (bool, error) {
 	ss := s.acquire(id)
 	defer s.release(id, ss)
 	if err := s.lock(ctx, ss, id, true); err != nil {
-		if errors.Is(err, cairn.ErrNotFound) {
+		if errors.Is(err, cairn.ErrNotFound) || errors.Is(err, cairn.ErrDamaged) {
 			return false, nil
 		}
 		return false, err
