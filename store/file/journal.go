@@ -42,7 +42,6 @@ const (
 // tests).
 var newJournalSize int64 = 8 << 20
 
-
 // journal is a store's group commit; see the comment above.
 type journal struct {
 	s *Store
