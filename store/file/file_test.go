@@ -27,7 +27,7 @@ func openIn(t testing.TB, dir string, opts cairn.StoreOptions) *file.Store {
 func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	dirs := map[*testing.T]string{}
-	storetest.Run(t, storetest.Abilities{Leases: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Sweep: true, Check: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		mu.Lock()
 		dir, ok := dirs[t]
 		if !ok {
