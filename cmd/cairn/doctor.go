@@ -2,7 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,18 +17,27 @@ import (
 	"github.com/cairnhq/cairn/internal/cli"
 )
 
+// check is one line of the doctor's report. A check that is OK may still
+// have a fix: a leftover that loses nothing.
 type check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Session string `json:"session,omitempty"` // the damaged session a check is about
+	Detail  string `json:"detail"`
+	Fix     string `json:"fix,omitempty"`
 }
 
 func newDoctorCmd(app *cli.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the configuration, the store and the model credentials",
-		Args:  args(cobra.NoArgs),
+		Short: "Check the configuration, the store, its data and the model credentials",
+		Long: `Check the configuration, that the store answers, and the model's
+credentials. On a store that can check its own data (sqlite: PRAGMA
+quick_check and every event's checksum; file: every log against its info
+and checksums) every session is read through, and each damaged session is
+named with what to do about it. Leftovers (lock files of deleted sessions,
+what a crash left) are listed with their fix; they do not fail the check.`,
+		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			checks := doctor(c.Context(), app)
 			failed := 0
@@ -69,6 +84,7 @@ func doctor(ctx context.Context, app *cli.App) []check {
 
 	u := cfg.StoreURL()
 	st := check{Name: "store", Detail: cairn.RedactURL(u)}
+	var storeErr error
 	if !cfg.Enabled() {
 		st.OK, st.Detail = true, "persistence is disabled: sessions are volatile (persistence.enabled = false)"
 	} else {
@@ -81,16 +97,155 @@ func doctor(ctx context.Context, app *cli.App) []check {
 		}
 		cancel()
 		if err != nil {
-			_, hint, _ := cli.Describe(err)
-			st.Detail, st.Fix = err.Error(), hint
+			st.Detail, st.Fix, storeErr = err.Error(), storeFix(u, err), err
 		} else {
 			st.OK = true
 			st.Detail = fmt.Sprintf("%s, namespace %q, reachable in %s", cairn.RedactURL(u), cfg.Persistence.Namespace, time.Since(t0).Round(time.Millisecond))
 		}
 	}
 	checks = append(checks, st)
+	if cfg.Enabled() && (st.OK || errors.Is(storeErr, cairn.ErrDamaged)) {
+		checks = append(checks, dataChecks(ctx, app, u)...)
+	}
 	checks = append(checks, modelCheck(app))
 	return checks
+}
+
+// storeFix is the fix for a store that failed to open or answer.
+func storeFix(u string, err error) string {
+	if errors.Is(err, cairn.ErrDamaged) {
+		if strings.HasPrefix(u, "sqlite:") {
+			return "the database file is damaged: keep it aside and restore it from a backup, or rebuild it with the sqlite3 shell's .recover"
+		}
+		return "the store's data is damaged: keep it aside and restore it from a backup"
+	}
+	_, hint, _ := cli.Describe(err)
+	return hint
+}
+
+// dataChecks checks the store's data, on a store that can (cairn.Checker),
+// and looks for lock files left by deleted sessions beside a local store.
+// It opens the store without the encryption key: what it checks is what
+// is stored.
+func dataChecks(ctx context.Context, app *cli.App, u string) []check {
+	opts, err := app.StoreOptions()
+	if err != nil {
+		return []check{{Name: "data", Detail: err.Error(), Fix: "fix the configuration first"}}
+	}
+	s, err := cairn.Open(ctx, u, opts)
+	if err != nil {
+		return []check{{Name: "data", Detail: err.Error(), Fix: storeFix(u, err)}}
+	}
+	defer s.Close()
+	var out []check
+	if c, ok := s.(cairn.Checker); ok {
+		out = append(out, checkData(ctx, c)...)
+	} else {
+		out = append(out, check{Name: "data", OK: true,
+			Detail: "this store has no check of its own data; its calls report damage as they meet it"})
+	}
+	if lc, ok := lockCheck(ctx, s, u, opts.Namespace); ok {
+		out = append(out, lc)
+	}
+	return out
+}
+
+// checkData runs the store's check and reports it: a summary, then one
+// line for each problem, the damaged sessions by ID.
+func checkData(ctx context.Context, c cairn.Checker) []check {
+	rep, err := c.Check(ctx)
+	if err != nil {
+		return []check{{Name: "data", Detail: "the check could not run: " + err.Error(), Fix: "`cairn doctor` again once the store answers"}}
+	}
+	var damaged, bad int
+	for _, p := range rep.Problems {
+		if p.Damage {
+			bad++
+			if p.Session != "" {
+				damaged++
+			}
+		}
+	}
+	sum := check{Name: "data", OK: bad == 0, Detail: fmt.Sprintf("%d sessions checked, none damaged", rep.Sessions)}
+	if bad > 0 {
+		sum.Detail = fmt.Sprintf("%d sessions checked, %d damaged", rep.Sessions, damaged)
+		if bad > damaged {
+			sum.Detail += "; the store's own files are damaged"
+		}
+		sum.Fix = "see below; the sessions not named go on as before"
+	}
+	out := []check{sum}
+	for _, p := range rep.Problems {
+		ch := check{Name: "leftover", OK: !p.Damage, Detail: p.Where + ": " + p.Msg, Fix: p.Fix}
+		switch {
+		case p.Session != "":
+			ch.Name, ch.Session, ch.Detail = "session", p.Session, p.Err().Error()
+		case p.Damage:
+			ch.Name = "file"
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// lockCheck looks beside a local store (sqlite, file) for the lock files
+// that commands take while they run a session, and reports those of
+// sessions the store no longer holds. ok is false where there is nothing
+// to look at.
+func lockCheck(ctx context.Context, s cairn.Store, u, ns string) (check, bool) {
+	path := lockFilePath(u, ns, "x")
+	if path == "" {
+		return check{}, false
+	}
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return check{}, false
+	}
+	if err != nil {
+		return check{Name: "locks", Detail: err.Error(), Fix: "check that " + dir + " is readable"}, true
+	}
+	live := map[string]bool{}
+	opts := cairn.ListOptions{Limit: 1000}
+	for {
+		page, err := s.List(ctx, opts)
+		if errors.Is(err, cairn.ErrDamaged) {
+			return check{}, false // reported above; which sessions it holds is not known
+		}
+		if err != nil {
+			return check{Name: "locks", Detail: "list sessions: " + err.Error(), Fix: "`cairn doctor` again once the store answers"}, true
+		}
+		for _, info := range page.Sessions {
+			live[info.ID] = true
+		}
+		if page.Next == "" {
+			break
+		}
+		opts.Cursor = page.Next
+	}
+	var orphans []string
+	n := 0
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		n++
+		if !live[id] {
+			orphans = append(orphans, id)
+		}
+	}
+	if len(orphans) == 0 {
+		return check{Name: "locks", OK: true, Detail: fmt.Sprintf("%d lock files in %s, each of a session the store holds", n, dir)}, true
+	}
+	slices.Sort(orphans)
+	shown := orphans[:min(len(orphans), 10)]
+	detail := fmt.Sprintf("%d lock files in %s are of sessions the store no longer holds: %s", len(orphans), dir, strings.Join(shown, ", "))
+	if len(shown) < len(orphans) {
+		detail += ", …"
+	}
+	return check{Name: "locks", OK: true, Detail: detail,
+		Fix: "they lose nothing and hold nothing back; remove them (the ID.lock files named) when no cairn command runs on this store"}, true
 }
 
 func modelCheck(app *cli.App) check {
