@@ -109,8 +109,8 @@ var _ cairn.Checker = (*Store)(nil)
 // what was acknowledged, its journal records) and reads the whole log,
 // each line against its checksum and the seqs against the info. It also
 // reports leftovers: creations and deletions a crash interrupted, and
-// journals kept for damaged sessions. It writes nothing: a torn tail is
-// reported, not cut.
+// journals kept for damaged sessions. It writes nothing. A torn tail,
+// which a crash leaves and the next append cuts, is not damage.
 func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
@@ -133,10 +133,12 @@ func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
 				Msg: "what a crash left of creating or deleting a session",
 				Fix: "remove it, or let `cairn sessions gc` (Sweep) remove it"})
 		case e.IsDir() && cairn.ValidateID(name) == nil:
-			rep.Sessions++
-			d, err := s.checkSession(ctx, name)
+			live, d, err := s.checkSession(ctx, name)
 			if err != nil {
 				return nil, fmt.Errorf("check: session %s: %w", name, err)
+			}
+			if live {
+				rep.Sessions++
 			}
 			if d != nil {
 				rep.Problems = append(rep.Problems, cairn.Problem{Session: name, Where: d.Where, Msg: d.Msg, Damage: true,
@@ -161,27 +163,32 @@ func stale(e fs.DirEntry) bool {
 
 // checkSession checks one session under its shared lock, from the files
 // (not from what the store remembers of them), and returns its damage.
-func (s *Store) checkSession(ctx context.Context, id string) (*cairn.DamagedError, error) {
+// live is false for a session deleted meanwhile or expired, which is not
+// checked.
+func (s *Store) checkSession(ctx context.Context, id string) (live bool, d *cairn.DamagedError, err error) {
 	ss := s.acquire(id)
 	defer s.release(id, ss)
 	ss.known = false // read meta.json and info.json again
-	d, err := s.lockAny(ctx, ss, id, false)
+	d, err = s.lockAny(ctx, ss, id, false)
 	if errors.Is(err, cairn.ErrNotFound) {
-		return nil, nil
+		return false, nil, nil
 	}
 	if de, ok := errors.AsType[*cairn.DamagedError](err); ok {
-		return de, nil
+		return true, de, nil
 	}
 	if err != nil {
-		return nil, err
+		return false, nil, err
 	}
 	defer ss.unlock()
 	if d != nil {
-		return d, nil
+		return true, d, nil
+	}
+	if s.expired(ss.info, s.opts.Now()) {
+		return false, nil, nil
 	}
 	buf := make([]byte, ss.size)
 	if _, err := ss.logF.ReadAt(buf, 0); err != nil {
-		return nil, fmt.Errorf("read log: %w", err)
+		return true, nil, fmt.Errorf("read log: %w", err)
 	}
 	evs, err := decodeLog(buf, 1)
 	if err == nil && int64(len(evs)) != ss.info.LastSeq {
@@ -190,9 +197,9 @@ func (s *Store) checkSession(ctx context.Context, id string) (*cairn.DamagedErro
 	if err != nil {
 		d := s.logDamage(id, err)
 		s.noteDamage(id, ss.lockID, d)
-		return d, nil
+		return true, d, nil
 	}
-	return nil, nil
+	return true, nil, nil
 }
 
 // logDamage is the damage decodeLog found in session id's log.
