@@ -215,6 +215,10 @@ func testLeaseTakeover(t *testing.T, h *harness, l cairn.Leaser) {
 	if err := l.AppendFenced(t.Context(), id, a, 0, Custom(1, "a")); !errors.Is(err, cairn.ErrLeaseLost) {
 		t.Errorf("AppendFenced by the holder taken over: got %v, want ErrLeaseLost", err)
 	}
+	// Several events at once take another path in some stores.
+	if err := l.AppendFenced(t.Context(), id, a, 0, Custom(1, "a"), Custom(2, "a")); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("AppendFenced of two events by the holder taken over: got %v, want ErrLeaseLost", err)
+	}
 	if err := l.AppendFenced(t.Context(), id, b, 0, Custom(1, "b")); err != nil {
 		t.Errorf("AppendFenced after Takeover: %v", err)
 	}
