@@ -56,3 +56,4 @@ func TestStore_ErrorKinds(t *testing.T) {
 		}
 	})
 }
+

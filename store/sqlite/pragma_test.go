@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -107,14 +109,24 @@ func TestOpen_CreatesPrivateFiles(t *testing.T) {
 	}
 }
 
+// TestOpen_NotADatabase: a file that is not SQLite's is refused as
+// damage, named as SQLite names it, not as an outage, and left as it was.
 func TestOpen_NotADatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "junk.db")
-	if err := os.WriteFile(path, []byte("this is not an SQLite database, not at all, no"), 0o600); err != nil {
+	junk := []byte("this is not an SQLite database, not at all, no")
+	if err := os.WriteFile(path, junk, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Open(t.Context(), path, Options{}); err == nil {
+	s, err := Open(t.Context(), path, Options{})
+	if err == nil {
 		s.Close()
 		t.Fatal("Open of a file that is not a database succeeded")
+	}
+	if !errors.Is(err, cairn.ErrDamaged) || cairn.IsUnavailable(err) || !strings.Contains(err.Error(), "SQLITE_NOTADB") {
+		t.Errorf("Open of a file that is not a database: got %v, want ErrDamaged naming SQLITE_NOTADB, not an outage", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != string(junk) {
+		t.Error("Open changed the file")
 	}
 }
 
