@@ -56,4 +56,3 @@ func TestStore_ErrorKinds(t *testing.T) {
 		}
 	})
 }
-
