@@ -4,9 +4,13 @@
 //
 // # Quick start
 //
-//	key, err := crypt.LoadKeyFile("cairn.key") // 32 random bytes, base64 or hex
+//	key, err := crypt.LoadKeyFile("cairn.key") // 32 random bytes: raw, base64 or hex
 //	ring, err := crypt.NewKeyring(key)
 //	store, err := crypt.Open(ctx, "sqlite:///.cairn/cairn.db", cairn.StoreOptions{}, ring)
+//
+// The store Open and Wrap return has exactly the optional abilities of the
+// backend (leases, claims, checks), so the agent and the worker find them
+// as they would on the backend itself.
 //
 // # Keys
 //
@@ -19,6 +23,23 @@
 // key is gone. Rekey wraps every data key by a new master key without
 // rewriting any event.
 //
+// # An encrypted namespace
+//
+// Before the first event of a namespace is sealed, the store records in
+// the key namespace that this namespace holds encrypted sessions, with the
+// master key IDs (a marker, never deleted). Open without a keyring opens a
+// guard, and refuses such a namespace at once with an *EncryptedError
+// naming those key IDs; a guard made by Wrap refuses it at its first call,
+// and refuses any session whose events are sealed. A process without the
+// key can then neither take ciphertext for text nor add plaintext to an
+// encrypted session. Code that reads a backend without this package finds
+// sealed events with cairn.CheckUnsealed.
+//
+// A session that a process without the key damaged before this rule (events
+// in clear after sealed ones) does not load with the key (ErrPlaintext);
+// Store.Inspect finds such events and Store.Repair seals them, or cuts them
+// off, keeping the whole history in a backup session.
+//
 // # Sealed events
 //
 // Every value is sealed with the session's namespace, ID, the event's
@@ -27,7 +48,9 @@
 // that kind's shape, all fields empty but one string that carries the
 // ciphertext, and the two words listings need (the status of run.finished,
 // whether run.interrupted awaits an approval): backends validate and
-// summarise it like any event. A sealed message.user also carries the start
+// summarise it like any event. The form is defined in the core
+// (cairn.SealedData, cairn.SealToken), so that code without a key can
+// recognise it. A sealed message.user also carries the start
 // of its text sealed on its own, which List opens to show the first
 // message. Load refuses, with the session, seq and reason, a row that is not
 // sealed (ErrPlaintext), does not authenticate or whose clear words were

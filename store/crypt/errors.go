@@ -1,6 +1,10 @@
 package crypt
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cairnhq/cairn"
+)
 
 // Errors of the encrypting store. Each wraps the context it was found in:
 // the session, the seq and the key IDs involved.
@@ -20,6 +24,9 @@ var (
 	ErrPlaintext = errors.New("unencrypted data in an encrypted store")
 
 	// ErrEncrypted is returned when a store opened without a key finds
-	// encrypted data.
-	ErrEncrypted = errors.New("session is encrypted and no key is configured")
+	// encrypted data: a namespace marked encrypted (an *EncryptedError,
+	// naming its master keys) or a session whose events are sealed (a
+	// *cairn.SealedError). It is cairn.ErrSealed, which the core returns
+	// for a sealed session read without this package.
+	ErrEncrypted = cairn.ErrSealed
 )

@@ -1,6 +1,7 @@
 package crypt
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -54,23 +55,38 @@ func GenerateKey() (Key, error) {
 	return NewKey("", b)
 }
 
-// ParseKey reads a key file's contents: optionally "ID:" and then 32 bytes
-// written as 64 hex digits or as base64 (standard or URL alphabet, padded
-// or not). Surrounding white space is ignored.
+// ParseKey reads a key file's contents, in one of three forms:
+//
+//   - raw: exactly 32 bytes, taken as they are (head -c 32 /dev/urandom);
+//   - raw with an ID: "ID:" and then exactly 32 bytes;
+//   - text: optionally "ID:", then the 32 bytes as 64 hex digits or as
+//     base64 (standard or URL alphabet, padded or not); white space around
+//     it is ignored.
+//
+// The forms cannot be mistaken for one another: written as text, 32 bytes
+// take at least 43 characters, so a file (or the part after "ID:") of
+// exactly 32 bytes is never text, and text is never 32 bytes long. A raw
+// key is never trimmed, since any byte may be part of it.
 func ParseKey(data []byte) (Key, error) {
+	if len(data) == KeySize {
+		return NewKey("", data)
+	}
+	if i := bytes.IndexByte(data, ':'); i > 0 && len(data)-i-1 == KeySize && kidRe.Match(data[:i]) {
+		return NewKey(string(data[:i]), data[i+1:])
+	}
 	s := strings.TrimSpace(string(data))
 	id := ""
 	if i := strings.IndexByte(s, ':'); i >= 0 {
 		id, s = s[:i], strings.TrimSpace(s[i+1:])
 	}
-	secret, err := decodeSecret(s)
+	secret, err := decodeSecret(s, len(data))
 	if err != nil {
 		return Key{}, err
 	}
 	return NewKey(id, secret)
 }
 
-func decodeSecret(s string) ([]byte, error) {
+func decodeSecret(s string, size int) ([]byte, error) {
 	if len(s) == 2*KeySize {
 		if b, err := hex.DecodeString(s); err == nil {
 			return b, nil
@@ -81,12 +97,15 @@ func decodeSecret(s string) ([]byte, error) {
 			return b, nil
 		}
 	}
-	return nil, fmt.Errorf("key is not %d bytes in hex (64 digits) or base64 (44 characters)", KeySize)
+	return nil, fmt.Errorf("key is not %d bytes: not hex (64 digits), not base64 (44 characters), and not raw (a file of exactly %d bytes; this one has %d)",
+		KeySize, KeySize, size)
 }
 
-// LoadKeyFile reads and parses a key file. Make one with
+// LoadKeyFile reads and parses a key file (see ParseKey). Make one with
 //
 //	head -c 32 /dev/urandom | base64 > cairn.key
+//
+// or, raw, head -c 32 /dev/urandom > cairn.key.
 func LoadKeyFile(path string) (Key, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -23,6 +23,10 @@ func TestParseKey(t *testing.T) {
 	if len(want.ID) != 8 {
 		t.Fatalf("derived id %q, want 8 hex digits", want.ID)
 	}
+	// A raw key that starts and ends with white space and holds a colon.
+	raw := append([]byte(" \n:"), secret[3:29]...)
+	raw = append(raw, '\t', ' ', '\n')
+	rawKey := mustKey(t, raw)
 	tests := []struct {
 		in, id, err string
 	}{
@@ -34,6 +38,15 @@ func TestParseKey(t *testing.T) {
 		{base64.StdEncoding.EncodeToString(secret[:16]), "", "not 32 bytes"},
 		{"", "", "not 32 bytes"},
 		{"bad id!:" + hex.EncodeToString(secret), "", "key id"},
+		// Raw: exactly 32 bytes, any bytes, never trimmed; or "ID:" and 32 bytes.
+		{string(secret), want.ID, ""},
+		{"k1:" + string(secret), "k1", ""},
+		{string(raw), rawKey.ID, ""},
+		{string(raw) + "\n", "", "this one has 33"},
+		{string(secret[:31]), "", "this one has 31"},
+		// 32 printable bytes that would also be valid base64 text if they
+		// were longer: the length says raw.
+		{strings.Repeat("A", 32), mustKey(t, []byte(strings.Repeat("A", 32))).ID, ""},
 	}
 	for _, tt := range tests {
 		k, err := crypt.ParseKey([]byte(tt.in))
@@ -47,6 +60,15 @@ func TestParseKey(t *testing.T) {
 			t.Errorf("ParseKey(%q) = id %q, %v; want %q", tt.in, k.ID, err, tt.id)
 		}
 	}
+}
+
+func mustKey(t *testing.T, secret []byte) crypt.Key {
+	t.Helper()
+	k, err := crypt.NewKey("", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func TestLoadKeyFile(t *testing.T) {

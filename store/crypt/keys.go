@@ -51,7 +51,7 @@ var errNoKey = errors.New("no data key")
 
 // readKey reads a session's key session and opens its data key. It
 // returns errNoKey when there is no key session or it holds no record.
-func (s *Store) readKey(ctx context.Context, id string) (*sessionKey, []keyRecord, error) {
+func (s *store) readKey(ctx context.Context, id string) (*sessionKey, []keyRecord, error) {
 	rec, err := s.keys.Load(ctx, id, 0)
 	if errors.Is(err, cairn.ErrNotFound) {
 		return nil, nil, errNoKey
@@ -101,7 +101,7 @@ func (s *Store) readKey(ctx context.Context, id string) (*sessionKey, []keyRecor
 
 // dataKey returns a session's data key, from the cache or the key session.
 // With create, a session that has none gets a new one.
-func (s *Store) dataKey(ctx context.Context, id string, create bool) (*sessionKey, error) {
+func (s *store) dataKey(ctx context.Context, id string, create bool) (*sessionKey, error) {
 	s.mu.Lock()
 	sk := s.cache[id]
 	s.mu.Unlock()
@@ -126,7 +126,10 @@ func (s *Store) dataKey(ctx context.Context, id string, create bool) (*sessionKe
 }
 
 // newKey makes a session's data key and stores it wrapped.
-func (s *Store) newKey(ctx context.Context, id string) (*sessionKey, error) {
+func (s *store) newKey(ctx context.Context, id string) (*sessionKey, error) {
+	if err := s.ensureMarked(ctx); err != nil {
+		return nil, err
+	}
 	dek := make([]byte, KeySize)
 	if _, err := rand.Read(dek); err != nil {
 		return nil, fmt.Errorf("make data key: %w", err)
@@ -143,7 +146,7 @@ func (s *Store) newKey(ctx context.Context, id string) (*sessionKey, error) {
 
 // appendWrapping stores sk's data key wrapped by the keyring's current key
 // after seq expect of the key session.
-func (s *Store) appendWrapping(ctx context.Context, id string, sk *sessionKey, expect int64) error {
+func (s *store) appendWrapping(ctx context.Context, id string, sk *sessionKey, expect int64) error {
 	kid, sealed, err := s.ring.wrap(sk.dek, keyAAD(s.ns, id, sk.id))
 	if err != nil {
 		return fmt.Errorf("wrap data key of %s: %w", id, err)
@@ -159,7 +162,7 @@ func (s *Store) appendWrapping(ctx context.Context, id string, sk *sessionKey, e
 }
 
 // remember caches a session's data key; forget drops it.
-func (s *Store) remember(id string, sk *sessionKey) {
+func (s *store) remember(id string, sk *sessionKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.cache) >= maxCached {
@@ -168,7 +171,7 @@ func (s *Store) remember(id string, sk *sessionKey) {
 	s.cache[id] = sk
 }
 
-func (s *Store) forget(id string) {
+func (s *store) forget(id string) {
 	s.mu.Lock()
 	delete(s.cache, id)
 	s.mu.Unlock()

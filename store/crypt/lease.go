@@ -2,38 +2,17 @@ package crypt
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/cairnhq/cairn"
 )
 
-// Full returns s as a cairn.Store that also has the optional abilities of
-// the inner store that the wrapper carries over: leases (cairn.Leaser,
-// whose fenced appends are sealed like Append) and claims (cairn.Claimer).
-// Sweeper is always there. Use it where callers look for those abilities,
-// as the agent and the worker do.
-func (s *Store) Full() cairn.Store {
-	l, ok := s.inner.(cairn.Leaser)
-	if !ok {
-		return s
-	}
-	ls := &leasing{Store: s, l: l}
-	if c, ok := s.inner.(cairn.Claimer); ok {
-		return &claiming{leasing: ls, c: c}
-	}
-	return ls
-}
-
 // leasing is a Store over an inner store with leases.
 type leasing struct {
-	*Store
+	*store
 	l cairn.Leaser
 }
-
-var (
-	_ cairn.Leaser  = (*leasing)(nil)
-	_ cairn.Claimer = (*claiming)(nil)
-)
 
 // Acquire implements cairn.Leaser.
 func (s *leasing) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
@@ -63,6 +42,12 @@ func (s *leasing) CurrentLease(ctx context.Context, id string) (cairn.Lease, err
 // AppendFenced implements cairn.Leaser: Append, sealed, fenced by lease.
 func (s *leasing) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
 	if s.ring == nil {
+		if err := s.guardNamespace(ctx); err != nil {
+			return fmt.Errorf("append %s: %w", id, err)
+		}
+		if err := s.guardAppend(ctx, id, expectSeq); err != nil {
+			return err
+		}
 		return s.l.AppendFenced(ctx, id, lease, expectSeq, events...)
 	}
 	return s.append(ctx, id, expectSeq, events, func(sealed []cairn.Event) error {

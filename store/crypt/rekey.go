@@ -26,12 +26,15 @@ type RekeyResult struct {
 // resumes where an interrupted run stopped. Earlier wrappings stay in the
 // key session; once Rekey has finished, destroying the old key file makes
 // them, and every copy of the store taken before, unreadable.
-func (s *Store) Rekey(ctx context.Context, progress func(done, total int)) (RekeyResult, error) {
+func (s *store) Rekey(ctx context.Context, progress func(done, total int)) (RekeyResult, error) {
 	var res RekeyResult
 	if s.ring == nil {
 		return res, errors.New("rekey: no keyring")
 	}
-	ids, err := allIDs(ctx, s.keys)
+	if err := s.ensureMarked(ctx); err != nil {
+		return res, fmt.Errorf("rekey: %w", err)
+	}
+	ids, err := keyIDs(ctx, s.keys)
 	if err != nil {
 		return res, fmt.Errorf("rekey: list data keys: %w", err)
 	}
@@ -55,7 +58,7 @@ func (s *Store) Rekey(ctx context.Context, progress func(done, total int)) (Reke
 
 // rekeyOne wraps one session's data key by the current key if the newest
 // wrapping is by another; it reports whether it wrote one.
-func (s *Store) rekeyOne(ctx context.Context, id string) (bool, error) {
+func (s *store) rekeyOne(ctx context.Context, id string) (bool, error) {
 	for range 5 {
 		sk, _, err := s.readKey(ctx, id)
 		if errors.Is(err, errNoKey) {

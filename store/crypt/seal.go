@@ -1,7 +1,6 @@
 package crypt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,7 @@ import (
 )
 
 // sealEvent returns e with its data sealed by the session's data key.
-func (s *Store) sealEvent(sk *sessionKey, id string, e cairn.Event) (cairn.Event, error) {
+func (s *store) sealEvent(sk *sessionKey, id string, e cairn.Event) (cairn.Event, error) {
 	if e.Kind == cairn.KindMemoryReset {
 		return e, nil // its data is always {}: nothing to hide
 	}
@@ -33,7 +32,7 @@ func (s *Store) sealEvent(sk *sessionKey, id string, e cairn.Event) (cairn.Event
 }
 
 // sealFirst seals the start of a user message's text for listings.
-func (s *Store) sealFirst(sk *sessionKey, id string, data []byte) (string, error) {
+func (s *store) sealFirst(sk *sessionKey, id string, data []byte) (string, error) {
 	var m cairn.MessageUser
 	_ = jsonUnmarshal(data, &m)
 	sealed, err := seal(sk.dek, []byte(cairn.Truncate(m.Text(), maxFirst)), firstAAD(s.ns, id))
@@ -44,7 +43,7 @@ func (s *Store) sealFirst(sk *sessionKey, id string, data []byte) (string, error
 }
 
 // openRecord opens a loaded record in place.
-func (s *Store) openRecord(ctx context.Context, id string, rec *cairn.Record) error {
+func (s *store) openRecord(ctx context.Context, id string, rec *cairn.Record) error {
 	var sk *sessionKey
 	for retry := true; ; retry = false {
 		var err error
@@ -81,7 +80,7 @@ func (s *Store) openRecord(ctx context.Context, id string, rec *cairn.Record) er
 }
 
 // sameKey reports whether every sealed event of rec names sk.
-func (s *Store) sameKey(sk *sessionKey, rec *cairn.Record) bool {
+func (s *store) sameKey(sk *sessionKey, rec *cairn.Record) bool {
 	for _, e := range rec.Events {
 		if tok, _, _, ok := tokensOf(e.Kind, e.Data); ok {
 			if dkid, _, _ := parseToken(tok); dkid != sk.id {
@@ -97,7 +96,7 @@ func noKey(id string) error {
 }
 
 // openEvent returns e with its data opened.
-func (s *Store) openEvent(sk *sessionKey, id string, e cairn.Event) (cairn.Event, error) {
+func (s *store) openEvent(sk *sessionKey, id string, e cairn.Event) (cairn.Event, error) {
 	where := fmt.Sprintf("session %s seq %d (%s)", id, e.Seq, e.Kind)
 	if e.Kind == cairn.KindMemoryReset {
 		if !emptyObject(e.Data) {
@@ -128,7 +127,7 @@ func (s *Store) openEvent(sk *sessionKey, id string, e cairn.Event) (cairn.Event
 }
 
 // openFirst opens a listed first message.
-func (s *Store) openFirst(ctx context.Context, id, tok string) (string, error) {
+func (s *store) openFirst(ctx context.Context, id, tok string) (string, error) {
 	sk, err := s.dataKey(ctx, id, false)
 	if err != nil {
 		return "", err
@@ -136,7 +135,7 @@ func (s *Store) openFirst(ctx context.Context, id, tok string) (string, error) {
 	return s.openFirstWith(sk, id, tok)
 }
 
-func (s *Store) openFirstWith(sk *sessionKey, id, tok string) (string, error) {
+func (s *store) openFirstWith(sk *sessionKey, id, tok string) (string, error) {
 	dkid, sealed, ok := parseToken(tok)
 	if !ok {
 		return "", fmt.Errorf("%w: session %s: first message is not encrypted", ErrPlaintext, id)
@@ -149,21 +148,4 @@ func (s *Store) openFirstWith(sk *sessionKey, id, tok string) (string, error) {
 		return "", fmt.Errorf("%w: session %s: first message does not decrypt", ErrTampered, id)
 	}
 	return string(plain), nil
-}
-
-// guard refuses a record holding sealed events: the store was opened
-// without the key.
-func (s *Store) guard(id string, rec *cairn.Record) error {
-	for _, e := range rec.Events {
-		if !bytes.Contains(e.Data, []byte(tokenPrefix)) {
-			continue
-		}
-		if _, _, _, ok := tokensOf(e.Kind, e.Data); ok {
-			return fmt.Errorf("load %s: %w (seq %d is sealed)", id, ErrEncrypted, e.Seq)
-		}
-	}
-	if isToken(rec.Info.FirstMessage) {
-		rec.Info.FirstMessage = ""
-	}
-	return nil
 }

@@ -16,14 +16,18 @@ import (
 
 // backends opens an encrypting store over memory and over SQLite; each
 // call with the same name reaches the same data.
-func backends(t *testing.T) map[string]func(t *testing.T, ring *crypt.Keyring) *crypt.Store {
+func backends(t *testing.T) map[string]func(t *testing.T, ring *crypt.Keyring) crypt.Store {
+	return backendsAt(t, filepath.Join(t.TempDir(), "cairn.db"))
+}
+
+// backendsAt is backends with the SQLite store at path.
+func backendsAt(t *testing.T, path string) map[string]func(t *testing.T, ring *crypt.Keyring) crypt.Store {
 	db := memory.NewDB()
-	path := filepath.Join(t.TempDir(), "cairn.db")
-	return map[string]func(t *testing.T, ring *crypt.Keyring) *crypt.Store{
-		"memory": func(t *testing.T, ring *crypt.Keyring) *crypt.Store {
+	return map[string]func(t *testing.T, ring *crypt.Keyring) crypt.Store{
+		"memory": func(t *testing.T, ring *crypt.Keyring) crypt.Store {
 			return wrapMemory(t, db, ring, cairn.StoreOptions{})
 		},
-		"sqlite": func(t *testing.T, ring *crypt.Keyring) *crypt.Store {
+		"sqlite": func(t *testing.T, ring *crypt.Keyring) crypt.Store {
 			s, err := crypt.Open(t.Context(), "sqlite://"+path, cairn.StoreOptions{}, ring)
 			if err != nil {
 				t.Fatal(err)
@@ -101,7 +105,8 @@ func TestStore_RoundTrip(t *testing.T) {
 // encrypting store, keeping the session's key, and checks that each is
 // refused with an error that says where and why.
 func TestStore_Refuses(t *testing.T) {
-	for name, open := range backends(t) {
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	for name, open := range backendsAt(t, path) {
 		t.Run(name, func(t *testing.T) {
 			ring := crypttest.NewKeyring(t)
 			s := open(t, ring)
@@ -163,20 +168,35 @@ func TestStore_Refuses(t *testing.T) {
 			if !errors.Is(err, crypt.ErrUnknownKey) || !strings.Contains(err.Error(), ring.Current()) || !strings.Contains(err.Error(), other.Current()) {
 				t.Errorf("Load with another key: got %v, want ErrUnknownKey naming %s and %s", err, ring.Current(), other.Current())
 			}
-			// Without a key, an encrypted session is refused, not shown.
-			guard := open(t, nil)
-			if _, err := guard.Load(t.Context(), "a", 0); !errors.Is(err, crypt.ErrEncrypted) {
+			// Without a key, the namespace is refused, naming its key; a
+			// guard that did not look at the marker still refuses each
+			// encrypted session.
+			if name == "sqlite" {
+				_, err := crypt.Open(t.Context(), "sqlite://"+path, cairn.StoreOptions{}, nil)
+				var ee *crypt.EncryptedError
+				if !errors.As(err, &ee) || !errors.Is(err, crypt.ErrEncrypted) || !strings.Contains(err.Error(), ring.Current()) {
+					t.Errorf("Open without a key: got %v, want an EncryptedError naming %s", err, ring.Current())
+				}
+			}
+			guard, err := crypt.Wrap(s.Inner(), crypt.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := guard.Load(t.Context(), "a", 0); !errors.Is(err, crypt.ErrEncrypted) || !errors.Is(err, cairn.ErrSealed) {
 				t.Errorf("Load without a key: got %v, want ErrEncrypted", err)
+			}
+			if err := guard.Append(t.Context(), "a", 13, plain[0]); !errors.Is(err, crypt.ErrEncrypted) {
+				t.Errorf("Append without a key: got %v, want ErrEncrypted", err)
 			}
 			page, err := guard.List(t.Context(), cairn.ListOptions{})
 			if err != nil || len(page.Sessions) != 2 || page.Sessions[0].FirstMessage != "" {
 				t.Errorf("List without a key: %v, %+v; want two sessions with no first message", err, page)
 			}
 			// A session written before the key was configured is refused.
-			if err := guard.Create(t.Context(), cairn.SessionMeta{ID: "old"}); err != nil {
+			if err := s.Inner().Create(t.Context(), cairn.SessionMeta{ID: "old"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := guard.Append(t.Context(), "old", 0, plain...); err != nil {
+			if err := s.Inner().Append(t.Context(), "old", 0, plain...); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Load(t.Context(), "old", 0); !errors.Is(err, crypt.ErrPlaintext) {
@@ -188,7 +208,7 @@ func TestStore_Refuses(t *testing.T) {
 
 // replaceRows puts events in place of a session's stored rows, keeping
 // its data key.
-func replaceRows(t *testing.T, s *crypt.Store, id string, events []cairn.Event) {
+func replaceRows(t *testing.T, s crypt.Store, id string, events []cairn.Event) {
 	t.Helper()
 	in := s.Inner()
 	if err := in.Delete(t.Context(), id); err != nil {

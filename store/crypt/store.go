@@ -9,33 +9,70 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// Store encrypts the events of the store it wraps. See the package
-// documentation for what is sealed and what stays clear.
-type Store struct {
+// Store is an encrypting store: a cairn.Store that seals every event before
+// it reaches the store it wraps and opens it on the way back. See the
+// package documentation for what is sealed and what stays clear.
+//
+// A Store has exactly the optional abilities of the store it wraps: it is a
+// cairn.Leaser (whose fenced appends are sealed like Append) when that
+// store is one, and a cairn.Claimer when that store is one too, so that a
+// caller looking for those abilities finds them whether or not the store
+// is encrypted. It is always a cairn.Sweeper: Sweep sweeps the wrapped
+// store if it can and deletes the data keys of sessions that are gone.
+type Store interface {
+	cairn.Store
+	cairn.Sweeper
+
+	// Inner returns the wrapped store, which holds the sealed events.
+	Inner() cairn.Store
+
+	// Rekey wraps every session's data key by the keyring's current
+	// master key; see (*Keyring).Current and the package documentation.
+	Rekey(ctx context.Context, progress func(done, total int)) (RekeyResult, error)
+
+	// Inspect reads a session as it is stored and says which of its events
+	// are not sealed; see Inspection.
+	Inspect(ctx context.Context, id string) (*Inspection, error)
+
+	// Repair rewrites a session whose events are not all sealed so that
+	// every one is; see RepairOptions.
+	Repair(ctx context.Context, id string, opts RepairOptions) (*RepairResult, error)
+}
+
+// store is the encrypting store; Wrap returns it, or a type that embeds it
+// and adds the abilities of the wrapped store (lease.go).
+type store struct {
 	inner  cairn.Store
-	keys   cairn.Store // nil without a keyring
-	ring   *Keyring    // nil: refuse encrypted sessions, pass the rest
+	keys   cairn.Store // the key namespace; nil for a guard made without one
+	ring   *Keyring    // nil: a guard, which refuses encrypted sessions
 	ns     string
 	limits cairn.Limits
 
-	mu    sync.Mutex
-	cache map[string]*sessionKey
+	mu      sync.Mutex
+	cache   map[string]*sessionKey
+	marked  bool            // the key namespace's marker names ring.Current()
+	checked map[string]bool // guard: sessions found unsealed by a first append
+	nsErr   error           // guard: the namespace is encrypted (an *EncryptedError)
+	nsKnown bool            // guard: nsErr says what the marker says
 }
 
 var (
-	_ cairn.Store   = (*Store)(nil)
-	_ cairn.Sweeper = (*Store)(nil)
+	_ Store         = (*store)(nil)
+	_ cairn.Sweeper = (*store)(nil)
 )
 
 // Options configure Wrap.
 type Options struct {
 	// Keyring holds the master keys. Nil makes a guard: a store that
-	// passes unencrypted sessions through and refuses encrypted ones with
-	// ErrEncrypted, so that a missing key is an error, not ciphertext.
+	// passes unencrypted sessions through and refuses encrypted ones, so
+	// that a missing key is an error, not ciphertext.
 	Keyring *Keyring
-	// Keys is the store that holds the wrapped data keys: the same backend
+	// Keys is the store that holds the wrapped data keys and the marker
+	// that says the namespace holds encrypted sessions: the same backend
 	// opened on KeyNamespace(Namespace) without a TTL. Required with a
-	// keyring.
+	// keyring. A guard given Keys refuses to create a session in a
+	// namespace marked encrypted; without it, it recognises encrypted
+	// sessions by their events only.
 	Keys cairn.Store
 	// Namespace is the inner store's namespace; it is bound into every
 	// sealed value. Empty means cairn.DefaultNamespace.
@@ -46,16 +83,29 @@ type Options struct {
 }
 
 // Wrap returns a store that seals every event before it reaches inner and
-// opens it on the way back. Closing it closes inner and opts.Keys.
-func Wrap(inner cairn.Store, opts Options) (*Store, error) {
+// opens it on the way back. It has exactly inner's optional abilities (see
+// Store). Closing it closes inner and opts.Keys.
+//
+// Wrap does not look at the stores: a guard over a namespace that holds
+// encrypted sessions refuses each of them as it is read. Open also refuses
+// such a namespace at once.
+func Wrap(inner cairn.Store, opts Options) (Store, error) {
+	s, err := wrap(inner, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.withAbilities(), nil
+}
+
+func wrap(inner cairn.Store, opts Options) (*store, error) {
 	if opts.Keyring != nil && opts.Keys == nil {
 		return nil, errors.New("crypt: a keyring needs a key store")
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = cairn.DefaultNamespace
 	}
-	return &Store{inner: inner, keys: opts.Keys, ring: opts.Keyring, ns: opts.Namespace,
-		limits: opts.Limits.WithDefaults(), cache: map[string]*sessionKey{}}, nil
+	return &store{inner: inner, keys: opts.Keys, ring: opts.Keyring, ns: opts.Namespace,
+		limits: opts.Limits.WithDefaults(), cache: map[string]*sessionKey{}, checked: map[string]bool{}}, nil
 }
 
 // InnerLimits returns the limits to open an inner store with so that it
@@ -68,8 +118,13 @@ func InnerLimits(l cairn.Limits) cairn.Limits {
 }
 
 // Open opens the store at rawURL twice, for the sessions and for their
-// keys, and wraps it. A nil ring opens a guard (see Options.Keyring).
-func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions, ring *Keyring) (*Store, error) {
+// keys, and wraps it.
+//
+// With a nil ring it opens a guard, and refuses at once, with an
+// *EncryptedError naming the master key IDs, a namespace that holds
+// encrypted sessions: a process without the key can then neither read
+// them as ciphertext nor add plaintext to them.
+func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions, ring *Keyring) (Store, error) {
 	ns := opts.Namespace
 	if ns == "" {
 		ns = cairn.DefaultNamespace
@@ -79,27 +134,66 @@ func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions, ring *Key
 	if ring != nil {
 		inner.Limits = InnerLimits(opts.Limits)
 	}
-	s, err := cairn.Open(ctx, rawURL, inner)
-	if err != nil {
-		return nil, err
+	// The key namespace first: a guard refuses an encrypted namespace
+	// before it opens, or touches, the namespace itself.
+	ko := cairn.StoreOptions{Namespace: KeyNamespace(ns), Now: opts.Now}
+	if ring == nil && cairn.ValidateNamespace(ko.Namespace) != nil {
+		// A namespace too long to have a key namespace was never
+		// encrypted: a guard without a key store.
+		s, err := cairn.Open(ctx, rawURL, inner)
+		if err != nil {
+			return nil, err
+		}
+		return Wrap(s, wrapped)
 	}
-	if ring != nil {
-		ko := cairn.StoreOptions{Namespace: KeyNamespace(ns), Now: opts.Now}
-		if wrapped.Keys, err = cairn.Open(ctx, rawURL, ko); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("open key namespace: %w", err)
+	var err error
+	if wrapped.Keys, err = cairn.Open(ctx, rawURL, ko); err != nil {
+		return nil, fmt.Errorf("open key namespace: %w", err)
+	}
+	if ring == nil {
+		kids, err := namespaceKeys(ctx, wrapped.Keys)
+		if err == nil && len(kids) > 0 {
+			err = &EncryptedError{Namespace: ns, KeyIDs: kids}
+		}
+		if err != nil {
+			wrapped.Keys.Close()
+			return nil, err
 		}
 	}
-	return Wrap(s, wrapped)
+	s, err := cairn.Open(ctx, rawURL, inner)
+	if err != nil {
+		wrapped.Keys.Close()
+		return nil, err
+	}
+	st, err := wrap(s, wrapped)
+	if err != nil {
+		s.Close()
+		wrapped.Keys.Close()
+		return nil, err
+	}
+	st.nsKnown = true // a guard's namespace was checked above
+	return st.withAbilities(), nil
 }
 
 // Inner returns the wrapped store.
-func (s *Store) Inner() cairn.Store { return s.inner }
+func (s *store) Inner() cairn.Store { return s.inner }
 
 // Create implements cairn.Store. It also drops a key left by an earlier
 // session of the same ID (one that expired), so that the new session gets
-// a data key of its own.
-func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
+// a data key of its own. A guard refuses to create a session in a
+// namespace marked encrypted.
+func (s *store) Create(ctx context.Context, meta cairn.SessionMeta) error {
+	if meta.ID == markerID {
+		return fmt.Errorf("create %s: %w: the ID is reserved for the marker of an encrypted namespace", meta.ID, cairn.ErrInvalidID)
+	}
+	if s.ring == nil && s.keys != nil {
+		s.mu.Lock()
+		s.nsKnown = false // look again: the namespace may be encrypted since
+		s.mu.Unlock()
+		if err := s.guardNamespace(ctx); err != nil {
+			return fmt.Errorf("create %s: %w", meta.ID, err)
+		}
+	}
 	if err := s.inner.Create(ctx, meta); err != nil {
 		return err
 	}
@@ -108,15 +202,26 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 		if err := s.keys.Delete(ctx, meta.ID); err != nil && !errors.Is(err, cairn.ErrNotFound) {
 			return fmt.Errorf("create %s: drop old data key: %w", meta.ID, err)
 		}
+	} else {
+		s.markChecked(meta.ID)
 	}
 	return nil
 }
 
 // Append implements cairn.Store: it checks the events as the inner store
 // would, seals them with the session's data key (made on the first append)
-// and appends the sealed events in one call.
-func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+// and appends the sealed events in one call. A retried append (see
+// cairn.Store) is recognised by its plaintext, since sealing the same
+// events again gives other ciphertext. A guard refuses to append to a
+// session whose events are sealed.
+func (s *store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
 	if s.ring == nil {
+		if err := s.guardNamespace(ctx); err != nil {
+			return fmt.Errorf("append %s: %w", id, err)
+		}
+		if err := s.guardAppend(ctx, id, expectSeq); err != nil {
+			return err
+		}
 		return s.inner.Append(ctx, id, expectSeq, events...)
 	}
 	return s.append(ctx, id, expectSeq, events, func(sealed []cairn.Event) error {
@@ -125,7 +230,10 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 }
 
 // append seals events and hands them to write.
-func (s *Store) append(ctx context.Context, id string, expectSeq int64, events []cairn.Event, write func([]cairn.Event) error) error {
+func (s *store) append(ctx context.Context, id string, expectSeq int64, events []cairn.Event, write func([]cairn.Event) error) error {
+	if id == markerID {
+		return fmt.Errorf("append %s: %w: the ID is reserved for the marker of an encrypted namespace", id, cairn.ErrInvalidID)
+	}
 	if err := cairn.CheckAppend(s.limits, id, expectSeq, events); err != nil {
 		return err
 	}
@@ -140,20 +248,43 @@ func (s *Store) append(ctx context.Context, id string, expectSeq int64, events [
 		}
 	}
 	err = write(sealed)
-	if errors.Is(err, cairn.ErrNotFound) {
+	switch {
+	case errors.Is(err, cairn.ErrNotFound):
 		// No such session: drop a key that this call may have made.
 		s.forget(id)
 		if _, lerr := s.inner.Load(ctx, id, 1<<62); errors.Is(lerr, cairn.ErrNotFound) {
 			_ = s.keys.Delete(ctx, id)
 		}
+	case errors.Is(err, cairn.ErrConflict) && s.retried(ctx, id, expectSeq, events):
+		return nil
 	}
 	return err
 }
 
+// retried reports whether the session's last events are exactly events,
+// at their seqs: an append that already happened and is sent again.
+func (s *store) retried(ctx context.Context, id string, expectSeq int64, events []cairn.Event) bool {
+	rec, err := s.Load(ctx, id, expectSeq+1)
+	if err != nil || len(rec.Events) != len(events) {
+		return false
+	}
+	for i, e := range events {
+		got := rec.Events[i]
+		if got.V != e.V || got.Seq != e.Seq || !got.At.Equal(e.At) || got.Kind != e.Kind || got.Run != e.Run || !sameJSON(got.Data, e.Data) {
+			return false
+		}
+	}
+	return true
+}
+
 // Load implements cairn.Store: it opens every event and the first
 // message, and refuses, with the session, seq and reason, any that is not
-// sealed, does not authenticate or is sealed under a key it lacks.
-func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
+// sealed, does not authenticate or is sealed under a key it lacks. A guard
+// refuses a session that holds sealed events (cairn.SealedError).
+func (s *store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
+	if err := s.guardNamespace(ctx); err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
 	rec, err := s.inner.Load(ctx, id, fromSeq)
 	if err != nil {
 		return nil, err
@@ -170,7 +301,10 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 // List implements cairn.Store. Listing never fails on content: a first
 // message that does not open (no key, another key, not sealed) is shown
 // empty, and loading that session says why.
-func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
+func (s *store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
+	if err := s.guardNamespace(ctx); err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
 	page, err := s.inner.List(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -199,7 +333,10 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 // so that whatever the backend keeps of the session afterwards (free
 // pages, a write-ahead log, dead rows, backups) is ciphertext whose key is
 // gone from the live store.
-func (s *Store) Delete(ctx context.Context, id string) error {
+func (s *store) Delete(ctx context.Context, id string) error {
+	if err := s.guardNamespace(ctx); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
 	if s.ring != nil {
 		s.forget(id)
 		if err := s.keys.Delete(ctx, id); err != nil && !errors.Is(err, cairn.ErrNotFound) {
@@ -212,7 +349,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // Sweep implements cairn.Sweeper: it sweeps the inner store if it can,
 // then deletes the data keys of sessions that no longer exist (expired
 // ones, which backends with native expiry drop without Delete).
-func (s *Store) Sweep(ctx context.Context) (int, error) {
+func (s *store) Sweep(ctx context.Context) (int, error) {
+	if err := s.guardNamespace(ctx); err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
 	n := 0
 	if sw, ok := s.inner.(cairn.Sweeper); ok {
 		var err error
@@ -223,7 +363,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	if s.ring == nil {
 		return n, nil
 	}
-	ids, err := allIDs(ctx, s.keys)
+	ids, err := keyIDs(ctx, s.keys)
 	if err != nil {
 		return n, fmt.Errorf("sweep data keys: %w", err)
 	}
@@ -240,7 +380,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 }
 
 // Close implements cairn.Store.
-func (s *Store) Close() error {
+func (s *store) Close() error {
 	err := s.inner.Close()
 	if s.keys != nil {
 		err = errors.Join(err, s.keys.Close())
@@ -248,17 +388,20 @@ func (s *Store) Close() error {
 	return err
 }
 
-// allIDs lists every session of a store.
-func allIDs(ctx context.Context, st cairn.Store) ([]string, error) {
+// keyIDs lists the sessions of the key namespace that hold data keys: all
+// but the namespace's marker.
+func keyIDs(ctx context.Context, keys cairn.Store) ([]string, error) {
 	var ids []string
 	opts := cairn.ListOptions{Limit: 500}
 	for {
-		page, err := st.List(ctx, opts)
+		page, err := keys.List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		for _, info := range page.Sessions {
-			ids = append(ids, info.ID)
+			if info.ID != markerID {
+				ids = append(ids, info.ID)
+			}
 		}
 		if page.Next == "" {
 			return ids, nil

@@ -1,36 +1,18 @@
 package crypt
 
 import (
-	"encoding/base64"
 	"strconv"
-	"strings"
 
 	"github.com/cairnhq/cairn"
 )
 
-// A token is one sealed value as text: "cairn1.<data key id>.<base64url of
+// A token is one sealed value as text, built and recognised by the core
+// (cairn.SealToken): "cairn1.<data key id>.<base64url of
 // nonce‖ciphertext‖tag>". The data key ID says which data key sealed it.
-const tokenPrefix = "cairn1."
 
-func makeToken(dkid string, sealed []byte) string {
-	return tokenPrefix + dkid + "." + base64.RawURLEncoding.EncodeToString(sealed)
-}
+func makeToken(dkid string, sealed []byte) string { return cairn.SealToken(dkid, sealed) }
 
-func parseToken(tok string) (dkid string, sealed []byte, ok bool) {
-	rest, ok := strings.CutPrefix(tok, tokenPrefix)
-	if !ok {
-		return "", nil, false
-	}
-	dkid, b64, ok := strings.Cut(rest, ".")
-	if !ok || len(dkid) != 8 {
-		return "", nil, false
-	}
-	sealed, err := base64.RawURLEncoding.DecodeString(b64)
-	if err != nil {
-		return "", nil, false
-	}
-	return dkid, sealed, true
-}
+func parseToken(tok string) (dkid string, sealed []byte, ok bool) { return cairn.ParseSealToken(tok) }
 
 func isToken(s string) bool {
 	_, _, ok := parseToken(s)
@@ -55,4 +37,4 @@ func keyAAD(ns, id, dkid string) []byte {
 
 // maxFirst is how much of the first user message a sealed message.user
 // keeps for listings: its token must fit in cairn.MaxFirstMessage bytes.
-const maxFirst = (cairn.MaxFirstMessage-len(tokenPrefix)-9)*3/4 - 12 - 16
+const maxFirst = (cairn.MaxFirstMessage-len(cairn.SealedPrefix)-9)*3/4 - 12 - 16

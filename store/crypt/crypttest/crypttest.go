@@ -99,7 +99,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Encrypted", func(t *testing.T) { testEncrypted(t, b) })
 }
 
-func open(t *testing.T, b Backend, ns string, ring *crypt.Keyring) *crypt.Store {
+func open(t *testing.T, b Backend, ns string, ring *crypt.Keyring) crypt.Store {
 	t.Helper()
 	if b.Drop != nil {
 		t.Cleanup(func() {
