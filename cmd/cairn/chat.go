@@ -17,13 +17,16 @@ const latest = "@latest"
 
 func newChatCmd(app *cli.App) *cobra.Command {
 	var session, resume string
+	var force bool
 	c := &cobra.Command{
 		Use:   "chat [--session ID | --resume [ID]]",
 		Short: "Chat with the agent; the conversation survives restarts",
 		Long: `Chat with the agent, one line per turn. Every turn is saved as it happens:
 stop with Ctrl+C (or Ctrl+D) and run ` + "`cairn chat --resume`" + ` to go on where you
 stopped. --resume without an ID picks the most recently updated session;
---session ID continues that session, or starts it with that name.`,
+--session ID continues that session, or starts it with that name. Both take
+whole IDs, never prefixes. A session another process is running is
+refused, naming that process; --force takes it over.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if session != "" && resume != "" {
@@ -43,7 +46,7 @@ stopped. --resume without an ID picks the most recently updated session;
 			if err != nil {
 				return err
 			}
-			cl, err := claimSession(ctx, app, s, store, storeURL, false)
+			cl, err := claimSession(ctx, app, s, store, storeURL, force, "cairn chat --session "+s.ID()+" --force")
 			if err != nil {
 				return err
 			}
@@ -54,6 +57,7 @@ stopped. --resume without an ID picks the most recently updated session;
 	c.Flags().StringVar(&session, "session", "", "continue (or start) the session with this ID")
 	c.Flags().StringVar(&resume, "resume", "", "resume a session (default: the most recently updated)")
 	c.Flags().Lookup("resume").NoOptDefVal = latest
+	c.Flags().BoolVar(&force, "force", false, "take the session over from the process that runs it (its writes are refused from then on)")
 	return c
 }
 
@@ -67,7 +71,7 @@ func openChat(c *cobra.Command, app *cli.App, ag *agent.Agent, store cairn.Store
 		}
 		return resumeChat(c, app, ag, id)
 	case resume != "":
-		loc, err := app.Locate(ctx, resume, false)
+		loc, err := app.Locate(ctx, resume, cli.LocateOptions{Exact: true, Command: "cairn chat --resume"})
 		if err != nil {
 			return nil, err
 		}
@@ -79,13 +83,13 @@ func openChat(c *cobra.Command, app *cli.App, ag *agent.Agent, store cairn.Store
 		}
 		s, err := ag.Open(ctx, session)
 		if err != nil {
-			return nil, cli.Fail(err, "`cairn doctor` checks the store")
+			return nil, cli.StoreFail(session, err)
 		}
 		return s, nil
 	}
 	s, err := ag.Start(ctx)
 	if err != nil {
-		return nil, cli.Fail(err, "`cairn doctor` checks the store")
+		return nil, cli.StoreFail("", err)
 	}
 	return s, nil
 }
@@ -93,7 +97,7 @@ func openChat(c *cobra.Command, app *cli.App, ag *agent.Agent, store cairn.Store
 func resumeChat(c *cobra.Command, app *cli.App, ag *agent.Agent, id string) (*agent.Session, error) {
 	s, err := ag.Resume(c.Context(), id)
 	if err != nil {
-		return nil, cli.Fail(err, "`cairn sessions list` shows the saved sessions")
+		return nil, cli.StoreFail(id, err)
 	}
 	n := 0
 	for _, m := range s.State().Messages {

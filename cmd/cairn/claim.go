@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
@@ -16,64 +18,95 @@ import (
 // claimSession takes the session for this command's run: on a local store
 // (sqlite, file) an operating-system lock on a file beside it, which the
 // kernel releases if the process dies, and on a store with leases its lease
-// (renewed while the command runs; on a local store a dead holder's lease
-// is taken over at once, since the lock proves it dead). Another process running the session makes it fail
-// at once with "session … is being run elsewhere". With force a live lease
-// is taken over, with a warning naming the holder whose writes will be
-// refused from then on. The caller releases the claim.
-func claimSession(ctx context.Context, app *cli.App, s *agent.Session, store cairn.Store, storeURL string, force bool) (*agent.Claim, error) {
+// (renewed while the command runs). Another process running the session
+// makes it fail at once with "session … is being run elsewhere", naming
+// that process. With force the session is taken over, with a warning
+// naming the holder, whose writes are refused from then on: a lease is
+// taken over; on a local store whose lock a live process holds, the claim
+// goes without the lock and fences that process out through the lease.
+// forceCmd is the command line to suggest with --force. The caller
+// releases the claim.
+func claimSession(ctx context.Context, app *cli.App, s *agent.Session, store cairn.Store, storeURL string, force bool, forceCmd string) (*agent.Claim, error) {
 	sopts, err := app.StoreOptions()
 	if err != nil {
 		return nil, err
 	}
 	opts := agent.ClaimOptions{Force: force, LockFile: lockFilePath(storeURL, sopts.Namespace, s.ID())}
-	if force {
-		if l, ok := store.(cairn.Leaser); ok {
-			if cur, err := l.CurrentLease(ctx, s.ID()); err == nil && cur.Holder != "" {
-				app.Warnf("taking session %s over from %s (its lease runs until %s); that holder's writes are refused from now on",
-					s.ID(), cur.Holder, cur.Expires.Local().Format("15:04:05"))
-			}
+	l, leases := store.(cairn.Leaser)
+	var cur cairn.Lease
+	if leases {
+		if cur, err = l.CurrentLease(ctx, s.ID()); err != nil && !errors.Is(err, cairn.ErrNotFound) {
+			return nil, cli.StoreFail(s.ID(), fmt.Errorf("read the lease of session %s: %w", s.ID(), err))
 		}
+	}
+	// On a local store the lock proves that no claimant using the same
+	// lock file is alive, and the claim takes a dead one's lease over at
+	// once. A live lease of a process that holds no lock (one that took
+	// the session over with --force, a program without the lock file) is
+	// not taken over without --force.
+	if opts.LockFile != "" && cur.Holder != "" && !force && holderAlive(cur.Holder) {
+		return nil, heldError(s.ID(), &cairn.LeaseHeldError{Session: s.ID(), Holder: cur.Holder, Expires: cur.Expires}, forceCmd)
+	}
+	if force && cur.Holder != "" {
+		app.Warnf("taking session %s over from %s (its lease runs until %s); that holder's writes are refused from now on",
+			s.ID(), cur.Holder, cur.Expires.Local().Format("15:04:05"))
 	}
 	cl, err := s.Claim(ctx, opts)
-	if errors.Is(err, cairn.ErrLeaseHeld) {
-		hint := "wait for that run to end, or take the session over with `cairn sessions resume " + s.ID() + " --force`"
-		if opts.LockFile != "" {
-			hint = "wait for that process to end: a local store's claim lasts as long as the process that holds it"
+	var held *cairn.LeaseHeldError
+	if force && leases && opts.LockFile != "" && errors.As(err, &held) && held.Expires.IsZero() {
+		// The lock of a live process: fence it out through the lease.
+		if cur.Holder == "" {
+			app.Warnf("taking session %s over from %s, a live process on this machine; its writes are refused from now on", s.ID(), held.Holder)
 		}
-		return nil, cli.Fail(err, hint)
+		opts.LockFile = ""
+		cl, err = s.Claim(ctx, opts)
+	}
+	if errors.Is(err, cairn.ErrLeaseHeld) {
+		return nil, heldError(s.ID(), err, forceCmd)
 	}
 	if err != nil {
-		return nil, cli.Fail(err, "`cairn doctor` checks the store")
+		return nil, cli.StoreFail(s.ID(), err)
 	}
 	return cl, nil
 }
 
+// heldError is the error for a session that another holder runs.
+func heldError(id string, err error, forceCmd string) error {
+	return cli.Fail(err, "wait for that run to end, or take the session over with `"+forceCmd+"` (the holder's writes are then refused)")
+}
+
+// holderAlive reports whether the holder of a lease may be alive: always,
+// unless it is named as this machine's host and a process ID (as
+// agent.DefaultHolder names it) and that process is gone.
+func holderAlive(holder string) bool {
+	host, pidText, ok := strings.Cut(holder, ":")
+	if !ok {
+		return true
+	}
+	me, err := os.Hostname()
+	if err != nil || me != host {
+		return true
+	}
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 {
+		return true
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 // lockFilePath returns the lock file of a session of a local store: in a
 // folder beside the database (sqlite) or the sessions folder (file), named
-// after it with ".locks". Other stores get "" (they have leases, or are
-// in memory).
+// after it with ".locks". The path is the store's real one (absolute,
+// every symbolic link resolved), so that every name of one store, such as
+// a link to it, a relative path or "./", shares one lock. Other stores get
+// "" (they have leases, or are in memory).
 func lockFilePath(storeURL, namespace, id string) string {
-	u, err := url.Parse(storeURL)
-	if err != nil {
-		return ""
-	}
-	var p string
-	switch strings.ToLower(u.Scheme) {
-	case "sqlite", "file":
-		p = u.Opaque
-		if p == "" {
-			p = u.Path
-			if rest, ok := strings.CutPrefix(p, "/"); ok && strings.HasPrefix(rest, ".") {
-				p = rest
-			}
-		}
-	}
+	p := cli.LocalPath(storeURL)
 	if p == "" {
 		return ""
 	}
-	p = filepath.Clean(p)
-	return filepath.Join(p+".locks", namespace, id+".lock")
+	return filepath.Join(cli.RealPath(p)+".locks", namespace, id+".lock")
 }
 
 // releaseClaim gives the claim up at the end of a command.

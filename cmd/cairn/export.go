@@ -29,14 +29,14 @@ The openai and checkpoint formats say on stderr what they could not carry.`,
 			if err != nil {
 				return cli.Usage("--format is cairn, openai or checkpoint", "%v", err)
 			}
-			loc, err := app.Locate(c.Context(), a[0], true)
+			loc, err := app.Locate(c.Context(), a[0], cli.LocateOptions{Global: true})
 			if err != nil {
 				return err
 			}
 			defer loc.Store.Close()
 			rec, err := loc.Store.Load(c.Context(), loc.ID, 0)
 			if err != nil {
-				return cli.Fail(fmt.Errorf("load %s: %w", loc.ID, err), "`cairn doctor` checks the store")
+				return cli.StoreFail(loc.ID, fmt.Errorf("load %s: %w", loc.ID, err))
 			}
 			m, err := cairn.NewMemory(rec.Events...)
 			if err != nil {

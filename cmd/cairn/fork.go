@@ -18,16 +18,18 @@ func newForkCmd(app *cli.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fork ID --at SEQ [--as NEWID]",
 		Short: "Copy a session's history up to a seq into a new session",
-		Args:  args(cobra.ExactArgs(1)),
+		Long: `Copy a session's history up to a seq into a new session, labelled
+forked_from=ID. ID is the whole ID, never a prefix.`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			loc, err := app.Locate(c.Context(), a[0], false)
+			loc, err := app.Locate(c.Context(), a[0], cli.LocateOptions{Exact: true, Command: "cairn sessions fork"})
 			if err != nil {
 				return err
 			}
 			defer loc.Store.Close()
 			rec, err := loc.Store.Load(c.Context(), loc.ID, 0)
 			if err != nil {
-				return cli.Fail(fmt.Errorf("load %s: %w", loc.ID, err), "`cairn doctor` checks the store")
+				return cli.StoreFail(loc.ID, fmt.Errorf("load %s: %w", loc.ID, err))
 			}
 			if at == 0 {
 				at = rec.Info.LastSeq

@@ -156,7 +156,7 @@ func TestRun_InterruptAndResume(t *testing.T) {
 		t.Fatalf("last event = %s, want run.interrupted", last.Kind)
 	}
 
-	stdout, stderr, code := c.run("--model", model, "sessions", "resume", "lon")
+	stdout, stderr, code := c.run("--model", model, "sessions", "resume", "long")
 	if code != 0 {
 		t.Fatalf("resume exited %d:\n%s%s", code, stdout, stderr)
 	}

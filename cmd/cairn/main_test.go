@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,6 +24,15 @@ func TestMain(m *testing.M) {
 		"jsonfield": jsonField,
 		// mkbig FILE N writes a memory document with one event of about N bytes.
 		"mkbig": mkBig,
+		// mkkey FILE FORM HEX writes the key whose bytes are HEX as a key
+		// file: raw (the bytes alone), rawnl (the bytes and a newline) or
+		// base64 (a line of base64).
+		"mkkey": mkKey,
+		// appendplain STORE ID TEXT appends a turn in clear (run.started,
+		// message.user, model.response, run.finished) to a session,
+		// through the backend itself, as a process without the key could
+		// before such processes were refused.
+		"appendplain": appendPlain,
 	})
 }
 
@@ -85,6 +97,71 @@ func mkBig() {
 	}
 	doc := `{"format":"cairn.memory","version":1,"events":[{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"message.system","run":"r","data":{"text":"` + string(text) + `"}}]}`
 	if err := os.WriteFile(os.Args[1], []byte(doc), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func mkKey() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: mkkey FILE raw|rawnl|base64 HEX")
+		os.Exit(2)
+	}
+	secret, err := hex.DecodeString(os.Args[3])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var data []byte
+	switch os.Args[2] {
+	case "raw":
+		data = secret
+	case "rawnl":
+		data = append(secret, '\n')
+	case "base64":
+		data = []byte(base64.StdEncoding.EncodeToString(secret) + "\n")
+	default:
+		fmt.Fprintln(os.Stderr, "mkkey: unknown form", os.Args[2])
+		os.Exit(2)
+	}
+	if err := os.WriteFile(os.Args[1], data, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func appendPlain() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: appendplain STORE ID TEXT")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	st, err := cairn.Open(ctx, os.Args[1], cairn.StoreOptions{})
+	if err == nil {
+		defer st.Close()
+		var rec *cairn.Record
+		if rec, err = st.Load(ctx, os.Args[2], 1<<62); err == nil {
+			last := rec.Info.LastSeq
+			var evs []cairn.Event
+			for _, d := range []struct {
+				kind cairn.Kind
+				v    any
+			}{
+				{cairn.KindRunStarted, cairn.RunStarted{RunID: "plain", Agent: "assistant", Model: "offline"}},
+				{cairn.KindMessageUser, cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: os.Args[3]}}}},
+				{cairn.KindModelResponse, cairn.ModelResponse{Text: "You said " + os.Args[3], Model: "offline"}},
+				{cairn.KindRunFinished, cairn.RunFinished{Status: cairn.RunCompleted, Output: "You said " + os.Args[3]}},
+			} {
+				e := cairn.MustEvent(d.kind, "plain", d.v)
+				e.Seq = last + int64(len(evs)) + 1
+				evs = append(evs, e)
+			}
+			err = st.Append(ctx, os.Args[2], last, evs...)
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -23,28 +23,26 @@ func newResumeCmd(app *cli.App) *cobra.Command {
 
 Without a prompt, an interrupted, crashed or approval-waiting run is
 finished: nothing that completed is done again. With a prompt, the session
-continues with it as the next turn. ID may be a unique prefix; the project's
-store is searched first, then the user-global store.`,
+continues with it as the next turn. ID is the whole ID: a command that
+changes a session never takes a prefix. The project's store is searched
+first, then the user-global store.`,
 		Args: args(cobra.RangeArgs(1, 2)),
 		RunE: func(c *cobra.Command, a []string) error {
 			ctx := c.Context()
-			loc, err := app.Locate(ctx, a[0], true)
+			loc, err := app.Locate(ctx, a[0], cli.LocateOptions{Global: true, Exact: true, Command: "cairn sessions resume"})
 			if err != nil {
 				return err
 			}
 			defer loc.Store.Close()
-			if loc.Global {
-				app.Notef("found %s in the user-global store %s", loc.ID, cairn.RedactURL(loc.URL))
-			}
 			ag, err := app.NewAgent(loc.Store)
 			if err != nil {
 				return err
 			}
 			s, err := ag.Resume(ctx, loc.ID)
 			if err != nil {
-				return cli.Fail(err, "`cairn doctor` checks the store")
+				return cli.StoreFail(loc.ID, err)
 			}
-			cl, err := claimSession(ctx, app, s, loc.Store, loc.URL, force)
+			cl, err := claimSession(ctx, app, s, loc.Store, loc.URL, force, "cairn sessions resume "+s.ID()+" --force")
 			if err != nil {
 				return err
 			}
@@ -82,7 +80,7 @@ store is searched first, then the user-global store.`,
 	c.Flags().StringSliceVar(&approve, "approve", nil, "approve a tool call waiting for a person (CALL_ID, or all)")
 	c.Flags().StringSliceVar(&deny, "deny", nil, "deny a tool call waiting for a person (CALL_ID, or all)")
 	c.Flags().StringVar(&note, "note", "", "a note recorded with the decisions")
-	c.Flags().BoolVar(&force, "force", false, "take the session over from the process whose lease holds it (a shared store)")
+	c.Flags().BoolVar(&force, "force", false, "take the session over from the process that runs it (its writes are refused from then on)")
 	return c
 }
 

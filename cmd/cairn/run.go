@@ -18,6 +18,7 @@ func newRunCmd(app *cli.App) *cobra.Command {
 		cont    bool
 		reset   bool
 		detach  bool
+		force   bool
 	)
 	c := &cobra.Command{
 		Use:   `run [--session ID | --continue] [--reset] "prompt"`,
@@ -26,9 +27,11 @@ func newRunCmd(app *cli.App) *cobra.Command {
 
 Without --session a new session is started. With --session ID the session
 of that name continues (its memory is kept) if it exists, and is started
-otherwise; --reset starts it fresh. --continue picks the most recently
-updated session. Ctrl+C saves the run as interrupted (exit 130); finish it
-with ` + "`cairn sessions resume ID`" + `.`,
+otherwise; --reset starts it fresh. ID is the whole ID, never a prefix.
+--continue picks the most recently updated session. A session another
+process is running is refused, naming that process; --force takes it over.
+Ctrl+C saves the run as interrupted (exit 130); finish it with
+` + "`cairn sessions resume ID`" + `.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			if session != "" && cont {
@@ -61,7 +64,7 @@ with ` + "`cairn sessions resume ID`" + `.`,
 				}
 				s, err = ag.Resume(ctx, id)
 				if err != nil {
-					return cli.Fail(err, "`cairn sessions list` shows the saved sessions")
+					return cli.StoreFail(id, err)
 				}
 				continuing = true
 			case session != "":
@@ -70,16 +73,16 @@ with ` + "`cairn sessions resume ID`" + `.`,
 				}
 				s, err = ag.Open(ctx, session)
 				if err != nil {
-					return cli.Fail(err, "`cairn doctor` checks the store")
+					return cli.StoreFail(session, err)
 				}
 				continuing = s.Memory().Len() > 0
 			default:
 				s, err = ag.Start(ctx)
 				if err != nil {
-					return cli.Fail(err, "`cairn doctor` checks the store")
+					return cli.StoreFail("", err)
 				}
 			}
-			cl, err := claimSession(ctx, app, s, store, storeURL, false)
+			cl, err := claimSession(ctx, app, s, store, storeURL, force, "cairn run --session "+s.ID()+" --force …")
 			if err != nil {
 				return err
 			}
@@ -105,6 +108,7 @@ with ` + "`cairn sessions resume ID`" + `.`,
 	c.Flags().BoolVar(&cont, "continue", false, "continue the most recently updated session")
 	c.Flags().BoolVar(&reset, "reset", false, "start the session's memory fresh")
 	c.Flags().BoolVar(&detach, "detach", false, "queue the run for `cairn worker` and print the session ID at once")
+	c.Flags().BoolVar(&force, "force", false, "take the session over from the process that runs it (its writes are refused from then on)")
 	return c
 }
 

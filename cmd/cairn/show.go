@@ -23,17 +23,14 @@ func newShowCmd(app *cli.App) *cobra.Command {
 prefix; the project's store is searched first, then the user-global store.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			loc, err := app.Locate(c.Context(), a[0], true)
+			loc, err := app.Locate(c.Context(), a[0], cli.LocateOptions{Global: true})
 			if err != nil {
 				return err
 			}
 			defer loc.Store.Close()
-			if loc.Global {
-				app.Notef("found %s in the user-global store %s", loc.ID, cairn.RedactURL(loc.URL))
-			}
 			rec, err := loc.Store.Load(c.Context(), loc.ID, 0)
 			if err != nil {
-				return cli.Fail(fmt.Errorf("load %s: %w", loc.ID, err), "`cairn doctor` checks the store")
+				return cli.StoreFail(loc.ID, fmt.Errorf("load %s: %w", loc.ID, err))
 			}
 			events := rec.Events
 			if at < 0 || at > rec.Info.LastSeq {

@@ -100,8 +100,12 @@ func (a *App) OpenStore(ctx context.Context) (cairn.Store, string, error) {
 }
 
 // OpenURL opens a store by URL with the configured namespace and TTL,
-// creating the folder of a local store when it is missing. With an
-// encryption key configured, the store encrypts every event (store/crypt).
+// creating the folder of a local store when it is missing, always through
+// store/crypt: with an encryption key configured the store encrypts every
+// event; without one it refuses a namespace that holds encrypted sessions,
+// naming its key, so that no command reads ciphertext as text or adds
+// plaintext to an encrypted session. Either way the store keeps the
+// backend's leases, claims and checks.
 func (a *App) OpenURL(ctx context.Context, rawURL string) (cairn.Store, error) {
 	opts, err := a.StoreOptions()
 	if err != nil {
@@ -111,23 +115,29 @@ func (a *App) OpenURL(ctx context.Context, rawURL string) (cairn.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s cairn.Store
-	if ring != nil {
-		var cs *crypt.Store
-		if cs, err = crypt.Open(ctx, rawURL, opts, ring); err == nil {
-			s = cs.Full() // keeps the backend's leases and claims
-		}
-	} else {
-		s, err = cairn.Open(ctx, rawURL, opts)
-	}
+	s, err := crypt.Open(ctx, rawURL, opts, ring)
 	if err != nil {
+		if errors.Is(err, crypt.ErrEncrypted) {
+			return nil, Fail(fmt.Errorf("open store %s: %w", cairn.RedactURL(rawURL), err), EncryptedHint(err))
+		}
 		return nil, Fail(fmt.Errorf("open store %s: %w", cairn.RedactURL(rawURL), err), storeHint(rawURL, err))
 	}
 	return s, nil
 }
 
 // KeyHint says how to make and configure an encryption key.
-const KeyHint = "set persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE to a file of 32 random bytes in base64 (head -c 32 /dev/urandom | base64 > cairn.key)"
+const KeyHint = "set persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE to a file of 32 random bytes, raw or in base64 or hex (head -c 32 /dev/urandom > cairn.key)"
+
+// EncryptedHint says which key an encrypted namespace or session needs and
+// how to configure it.
+func EncryptedHint(err error) string {
+	var ee *crypt.EncryptedError
+	if errors.As(err, &ee) && len(ee.KeyIDs) > 0 {
+		return "this namespace is encrypted: set persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE to the file of key " +
+			strings.Join(ee.KeyIDs, " or ") + " (docs/SECURITY.md)"
+	}
+	return "this session is encrypted: set persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE to the file of its key (docs/SECURITY.md)"
+}
 
 // Keyring returns the keyring of the configured encryption key, or nil
 // when none is configured.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/crypt"
 )
 
 // Located is a session found by Locate.
@@ -18,10 +19,28 @@ type Located struct {
 	Global bool // found in the user-global store, not the project's
 }
 
-// Locate finds a session by ID or unique ID prefix in the project's store
-// and, when global is set and it is not there, in the user-global store.
-// The caller closes loc.Store.
-func (a *App) Locate(ctx context.Context, ref string, global bool) (*Located, error) {
+// LocateOptions say where Locate looks and what a reference may be.
+type LocateOptions struct {
+	// Global also looks in the user-global store when the project's store
+	// does not hold the session.
+	Global bool
+	// Exact takes the reference as a whole ID only: for the commands that
+	// change or erase a session. A reference that is only the start of
+	// IDs is refused, naming them. Without Exact, a unique prefix is
+	// taken, as the commands that only read do, with a note.
+	Exact bool
+	// Command names the command for the hint of a refused prefix, as
+	// "cairn sessions delete".
+	Command string
+}
+
+// maxCandidates bounds the sessions an error lists for a prefix.
+const maxCandidates = 10
+
+// Locate finds a session by ID (or, without opts.Exact, by unique ID
+// prefix) in the project's store and, with opts.Global, in the user-global
+// store when it is not there. The caller closes loc.Store.
+func (a *App) Locate(ctx context.Context, ref string, opts LocateOptions) (*Located, error) {
 	if err := cairn.ValidateID(ref); err != nil {
 		return nil, Fail(err, "session IDs are 1-128 characters of A-Z a-z 0-9 _ -")
 	}
@@ -29,66 +48,119 @@ func (a *App) Locate(ctx context.Context, ref string, global bool) (*Located, er
 	if err != nil {
 		return nil, err
 	}
-	id, err := findIn(ctx, store, ref)
+	id, cands, err := findIn(ctx, store, ref, opts.Exact)
 	if err == nil {
-		return &Located{Store: store, URL: u, ID: id}, nil
+		return a.located(&Located{Store: store, URL: u, ID: id}, ref), nil
 	}
 	store.Close()
 	if !errors.Is(err, cairn.ErrNotFound) {
 		return nil, err
 	}
 	gu := a.GlobalStoreURL()
-	if global && gu != "" && gu != u {
-		if gs, gerr := cairn.Open(ctx, gu, a.mustOpts()); gerr == nil {
-			if id, gerr := findIn(ctx, gs, ref); gerr == nil {
-				return &Located{Store: gs, URL: gu, ID: id, Global: true}, nil
-			} else if !errors.Is(gerr, cairn.ErrNotFound) {
-				gs.Close()
-				return nil, gerr
-			}
-			gs.Close()
+	global := opts.Global && gu != "" && gu != u
+	if global && len(cands) == 0 && a.globalExists(gu) {
+		gs, gerr := a.OpenURL(ctx, gu)
+		if gerr != nil {
+			return nil, gerr
 		}
+		id, gc, gerr := findIn(ctx, gs, ref, opts.Exact)
+		if gerr == nil {
+			return a.located(&Located{Store: gs, URL: gu, ID: id, Global: true}, ref), nil
+		}
+		gs.Close()
+		if !errors.Is(gerr, cairn.ErrNotFound) {
+			return nil, gerr
+		}
+		cands = gc
 	}
 	where := cairn.RedactURL(u)
-	if global && gu != "" && gu != u {
+	if global {
 		where += " or " + cairn.RedactURL(gu)
+	}
+	if len(cands) > 0 {
+		cmd := opts.Command
+		if cmd == "" {
+			cmd = "this command"
+		}
+		list := strings.Join(cands, "\n  ")
+		if len(cands) > maxCandidates {
+			list = strings.Join(cands[:maxCandidates], "\n  ") + "\n  …"
+		}
+		return nil, Fail(fmt.Errorf("session %q not found in %s: %w; sessions whose ID starts with it:\n  %s", ref, where, cairn.ErrNotFound, list),
+			"`"+cmd+"` changes or erases a session, so it takes the whole ID, never a prefix: give the ID in full")
 	}
 	return nil, Fail(fmt.Errorf("session %q not found in %s: %w", ref, where, cairn.ErrNotFound),
 		"`cairn sessions list` shows the saved sessions; check --store and --namespace")
 }
 
-func (a *App) mustOpts() cairn.StoreOptions {
-	o, _ := a.StoreOptions()
-	return o
+// located notes a prefix resolved to a session, so that nobody mistakes
+// one session for another.
+func (a *App) located(loc *Located, ref string) *Located {
+	if loc.ID != ref {
+		a.Notef("note: no session is called %s; %s is the one whose ID starts with it", ref, loc.ID)
+	}
+	if loc.Global {
+		a.Notef("found %s in the user-global store %s", loc.ID, cairn.RedactURL(loc.URL))
+	}
+	return loc
 }
 
-// findIn returns the ID of the session ref names in store: the exact ID, or
-// the one session whose ID starts with ref.
-func findIn(ctx context.Context, store cairn.Store, ref string) (string, error) {
-	if _, err := store.Load(ctx, ref, 1<<62); err == nil {
-		return ref, nil
+// globalExists reports whether the user-global store may hold sessions: a
+// local one whose file is missing holds none, and is not created by a
+// lookup.
+func (a *App) globalExists(u string) bool {
+	p := LocalPath(u)
+	if p == "" {
+		return true
+	}
+	_, err := statPath(p)
+	return err == nil
+}
+
+// findIn returns the ID of the session ref names in store: the exact ID,
+// or, unless exact, the one session whose ID starts with ref. When ref
+// names no session it returns an error wrapping cairn.ErrNotFound and the
+// IDs that start with it (for an exact lookup; for a prefix lookup, when
+// there are several it is an ambiguity error).
+func findIn(ctx context.Context, store cairn.Store, ref string, exact bool) (string, []string, error) {
+	if _, err := store.Load(ctx, ref, 1<<62); err == nil || unreadable(err) {
+		return ref, nil, nil // there, readable or not: the command says why not
 	} else if !errors.Is(err, cairn.ErrNotFound) {
-		return "", Fail(fmt.Errorf("load session %s: %w", ref, err), "`cairn doctor` checks the store")
+		return "", nil, StoreFail(ref, fmt.Errorf("load session %s: %w", ref, err))
 	}
 	var matches []string
 	err := EachSession(ctx, store, cairn.ListOptions{}, func(info cairn.SessionInfo) bool {
 		if strings.HasPrefix(info.ID, ref) {
 			matches = append(matches, info.ID)
 		}
-		return len(matches) <= 20
+		return len(matches) <= 2*maxCandidates
 	})
 	if err != nil {
-		return "", err
-	}
-	switch len(matches) {
-	case 0:
-		return "", cairn.ErrNotFound
-	case 1:
-		return matches[0], nil
+		return "", nil, err
 	}
 	slices.Sort(matches)
-	return "", Fail(fmt.Errorf("session prefix %q is ambiguous; it matches:\n  %s", ref, strings.Join(matches, "\n  ")),
+	switch {
+	case len(matches) == 0:
+		return "", nil, cairn.ErrNotFound
+	case exact:
+		return "", matches, cairn.ErrNotFound
+	case len(matches) == 1:
+		return matches[0], nil, nil
+	}
+	return "", nil, Fail(fmt.Errorf("session prefix %q is ambiguous; it matches:\n  %s", ref, strings.Join(matches, "\n  ")),
 		"give more characters of the ID")
+}
+
+// unreadable reports whether err says that a session is there but cannot
+// be read: encrypted without the key, in clear among sealed events,
+// tampered with, damaged.
+func unreadable(err error) bool {
+	for _, e := range []error{crypt.ErrEncrypted, crypt.ErrPlaintext, crypt.ErrTampered, crypt.ErrUnknownKey, cairn.ErrDamaged} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // EachSession calls fn for every session List returns, page after page,
@@ -97,7 +169,7 @@ func EachSession(ctx context.Context, store cairn.Store, opts cairn.ListOptions,
 	for {
 		page, err := store.List(ctx, opts)
 		if err != nil {
-			return Fail(fmt.Errorf("list sessions: %w", err), "`cairn doctor` checks the store")
+			return StoreFail("", fmt.Errorf("list sessions: %w", err))
 		}
 		for _, info := range page.Sessions {
 			if !fn(info) {

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// TestLockFilePath_OneStoreOneLock: every name of one local store, a
+// symbolic link to it, a relative path, "./", a link to its folder, gives
+// the same lock file; another store gives another.
+func TestLockFilePath_OneStoreOneLock(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "data", "real.db")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(dir, "link.db")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "data"), filepath.Join(dir, "datalink")); err != nil {
+		t.Fatal(err)
+	}
+	sessions := filepath.Join(dir, "sessions")
+	if err := os.Mkdir(sessions, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sessions, filepath.Join(dir, "sessions-link")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	want := lockFilePath("sqlite://"+real, "default", "s1")
+	if want == "" || !strings.HasSuffix(want, filepath.Join("data", "real.db.locks", "default", "s1.lock")) {
+		t.Fatalf("lock file of %s = %q", real, want)
+	}
+	for _, u := range []string{
+		"sqlite://" + filepath.Join(dir, "link.db"),
+		"sqlite:///./link.db",
+		"sqlite:///./data/real.db",
+		"sqlite:data/real.db",
+		"sqlite:./data/../data/real.db",
+		"sqlite://" + filepath.Join(dir, "datalink", "real.db"),
+		"sqlite:datalink/real.db",
+	} {
+		if got := lockFilePath(u, "default", "s1"); got != want {
+			t.Errorf("lock file of %s = %q, want %q", u, got, want)
+		}
+	}
+	wantDir := lockFilePath("file://"+sessions, "default", "s1")
+	for _, u := range []string{"file:///./sessions", "file:sessions-link", "file://localhost" + filepath.Join(dir, "sessions-link")} {
+		if got := lockFilePath(u, "default", "s1"); got != wantDir {
+			t.Errorf("lock file of %s = %q, want %q", u, got, wantDir)
+		}
+	}
+	if other := lockFilePath("sqlite:///./other.db", "default", "s1"); other == want {
+		t.Errorf("another store shares the lock file %s", other)
+	}
+	for _, u := range []string{"memory:", "postgres://127.0.0.1/db", "redis://127.0.0.1:6379/0"} {
+		if got := lockFilePath(u, "default", "s1"); got != "" {
+			t.Errorf("lock file of %s = %q, want none", u, got)
+		}
+	}
+}
+
+// TestRun_SymlinkedStoreSharesTheLock: a second `cairn run --session same`
+// through a symbolic link to the SQLite file a live run uses is refused,
+// naming that process, and writes nothing; with --force it takes the
+// session over, and the first process's later writes are refused.
+func TestRun_SymlinkedStoreSharesTheLock(t *testing.T) {
+	c := newCLIEnv(t)
+	script := claimScript(t, c.dir)
+	if err := os.Mkdir(filepath.Join(c.dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(c.dir, "data", "real.db")
+	if err := os.Symlink(real, filepath.Join(c.dir, "link.db")); err != nil {
+		t.Fatal(err)
+	}
+	viaReal := []string{"--store", "sqlite://" + real, "--model", "script:" + script}
+	viaLink := []string{"--store", "sqlite:///./link.db", "--model", "script:" + script}
+	if _, errOut, code := c.run(append(viaReal, "run", "--session", "same", "hello")...); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, errOut)
+	}
+	a := c.command(append(viaReal, "run", "--session", "same", "one more")...)
+	var aErr strings.Builder
+	a.Stderr = &aErr
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Process.Kill()
+	waitLockFile(t, filepath.Join(c.dir, "data", "real.db.locks", "default", "same.lock"))
+	// Stop it mid-run, holding its lock and lease, so that nothing below
+	// depends on how long its model call takes.
+	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Process.Signal(syscall.SIGCONT)
+	before := loadSession(t, "sqlite://"+real, "", "same")
+
+	for _, via := range [][]string{viaLink, {"--store", "sqlite:data/real.db", "--model", "script:" + script}} {
+		_, errOut, code := c.run(append(via, "run", "--session", "same", "through another name")...)
+		if code != 1 || !strings.Contains(errOut, "session same is being run elsewhere") || !strings.Contains(errOut, ":"+strconv.Itoa(a.Process.Pid)) || !strings.Contains(errOut, "--force") {
+			t.Errorf("run through %s: exit %d, stderr %q; want exit 1 naming process %d and a --force hint", via[1], code, errOut, a.Process.Pid)
+		}
+	}
+	if after := loadSession(t, "sqlite://"+real, "", "same"); len(after) != len(before) {
+		t.Fatalf("the refused runs wrote %d events", len(after)-len(before))
+	}
+
+	_, errOut, code := c.run(append(viaLink, "run", "--session", "same", "--force", "taken over")...)
+	if code != 0 || !strings.Contains(errOut, "warning: taking session same over from") {
+		t.Fatalf("run --force: exit %d, stderr %q; want exit 0 and a warning naming the holder", code, errOut)
+	}
+	taken := loadSession(t, "sqlite://"+real, "", "same")
+	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// It stops at its next step: its lease is lost, or (its own clock
+	// having run while it was stopped) could not be renewed.
+	if err := a.Wait(); err == nil || !strings.Contains(aErr.String(), "lease lost") && !strings.Contains(aErr.String(), "lease could not be renewed") {
+		t.Errorf("the run taken over: %v, stderr %q; want a failure saying the lease was lost", err, aErr.String())
+	}
+	if after := loadSession(t, "sqlite://"+real, "", "same"); len(after) != len(taken) {
+		t.Errorf("the process taken over wrote %d events after the takeover", len(after)-len(taken))
+	}
+
+	// And a third process, while the session is free again, runs it.
+	if _, errOut, code := c.run(append(viaLink, "run", "--session", "same", "free now")...); code != 0 {
+		t.Errorf("run after both ended: exit %d: %s", code, errOut)
+	}
+}
+
+// waitLockFile waits until a lock file names its holder.
+func waitLockFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never named a holder", path)
+}
+
+// TestClaim_LiveLeaseNeedsForce: on a local store, a session whose lease a
+// live holder keeps without the lock file (a program, or a process that
+// took it over with --force) is not taken over by run, chat or resume
+// unless --force is given; the refusal names the holder and writes
+// nothing. A lease left by a dead process of this machine is taken over at
+// once.
+func TestClaim_LiveLeaseNeedsForce(t *testing.T) {
+	c := newCLIEnv(t)
+	if _, errOut, code := c.run("run", "--session", "s", "hello"); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, errOut)
+	}
+	url := "sqlite://" + filepath.Join(c.dir, ".cairn", "cairn.db")
+	st, err := cairn.Open(t.Context(), url, cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l := st.(cairn.Leaser)
+	lease, err := l.Acquire(t.Context(), "s", "elsewhere:1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := loadSession(t, url, "", "s")
+	for _, args := range [][]string{
+		{"run", "--session", "s", "more"},
+		{"chat", "--session", "s"},
+		{"sessions", "resume", "s", "more"},
+	} {
+		cmd := c.command(args...)
+		cmd.Stdin = strings.NewReader("more\n")
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		if err == nil || !strings.Contains(errb.String(), "session s is being run elsewhere: elsewhere:1 holds its lease") || !strings.Contains(errb.String(), "--force") {
+			t.Errorf("%v: %v, stderr %q; want a refusal naming elsewhere:1 with a --force hint", args, err, errb.String())
+		}
+	}
+	if after := loadSession(t, url, "", "s"); len(after) != len(before) {
+		t.Fatalf("the refused commands wrote %d events", len(after)-len(before))
+	}
+
+	cmd := c.command("chat", "--session", "s", "--force")
+	cmd.Stdin = strings.NewReader("taken over\n")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil || !strings.Contains(errb.String(), "warning: taking session s over from elsewhere:1") {
+		t.Fatalf("chat --force: %v, stderr %q; want a takeover with a warning", err, errb.String())
+	}
+	e := cairn.MustEvent(cairn.KindCustom, "x", cairn.Custom{Type: "test.late", Payload: []byte(`1`)})
+	last := loadSession(t, url, "", "s")
+	e.Seq = int64(len(last)) + 1
+	if err := l.AppendFenced(t.Context(), "s", lease, int64(len(last)), e); !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Errorf("the old holder's write after the takeover: %v, want ErrLeaseLost", err)
+	}
+
+	// A dead process of this machine: its lease is taken over at once.
+	host, _ := os.Hostname()
+	if _, err := l.Takeover(t.Context(), "s", host+":999999999", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := c.run("run", "--session", "s", "after a crash"); code != 0 {
+		t.Errorf("run over a dead process's lease: exit %d: %s", code, errOut)
+	}
+}
