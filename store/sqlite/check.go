@@ -99,27 +99,53 @@ func (s *Store) quickCheck(ctx context.Context) (string, error) {
 	return strings.Join(found, "; "), nil
 }
 
-// sessionIDs returns the IDs of the namespace's live sessions.
+// sessionIDs returns the IDs of the namespace's live sessions. When the
+// sessions table cannot be read through (a damaged page), it returns what
+// it read with the error, and the IDs that the List index and the events
+// table still name, so that Check can name the sessions one by one.
 func (s *Store) sessionIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, expires_at FROM sessions WHERE namespace = ?`, s.opts.Namespace)
+	seen := map[string]bool{}
+	err := s.scanIDs(ctx, seen, `SELECT id, expires_at FROM sessions WHERE namespace = ?`, true)
+	if err != nil && corrupt(err) {
+		for _, q := range []string{
+			`SELECT id FROM sessions INDEXED BY sessions_by_update WHERE namespace = ?`,
+			`SELECT DISTINCT session_id FROM events WHERE namespace = ?`,
+		} {
+			_ = s.scanIDs(ctx, seen, q, false) // as far as it reads
+		}
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, err
+}
+
+// scanIDs adds the IDs query returns to seen, leaving out expired ones
+// when the query returns expires_at too.
+func (s *Store) scanIDs(ctx context.Context, seen map[string]bool, query string, withExpiry bool) error {
+	rows, err := s.r.QueryContext(ctx, query, s.opts.Namespace)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var ids []string
 	now := s.opts.Now()
 	for rows.Next() {
 		var (
 			id  string
 			exp int64
 		)
-		if err := rows.Scan(&id, &exp); err != nil {
-			return ids, err
+		dest := []any{&id}
+		if withExpiry {
+			dest = append(dest, &exp)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
 		}
 		if !expired(exp, now) {
-			ids = append(ids, id)
+			seen[id] = true
 		}
 	}
-	slices.Sort(ids)
-	return ids, rows.Err()
+	return rows.Err()
 }

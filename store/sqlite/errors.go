@@ -90,12 +90,25 @@ func (s *Store) classify(err error) error {
 	case busy(err):
 		return fmt.Errorf("%w: %w", cairn.ErrUnavailable, err)
 	case corrupt(err):
-		return fmt.Errorf("%w: the database file %s is damaged: %w", cairn.ErrDamaged, s.path, err)
+		return &fileDamage{path: s.path, err: err}
 	case code == constraintPK || code == constraintUQ:
 		return fmt.Errorf("%w: %w", cairn.ErrConflict, err)
 	}
 	return err
 }
+
+// fileDamage is SQLite saying the database file is damaged. It wraps
+// cairn.ErrDamaged and SQLite's error.
+type fileDamage struct {
+	path string
+	err  error
+}
+
+func (e *fileDamage) Error() string {
+	return "the database file " + e.path + " is damaged: " + e.err.Error()
+}
+
+func (e *fileDamage) Unwrap() []error { return []error{cairn.ErrDamaged, e.err} }
 
 // damage is what a Store knows to be damaged: the database file as a
 // whole (after SQLite said so to the writer) and sessions whose events
@@ -166,8 +179,7 @@ func (s *Store) fileWritable() error {
 	fileErr := s.damage.file
 	s.damage.mu.Unlock()
 	if fileErr != nil {
-		return fmt.Errorf("%w: the database file %s is damaged (%v): this store writes nothing more to it; `cairn doctor` checks it",
-			cairn.ErrDamaged, s.path, fileErr)
+		return &fileDamage{path: s.path, err: fmt.Errorf("%w; this store writes nothing more to it", fileErr)}
 	}
 	return nil
 }
