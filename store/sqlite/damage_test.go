@@ -175,3 +175,47 @@ func assertListed(t *testing.T, s cairn.Store, statuses []cairn.Status, want map
 		}
 	}
 }
+
+// TestStore_CorruptSessionsPage breaks the page of the sessions table: List
+// fails with the damage, and Check still names each session (their IDs
+// read from the List index and the events table) and the file.
+func TestStore_CorruptSessionsPage(t *testing.T) {
+	path, data := damagedFile(t)
+	// The sessions' first message "hello", in their rows: not in an
+	// event's JSON, where a quote comes before it.
+	p := -1
+	for i := bytes.Index(data, []byte("hello")); i > 0; {
+		if data[i-1] != '"' {
+			p = i / 4096 * 4096
+			break
+		}
+		j := bytes.Index(data[i+1:], []byte("hello"))
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	if p <= 0 {
+		t.Fatal("no first message outside the events")
+	}
+	copy(data[p:], []byte{0x42, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, path, cairn.StoreOptions{})
+	if _, err := s.List(t.Context(), cairn.ListOptions{}); !errors.Is(err, cairn.ErrDamaged) || cairn.IsUnavailable(err) {
+		t.Errorf("List over a broken sessions page: got %v, want ErrDamaged", err)
+	}
+	rep := check(t, s)
+	var named []string
+	file := false
+	for _, p := range rep.Problems {
+		if p.Session != "" {
+			named = append(named, p.Session)
+		}
+		file = file || p.Session == "" && p.Damage
+	}
+	if strings.Join(named, ",") != "hit,kept" || !file {
+		t.Errorf("Check = %+v, want hit and kept named, and the file", rep.Problems)
+	}
+}
