@@ -10,6 +10,7 @@ import (
 func addRuntimeCommands(root *cobra.Command, app *cli.App) {
 	root.AddCommand(newChatCmd(app), newRunCmd(app), newDoctorCmd(app))
 	root.AddCommand(newBenchCmd(app), newWorkerCmd(app))
+	root.AddCommand(newServeCmd(app))
 }
 
 // addSessionRuntimeCommands adds the session commands that run agents.

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/server"
+)
+
+// DefaultServeAddr is where cairn serve listens without --addr.
+const DefaultServeAddr = "127.0.0.1:7420"
+
+func newServeCmd(app *cli.App) *cobra.Command {
+	var (
+		addr, tokenFile string
+		readOnly        bool
+		poll            time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "serve [--addr HOST:PORT] [--read-only] [--token-file FILE]",
+		Short: "Serve the web inspector and the HTTP API over the store",
+		Long: `Serve the store's sessions over HTTP: a web inspector at /sessions and a JSON
+API under /api (described at /api/openapi.json), for agents in any language.
+
+It listens on 127.0.0.1:7420 unless --addr says otherwise, and prints the
+address, a new access token and a one-time link that signs a browser in.
+Every request needs the token (Authorization: Bearer TOKEN). With
+--token-file the tokens are read from a file instead (one per line, at
+least 16 characters, # comments), for a deployment shared by several
+people or programs; CAIRN_SERVE_TOKEN_FILE names the same file.
+
+--read-only refuses every change to the store. Resuming a run from the
+inspector uses the agent the configuration describes, as cairn sessions
+resume does. Stop the server with Ctrl+C: runs it started are interrupted
+and can be resumed.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return cli.Usage("give --addr as HOST:PORT, such as 127.0.0.1:7420", "--addr %q: %v", addr, err)
+			}
+			if tokenFile == "" {
+				tokenFile = app.Getenv("CAIRN_SERVE_TOKEN_FILE")
+			}
+			tokens, generated, err := serveTokens(tokenFile)
+			if err != nil {
+				return err
+			}
+			store, storeURL, err := app.OpenStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return cli.Fail(fmt.Errorf("listen on %s: %w", addr, err), "is another server using that port? choose another with --addr")
+			}
+			_, realPort, _ := net.SplitHostPort(ln.Addr().String())
+			loopback := isLoopback(host)
+			var allowed []string
+			if loopback {
+				allowed = []string{"127.0.0.1:" + realPort, "localhost:" + realPort, "[::1]:" + realPort}
+			} else {
+				app.Warnf("listening on %s, beyond this machine: requests and the token travel as plain HTTP; put a TLS proxy in front", addr)
+			}
+			srv, err := server.New(server.Config{
+				Store:    store,
+				Tokens:   tokens,
+				ReadOnly: readOnly,
+				Agent:    app.NewAgent,
+				Claim: func(ctx context.Context, s *agent.Session) (*agent.Claim, error) {
+					return claimSession(ctx, app, s, store, storeURL, false, "cairn sessions resume "+s.ID()+" --force")
+				},
+				AllowedHosts: allowed,
+				PollInterval: poll,
+				Logger:       slog.New(slog.NewTextHandler(app.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			})
+			if err != nil {
+				ln.Close()
+				return cli.Fail(err, "check the token file")
+			}
+			linkHost := host
+			if !loopback || host == "" || host == "0.0.0.0" || host == "::" {
+				linkHost = "127.0.0.1"
+			}
+			base := "http://" + net.JoinHostPort(linkHost, realPort)
+			login := srv.LoginURL(base)
+			if app.Flags.JSON {
+				out := map[string]any{"url": base, "login": login, "read_only": readOnly}
+				if generated {
+					out["token"] = tokens[0]
+				}
+				if err := cli.WriteJSON(app.Stdout, out); err != nil {
+					return err
+				}
+			} else {
+				app.Printf("cairn serve: %s (store %s)\n", base, cairn.RedactURL(storeURL))
+				if generated {
+					app.Printf("token: %s\n", tokens[0])
+				} else {
+					app.Printf("tokens: %d from %s\n", len(tokens), tokenFile)
+				}
+				app.Printf("open:  %s (a one-time link)\n", login)
+				if readOnly {
+					app.Printf("read-only: the store is not changed\n")
+				}
+			}
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+			served := make(chan error, 1)
+			go func() { served <- hs.Serve(ln) }()
+			select {
+			case err = <-served:
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cerr := srv.Close(sctx) // ends the streams and interrupts the runs
+			_ = hs.Shutdown(sctx)
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return cli.Fail(fmt.Errorf("serve: %w", err), "check the address")
+			}
+			if cerr != nil {
+				app.Warnf("%v", cerr)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&addr, "addr", DefaultServeAddr, "address to listen on, HOST:PORT (beyond loopback only on purpose)")
+	c.Flags().BoolVar(&readOnly, "read-only", false, "refuse every change to the store")
+	c.Flags().StringVar(&tokenFile, "token-file", "", "read the access tokens from this file, one per line (default: a new token each start)")
+	c.Flags().DurationVar(&poll, "poll", server.DefaultPollInterval, "how often event streams look for events written by other processes")
+	return c
+}
+
+// serveTokens returns the access tokens: those of the file, or a new one
+// (generated true).
+func serveTokens(path string) (tokens []string, generated bool, err error) {
+	if path == "" {
+		return []string{server.NewToken()}, true, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, cli.Fail(fmt.Errorf("token file: %w", err), "give a file with one access token per line")
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for line := 1; sc.Scan(); line++ {
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if len(t) < server.MinTokenLength || strings.ContainsAny(t, " \t") {
+			return nil, false, cli.Fail(fmt.Errorf("token file %s:%d: a token is one word of at least %d characters", path, line, server.MinTokenLength),
+				"make tokens with `head -c 32 /dev/urandom | base64`")
+		}
+		tokens = append(tokens, t)
+	}
+	if len(tokens) == 0 {
+		return nil, false, cli.Fail(fmt.Errorf("token file %s holds no token", path), "put one access token per line")
+	}
+	return tokens, false, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,421 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/formats"
+)
+
+// The actions: decide on a pending call, resume a run, fork, export and
+// import. The API and the pages share them.
+
+// decision is a person's answer to a pending tool call.
+type decision struct {
+	CallID   string `json:"call_id"`
+	Approved *bool  `json:"approved"`
+	Note     string `json:"note"`
+	Resume   bool   `json:"resume"`
+}
+
+// decideResult says what a decision did.
+type decideResult struct {
+	LastSeq int64    `json:"last_seq"`
+	Resumed bool     `json:"resumed"`
+	Waiting []string `json:"waiting"` // calls still awaiting a decision
+}
+
+// decide records a decision (approval.decided, through the agent's
+// Session.Approve) and, when asked and no other call awaits a decision,
+// resumes the run.
+func (s *Server) decide(ctx context.Context, id string, d decision) (*decideResult, error) {
+	if d.CallID == "" {
+		return nil, badRequest("call_id", "call_id is missing: name the pending tool call to decide on")
+	}
+	if d.Approved == nil {
+		return nil, badRequest("approved", "approved is missing: true to approve the call, false to deny it")
+	}
+	if s.runs.busy(id) {
+		return nil, busyError(id)
+	}
+	ag := &agent.Agent{Store: s.store, OnError: agent.Fail, Logger: s.log}
+	sess, err := ag.Resume(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st := sess.State()
+	i := slices.IndexFunc(st.Pending, func(p cairn.PendingCall) bool { return p.ID == d.CallID })
+	if i < 0 {
+		return nil, &apiError{Status: http.StatusConflict, Code: "not_pending", Field: "call_id",
+			Message: fmt.Sprintf("session %s has no pending tool call %q", id, d.CallID)}
+	}
+	if prev, ok := st.Approvals[d.CallID]; ok {
+		verb := "denied"
+		if prev.Approved {
+			verb = "approved"
+		}
+		return nil, &apiError{Status: http.StatusConflict, Code: "decided", Field: "call_id",
+			Message: fmt.Sprintf("tool call %s of session %s was already %s", d.CallID, id, verb)}
+	}
+	if err := sess.Approve(ctx, d.CallID, *d.Approved, d.Note); err != nil {
+		if errors.Is(err, cairn.ErrConflict) {
+			return nil, s.conflict(ctx, id, err)
+		}
+		return nil, err
+	}
+	s.hub.notify(id)
+	st = sess.State()
+	res := &decideResult{LastSeq: st.LastSeq, Waiting: undecided(st)}
+	if d.Resume && len(res.Waiting) == 0 {
+		if err := s.startRun(ctx, id, ""); err != nil {
+			return nil, err
+		}
+		res.Resumed = true
+	}
+	return res, nil
+}
+
+// undecided returns the pending calls that await a person's decision.
+func undecided(st *cairn.State) []string {
+	out := []string{}
+	for _, p := range st.Pending {
+		if _, ok := st.Approvals[p.ID]; p.Approval && !ok {
+			out = append(out, p.ID)
+		}
+	}
+	return out
+}
+
+// startRun resumes session id's run (prompt "") or continues it with a
+// new prompt, in the background, with the configured agent.
+func (s *Server) startRun(ctx context.Context, id, prompt string) error {
+	if s.cfg.Agent == nil {
+		return &apiError{Status: http.StatusNotImplemented, Code: "no_agent",
+			Message: "this server has no agent to run sessions with", Hint: "cairn serve configures one from cairn.toml"}
+	}
+	if s.runs.busy(id) {
+		return busyError(id)
+	}
+	ag, err := s.cfg.Agent(s.store)
+	if err != nil {
+		return fmt.Errorf("build the agent: %w", err)
+	}
+	sess, err := ag.Resume(ctx, id)
+	if err != nil {
+		return err
+	}
+	st := sess.State()
+	if prompt == "" {
+		switch st.Status {
+		case cairn.StatusRunning, cairn.StatusInterrupted, cairn.StatusAwaiting:
+		default:
+			return &apiError{Status: http.StatusConflict, Code: "nothing_to_resume",
+				Message: fmt.Sprintf("session %s has no unfinished run (status %s)", id, st.Status), Hint: "give a prompt to continue it"}
+		}
+		if w := undecided(st); len(w) > 0 {
+			return &apiError{Status: http.StatusConflict, Code: "awaiting_approval",
+				Message: fmt.Sprintf("session %s waits for a decision on %s", id, strings.Join(w, ", ")),
+				Hint:    "approve or deny each pending call first"}
+		}
+	}
+	cl, err := s.claim(ctx, sess)
+	if err != nil {
+		return err
+	}
+	release := func() {
+		if cl != nil {
+			if err := cl.Release(context.Background()); err != nil {
+				s.log.Warn("release the session's claim", "session", id, "err", err)
+			}
+		}
+	}
+	ok := s.runs.start(id, func(rctx context.Context) {
+		defer release()
+		defer s.hub.notify(id)
+		var (
+			res *agent.Result
+			err error
+		)
+		if prompt == "" {
+			res, err = sess.ResumeRun(rctx)
+		} else {
+			res, err = sess.Run(rctx, prompt, agent.Continue())
+		}
+		switch {
+		case err != nil:
+			s.log.Warn("run ended with an error", "session", id, "err", err)
+		case res != nil && res.Unsaved > 0:
+			s.log.Warn("run ended with events the store does not hold", "session", id, "unsaved", res.Unsaved, "err", res.StoreError)
+		}
+	})
+	if !ok {
+		release()
+		return busyError(id)
+	}
+	s.hub.notify(id)
+	return nil
+}
+
+// claim takes the session for a run: Config.Claim, or the session's lease
+// on a store with leases.
+func (s *Server) claim(ctx context.Context, sess *agent.Session) (*agent.Claim, error) {
+	if s.cfg.Claim != nil {
+		return s.cfg.Claim(ctx, sess)
+	}
+	if _, ok := s.store.(cairn.Leaser); !ok {
+		return nil, nil
+	}
+	return sess.Claim(ctx, agent.ClaimOptions{})
+}
+
+// forkResult names a new fork.
+type forkResult struct {
+	ID   string `json:"id"`
+	From string `json:"from"`
+	At   int64  `json:"at"`
+}
+
+// fork copies session id's events up to seq at (0: all) into a new
+// session as (empty: a new ID), labelled forked_from=id. If an append
+// fails the new session is deleted again.
+func (s *Server) fork(ctx context.Context, id string, at int64, as string) (*forkResult, error) {
+	if as == "" {
+		as = cairn.NewID()
+	}
+	if err := validID("as", as); err != nil {
+		return nil, err
+	}
+	rec, err := s.store.Load(ctx, id, 0)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	last := int64(len(rec.Events))
+	if at == 0 {
+		at = last
+	}
+	if at < 1 || at > last {
+		return nil, badRequest("at", "at=%d is outside the session's events 1..%d", at, last)
+	}
+	labels := maps.Clone(rec.Info.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["forked_from"] = id
+	if err := s.store.Create(ctx, cairn.SessionMeta{ID: as, Labels: labels}); err != nil {
+		return nil, fmt.Errorf("create %s: %w", as, err)
+	}
+	events := rec.Events[:at]
+	for i := 0; i < len(events); i += s.cfg.Limits.MaxAppendEvents {
+		end := min(i+s.cfg.Limits.MaxAppendEvents, len(events))
+		if err := s.store.Append(ctx, as, int64(i), events[i:end]...); err != nil {
+			_ = s.store.Delete(context.WithoutCancel(ctx), as)
+			return nil, fmt.Errorf("write %s (nothing kept): %w", as, err)
+		}
+	}
+	return &forkResult{ID: as, From: id, At: at}, nil
+}
+
+// export writes session id in format f and returns its report.
+func (s *Server) export(ctx context.Context, w io.Writer, id string, f formats.Format) (*formats.Report, error) {
+	rec, err := s.loadAll(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := cairn.NewMemory(rec.Events...)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	m.Session = &cairn.SessionMeta{ID: id, CreatedAt: rec.Info.CreatedAt, Labels: rec.Info.Labels}
+	return formats.Export(w, f, m)
+}
+
+// importResult is what an import wrote.
+type importResult struct {
+	ID     string         `json:"id"`
+	Events int            `json:"events"`
+	Format formats.Format `json:"format"`
+	Report reportJSON     `json:"report"`
+}
+
+type reportJSON struct {
+	Dropped   []string `json:"dropped"`
+	Generated []string `json:"generated"`
+	Notes     []string `json:"notes"`
+}
+
+func toReport(r *formats.Report) reportJSON {
+	out := reportJSON{Dropped: []string{}, Generated: []string{}, Notes: []string{}}
+	if r != nil {
+		out.Dropped = append(out.Dropped, r.Dropped...)
+		out.Generated = append(out.Generated, r.Generated...)
+		out.Notes = append(out.Notes, r.Notes...)
+	}
+	return out
+}
+
+// importDoc validates data fully and writes it as a new session, as
+// `cairn sessions import` does.
+func (s *Server) importDoc(ctx context.Context, data []byte, format, as string) (*importResult, error) {
+	var f formats.Format
+	if format != "" {
+		var err error
+		if f, err = formats.ParseFormat(format); err != nil {
+			return nil, badRequest("format", "%v", err)
+		}
+	}
+	if as != "" {
+		if err := validID("as", as); err != nil {
+			return nil, err
+		}
+	}
+	opts := formats.ImportOptions{ID: as, MaxBytes: int(s.cfg.MaxImportBytes), Limits: s.cfg.Limits}
+	m, rep, err := formats.Import(data, f, opts)
+	if err != nil {
+		return nil, err
+	}
+	meta := cairn.SessionMeta{ID: as}
+	if m.Session != nil {
+		meta = *m.Session
+	}
+	if as != "" {
+		meta.ID = as
+	}
+	if meta.ID == "" {
+		meta.ID = cairn.NewID()
+	}
+	rebuild := func(run string, at time.Time) (*cairn.Memory, error) {
+		o := opts
+		o.RunID, o.Now = run, func() time.Time { return at }
+		m, _, err := formats.Import(data, rep.Format, o)
+		return m, err
+	}
+	if _, err := formats.Save(ctx, s.store, meta, m, data, rebuild); err != nil {
+		return nil, err
+	}
+	return &importResult{ID: meta.ID, Events: m.Len(), Format: rep.Format, Report: toReport(rep)}, nil
+}
+
+// The API's handlers of the actions.
+
+func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var d decision
+	if err := decodeBody(r, &d, false); err != nil {
+		return err
+	}
+	res, err := s.decide(r.Context(), id, d)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) apiResume(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Prompt string `json:"prompt"`
+	}
+	if err := decodeBody(r, &req, true); err != nil {
+		return err
+	}
+	if err := s.startRun(r.Context(), id, strings.TrimSpace(req.Prompt)); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "running": true})
+	return nil
+}
+
+func (s *Server) apiFork(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		At int64  `json:"at"`
+		As string `json:"as"`
+	}
+	if err := decodeBody(r, &req, true); err != nil {
+		return err
+	}
+	res, err := s.fork(r.Context(), id, req.At, req.As)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/sessions/"+res.ID)
+	writeJSON(w, http.StatusCreated, res)
+	return nil
+}
+
+func (s *Server) apiExport(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	name := r.URL.Query().Get("format")
+	if name == "" {
+		name = string(formats.Cairn)
+	}
+	f, err := formats.ParseFormat(name)
+	if err != nil {
+		return badRequest("format", "%v", err)
+	}
+	var buf bytes.Buffer
+	rep, err := s.export(r.Context(), &buf, id, f)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s.json"`, id, f))
+	if line := rep.String(); line != "" {
+		h.Set("Cairn-Export-Report", asciiHeader(line))
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// asciiHeader keeps a header value to printable ASCII.
+func asciiHeader(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+func (s *Server) apiImport(w http.ResponseWriter, r *http.Request) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return badRequest("", "the request needs a document as its body")
+	}
+	q := r.URL.Query()
+	res, err := s.importDoc(r.Context(), data, q.Get("format"), q.Get("as"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/sessions/"+res.ID)
+	writeJSON(w, http.StatusCreated, res)
+	return nil
+}

@@ -1,0 +1,187 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/formats"
+)
+
+// Paging of the sessions list.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 500
+	// maxScanPages bounds the store pages one request reads when a
+	// filter the store cannot apply (search, incomplete) leaves few
+	// matches: the answer then has fewer sessions and a next cursor.
+	maxScanPages = 20
+)
+
+// Statuses lists the statuses a filter may name.
+var Statuses = []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted, cairn.StatusAwaiting,
+	cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusMaxSteps, cairn.StatusDamaged, formats.StatusIncomplete}
+
+// listQuery is a sessions list request: what the store filters (opts),
+// and what the server filters on the pages it reads (search, incomplete).
+type listQuery struct {
+	opts     cairn.ListOptions
+	search   string         // lower case; matches the ID or the first message
+	statuses []cairn.Status // as asked, incomplete included
+	limit    int
+}
+
+func parseListQuery(q url.Values) (listQuery, error) {
+	lq := listQuery{search: strings.ToLower(strings.TrimSpace(q.Get("q")))}
+	n, err := queryInt(q, "limit", DefaultListLimit, 1, MaxListLimit)
+	if err != nil {
+		return lq, err
+	}
+	lq.limit = int(n)
+	for _, v := range q["status"] {
+		for _, st := range strings.Split(v, ",") {
+			st = strings.TrimSpace(st)
+			if st == "" {
+				continue
+			}
+			if !slices.Contains(Statuses, cairn.Status(st)) {
+				return lq, badRequest("status", "unknown status %q (want one of %s)", st, statusList())
+			}
+			lq.statuses = append(lq.statuses, cairn.Status(st))
+		}
+	}
+	if !slices.Contains(lq.statuses, formats.StatusIncomplete) {
+		lq.opts.Status = lq.statuses
+	}
+	for _, l := range q["label"] {
+		if l == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return lq, badRequest("label", "label %q is not KEY=VALUE", l)
+		}
+		if lq.opts.Labels == nil {
+			lq.opts.Labels = map[string]string{}
+		}
+		lq.opts.Labels[k] = v
+	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"updated_after", &lq.opts.UpdatedAfter}, {"updated_before", &lq.opts.UpdatedBefore}} {
+		if s := q.Get(t.name); s != "" {
+			v, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return lq, badRequest(t.name, "%s=%q is not an RFC 3339 time", t.name, s)
+			}
+			*t.dst = v
+		}
+	}
+	if c := q.Get("cursor"); c != "" {
+		if _, err := cairn.ParseCursor(c); err != nil {
+			return lq, badRequest("cursor", "%v", err)
+		}
+		lq.opts.Cursor = c
+	}
+	return lq, nil
+}
+
+func statusList() string {
+	var s []string
+	for _, st := range Statuses {
+		s = append(s, string(st))
+	}
+	return strings.Join(s, ", ")
+}
+
+// postFilter reports whether the server filters what the store returns.
+func (lq listQuery) postFilter() bool {
+	return lq.search != "" || slices.Contains(lq.statuses, formats.StatusIncomplete)
+}
+
+func (lq listQuery) match(info cairn.SessionInfo) bool {
+	if len(lq.statuses) > 0 && !slices.Contains(lq.statuses, info.Status) {
+		return false
+	}
+	if lq.search != "" && !strings.Contains(strings.ToLower(info.ID), lq.search) &&
+		!strings.Contains(strings.ToLower(info.FirstMessage), lq.search) {
+		return false
+	}
+	return true
+}
+
+// list returns one page of sessions, newest first, and the store's cursor
+// of the next page ("" on the last).
+func (s *Server) list(ctx context.Context, lq listQuery) ([]sessionJSON, string, error) {
+	opts := lq.opts
+	opts.Limit = lq.limit
+	if !lq.postFilter() {
+		page, err := s.store.List(ctx, opts)
+		if err != nil {
+			return nil, "", fmt.Errorf("list sessions: %w", err)
+		}
+		return s.withHolders(ctx, page.Sessions), page.Next, nil
+	}
+	opts.Limit = max(lq.limit, 100)
+	var found []cairn.SessionInfo
+	for range maxScanPages {
+		page, err := s.store.List(ctx, opts)
+		if err != nil {
+			return nil, "", fmt.Errorf("list sessions: %w", err)
+		}
+		for _, info := range page.Sessions {
+			shown := displayed(info)
+			if !lq.match(shown) {
+				continue
+			}
+			found = append(found, info)
+			if len(found) == lq.limit {
+				return s.withHolders(ctx, found), cairn.Cursor{UpdatedAt: info.UpdatedAt, ID: info.ID}.Encode(), nil
+			}
+		}
+		if page.Next == "" {
+			return s.withHolders(ctx, found), "", nil
+		}
+		opts.Cursor = page.Next
+	}
+	return s.withHolders(ctx, found), opts.Cursor, nil
+}
+
+// displayed is info as people see it: an import not yet finished is
+// "incomplete", whatever its events say.
+func displayed(info cairn.SessionInfo) cairn.SessionInfo {
+	if _, ok := formats.Incomplete(info); ok {
+		info.Status = formats.StatusIncomplete
+	}
+	if info.Labels == nil {
+		info.Labels = map[string]string{}
+	}
+	return info
+}
+
+// withHolders joins infos with the holders of their leases.
+func (s *Server) withHolders(ctx context.Context, infos []cairn.SessionInfo) []sessionJSON {
+	out := make([]sessionJSON, len(infos))
+	l, leases := s.store.(cairn.Leaser)
+	for i, info := range infos {
+		out[i].SessionInfo = displayed(info)
+		if !leases {
+			continue
+		}
+		if lease, err := l.CurrentLease(ctx, info.ID); err == nil && lease.Holder != "" {
+			out[i].Holder = lease.Holder
+			exp := lease.Expires
+			out[i].LeaseExpires = &exp
+		}
+	}
+	return out
+}
+
+func (s *Server) sessionJSON(ctx context.Context, info cairn.SessionInfo) sessionJSON {
+	return s.withHolders(ctx, []cairn.SessionInfo{info})[0]
+}
