@@ -45,6 +45,9 @@ func (s *Server) decide(ctx context.Context, id string, d decision) (*decideResu
 	if d.Approved == nil {
 		return nil, badRequest("approved", "approved is missing: true to approve the call, false to deny it")
 	}
+	if d.Resume && s.cfg.Agent == nil {
+		return nil, noAgent()
+	}
 	if s.runs.busy(id) {
 		return nil, busyError(id)
 	}
@@ -100,8 +103,7 @@ func undecided(st *cairn.State) []string {
 // new prompt, in the background, with the configured agent.
 func (s *Server) startRun(ctx context.Context, id, prompt string) error {
 	if s.cfg.Agent == nil {
-		return &apiError{Status: http.StatusNotImplemented, Code: "no_agent",
-			Message: "this server has no agent to run sessions with", Hint: "cairn serve configures one from cairn.toml"}
+		return noAgent()
 	}
 	if s.runs.busy(id) {
 		return busyError(id)
@@ -164,6 +166,11 @@ func (s *Server) startRun(ctx context.Context, id, prompt string) error {
 	}
 	s.hub.notify(id)
 	return nil
+}
+
+func noAgent() error {
+	return &apiError{Status: http.StatusNotImplemented, Code: "no_agent",
+		Message: "this server has no agent to run sessions with", Hint: "cairn serve configures one from cairn.toml"}
 }
 
 // claim takes the session for a run: Config.Claim, or the session's lease

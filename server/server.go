@@ -321,7 +321,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *Server) failAs(w http.ResponseWriter, r *http.Request, api bool, err error) {
 	ae := toAPIError(err)
-	if ae.Status >= 500 {
+	if ae.Status >= 500 && ae.Status != http.StatusNotImplemented {
 		s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if api || wantsJSON(r) {
