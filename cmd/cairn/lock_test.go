@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,12 +74,25 @@ func TestLockFilePath_OneStoreOneLock(t *testing.T) {
 }
 
 // TestRun_SymlinkedStoreSharesTheLock: a second `cairn run --session same`
-// through a symbolic link to the SQLite file a live run uses is refused,
-// naming that process, and writes nothing; with --force it takes the
-// session over, and the first process's later writes are refused.
+// through a symbolic link to the SQLite file a live run uses, or through a
+// relative path to it, is refused, naming that process, and writes
+// nothing; with --force it takes the session over, and the first
+// process's later writes are refused. The first run is held inside a tool
+// call (append_file to a named pipe that nobody reads yet), outside any
+// write, so nothing here depends on timing.
 func TestRun_SymlinkedStoreSharesTheLock(t *testing.T) {
 	c := newCLIEnv(t)
-	script := claimScript(t, c.dir)
+	fifo := filepath.Join(c.dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(c.dir, "script.json")
+	err := os.WriteFile(script, []byte(`{"steps":[{"text":"first"},
+		{"tool_calls":[{"name":"append_file","arguments":{"path":"`+fifo+`","line":"held"}}]},
+		{"text":"done"},{"text":"done again"},{"text":"and again"}]}`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Mkdir(filepath.Join(c.dir, "data"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -98,13 +112,7 @@ func TestRun_SymlinkedStoreSharesTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Process.Kill()
-	waitLockFile(t, filepath.Join(c.dir, "data", "real.db.locks", "default", "same.lock"))
-	// Stop it mid-run, holding its lock and lease, so that nothing below
-	// depends on how long its model call takes.
-	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Process.Signal(syscall.SIGCONT)
+	waitKind(t, "sqlite://"+real, "same", cairn.KindToolStarted)
 	before := loadSession(t, "sqlite://"+real, "", "same")
 
 	for _, via := range [][]string{viaLink, {"--store", "sqlite:data/real.db", "--model", "script:" + script}} {
@@ -122,11 +130,13 @@ func TestRun_SymlinkedStoreSharesTheLock(t *testing.T) {
 		t.Fatalf("run --force: exit %d, stderr %q; want exit 0 and a warning naming the holder", code, errOut)
 	}
 	taken := loadSession(t, "sqlite://"+real, "", "same")
-	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
+	// Let the first run's tool call finish: its next write is refused.
+	r, err := os.Open(fifo)
+	if err != nil {
 		t.Fatal(err)
 	}
-	// It stops at its next step: its lease is lost, or (its own clock
-	// having run while it was stopped) could not be renewed.
+	_, _ = io.ReadAll(r)
+	r.Close()
 	if err := a.Wait(); err == nil || !strings.Contains(aErr.String(), "lease lost") && !strings.Contains(aErr.String(), "lease could not be renewed") {
 		t.Errorf("the run taken over: %v, stderr %q; want a failure saying the lease was lost", err, aErr.String())
 	}
@@ -134,10 +144,23 @@ func TestRun_SymlinkedStoreSharesTheLock(t *testing.T) {
 		t.Errorf("the process taken over wrote %d events after the takeover", len(after)-len(taken))
 	}
 
-	// And a third process, while the session is free again, runs it.
+	// And a third process, now that the session is free, runs it.
 	if _, errOut, code := c.run(append(viaLink, "run", "--session", "same", "free now")...); code != 0 {
 		t.Errorf("run after both ended: exit %d: %s", code, errOut)
 	}
+}
+
+// waitKind waits until a session holds an event of kind.
+func waitKind(t *testing.T, storeURL, id string, kind cairn.Kind) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if countKind(loadSession(t, storeURL, "", id), kind) > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("session %s never held a %s event", id, kind)
 }
 
 // waitLockFile waits until a lock file names its holder.
