@@ -2,74 +2,170 @@ package cairn
 
 import (
 	"bytes"
-	"encoding/json"
+	"fmt"
+	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // ParseEnvelope decodes an event envelope in the exact form json.Marshal
-// writes for an Event ({"v":…,"seq":…,"at":"…","kind":"…","run":"…","data":{…}}
-// with no escapes in the strings), in one pass, checking that the data is
-// valid JSON. Data aliases line. It reports false for anything else
-// (escaped strings, another field order, white space), which the caller
-// then decodes with json.Unmarshal or refuses. Stores use it to load
+// writes for an Event ({"v":…,"seq":…,"at":"…","kind":"…","run":"…","data":{…}}:
+// that member order, no white space outside the data, no escapes in at,
+// kind and run), in one pass, with the decoder every event goes through:
+// the data must be a JSON object with no name twice in any of its objects
+// and valid UTF-8 throughout. Data aliases line. It reports false for
+// anything else, which the caller then decodes another way or refuses; the
+// data's fields are checked by Event.Decode. Stores use it to load
 // histories at the speed of reading them.
 func ParseEnvelope(line []byte) (Event, bool) {
-	var e Event
-	rest := line
-	num := func(prefix string) (int64, bool) {
-		r, ok := bytes.CutPrefix(rest, []byte(prefix))
-		if !ok {
-			return 0, false
+	d := newDecoder(line)
+	defer d.free()
+	env, fe := readEnvelope(d)
+	if fe != nil || !d.end() || env.null || !env.exact || env.e.V < 0 || env.e.Seq < 0 || env.e.Data[0] != '{' {
+		return env.e, false
+	}
+	// The members in order, without white space: the line is as long as
+	// its names, punctuation and values.
+	n := len(`{"v":,"seq":,"at":,"kind":,"run":,"data":}`)
+	for _, r := range env.raw {
+		n += len(r)
+	}
+	return env.e, n == len(line)
+}
+
+// envelope is an event envelope as read, with where its data begins.
+type envelope struct {
+	e       Event
+	dataOff int64     // offset of the data's value in the input
+	null    bool      // a member was null
+	exact   bool      // the members came in envelopeFields order, at, kind and run without escapes
+	raw     [6][]byte // each member's value as it is in the input
+}
+
+// The members of an envelope, in the order json.Marshal writes them; all
+// are required.
+var envelopeFields = [...]string{"v", "seq", "at", "kind", "run", "data"}
+
+// readEnvelope reads one event envelope from d. As encoding/json did, a
+// null member leaves its field at the zero value (the checks that follow
+// refuse it where that matters). Errors carry offsets into d's input.
+func readEnvelope(d *decoder) (envelope, *fieldError) {
+	var env envelope
+	e := &env.e
+	if k := d.PeekKind(); k != '{' {
+		fe := &fieldError{msg: "an event must be a JSON object", offset: d.InputOffset()}
+		if k == 0 {
+			_, fe.err = d.ReadToken()
 		}
-		i := bytes.IndexByte(r, ',')
-		if i <= 0 {
-			return 0, false
+		return env, fe
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return env, decodeError(err)
+	}
+	var seen uint8
+	env.exact = true
+	for n := 0; d.PeekKind() != '}'; n++ {
+		name, off, err := d.name()
+		if err != nil {
+			return env, decodeError(err)
 		}
-		n, err := strconv.ParseInt(string(r[:i]), 10, 64)
-		rest = r[i:]
-		return n, err == nil && (r[0] >= '1' && r[0] <= '9' || r[0] == '0' && i == 1)
-	}
-	str := func(prefix string) ([]byte, bool) {
-		r, ok := bytes.CutPrefix(rest, []byte(prefix+`"`))
-		if !ok {
-			return nil, false
+		raw, err := d.ReadValue()
+		if err != nil {
+			return env, decodeError(err)
 		}
-		i := bytes.IndexByte(r, '"')
-		if i < 0 || bytes.IndexFunc(r[:i], func(c rune) bool { return c == '\\' || c < 0x20 }) >= 0 {
-			return nil, false
+		i := envelopeField(name)
+		if i < 0 {
+			return env, &fieldError{field: string(name), msg: "unknown field", offset: off}
 		}
-		rest = r[i+1:]
-		return r[:i], true
+		seen |= 1 << i
+		env.raw[i] = raw
+		if i != n || i >= 2 && i <= 4 && bytes.IndexByte(raw, '\\') >= 0 {
+			env.exact = false
+		}
+		if raw.Kind() == 'n' {
+			env.null = true
+			continue
+		}
+		var fe *fieldError
+		switch i {
+		case 0:
+			var v int64
+			v, fe = envInt(raw, "v", "int", off)
+			if fe == nil && (v > math.MaxInt || v < math.MinInt) {
+				fe = &fieldError{field: "v", msg: fmt.Sprintf("is %d, out of range", v), offset: off}
+			}
+			e.V = int(v)
+		case 1:
+			e.Seq, fe = envInt(raw, "seq", "int64", off)
+		case 2:
+			if raw.Kind() != '"' {
+				fe = typeError("at", raw, "time.Time", off)
+			} else if err := e.At.UnmarshalJSON(raw); err != nil {
+				fe = &fieldError{field: "at", msg: "is not an RFC 3339 time: " + err.Error(), offset: off, err: err}
+			}
+		case 3:
+			var s string
+			s, fe = envString(raw, "kind", off)
+			e.Kind = Kind(s)
+		case 4:
+			e.Run, fe = envString(raw, "run", off)
+		case 5:
+			e.Data, env.dataOff = []byte(raw), d.InputOffset()-int64(len(raw))
+		}
+		if fe != nil {
+			return env, fe
+		}
 	}
-	v, ok := num(`{"v":`)
-	if !ok || v < 0 || v > 1<<31 {
-		return e, false
+	if _, err := d.ReadToken(); err != nil {
+		return env, decodeError(err)
 	}
-	e.V = int(v)
-	if e.Seq, ok = num(`,"seq":`); !ok {
-		return e, false
+	for i, name := range envelopeFields {
+		if seen&(1<<i) == 0 {
+			return env, &fieldError{field: name, msg: "is missing", offset: -1}
+		}
 	}
-	at, ok := str(`,"at":`)
-	if !ok || e.At.UnmarshalJSON(append(append([]byte{'"'}, at...), '"')) != nil {
-		return e, false
+	if e.Data == nil {
+		e.Data = []byte("null")
 	}
-	kind, ok := str(`,"kind":`)
-	if !ok || !utf8.Valid(kind) {
-		return e, false
+	return env, nil
+}
+
+func envelopeField(name []byte) int {
+	for i, f := range envelopeFields {
+		if string(name) == f {
+			return i
+		}
 	}
-	run, ok := str(`,"run":`)
-	if !ok || !utf8.Valid(run) {
-		return e, false
+	return -1
+}
+
+func typeError(field string, raw []byte, goType string, off int64) *fieldError {
+	return &fieldError{field: field, msg: fmt.Sprintf("has a %s where a %s belongs", kindName(valueKind(raw)), goType), offset: off}
+}
+
+// envInt reads a whole number that fits an int64.
+func envInt(raw []byte, field, goType string, off int64) (int64, *fieldError) {
+	if valueKind(raw) != '0' {
+		return 0, typeError(field, raw, goType, off)
 	}
-	data, ok := bytes.CutPrefix(rest, []byte(`,"data":`))
-	if !ok || !bytes.HasSuffix(data, []byte("}")) {
-		return e, false
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return 0, &fieldError{field: field, msg: fmt.Sprintf("has the number %s where a %s belongs", raw, goType), offset: off, err: err}
 	}
-	data = bytes.TrimRight(data[:len(data)-1], " \t\r\n")
-	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
-		return e, false
+	return n, nil
+}
+
+// envString reads a string (already checked by the decoder: valid UTF-8,
+// valid escapes).
+func envString(raw []byte, field string, off int64) (string, *fieldError) {
+	if raw[0] != '"' {
+		return "", typeError(field, raw, "string", off)
 	}
-	e.Kind, e.Run, e.Data = Kind(kind), string(run), data
-	return e, true
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var s string
+	if err := jsonUnmarshal(raw, &s); err != nil {
+		return "", &fieldError{field: field, msg: "is not a valid string: " + errText(err), offset: off, err: err}
+	}
+	return s, nil
 }

@@ -2,8 +2,10 @@ package cairn_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -11,7 +13,9 @@ import (
 
 // FuzzLoadJSON feeds the loader arbitrary bytes. No input may panic; every
 // rejection is a *MemoryLoadError; every accepted document folds, and dumps
-// to a document that loads back to the same snapshot. The corpus lives in
+// to a document that loads back to the same snapshot; each of its events is
+// one a store's Append accepts (ValidateEvent), and reads back the same
+// through ParseEnvelope as a store stores it. The corpus lives in
 // testdata/fuzz/FuzzLoadJSON; run with
 //
 //	go test -run XXX -fuzz FuzzLoadJSON -fuzztime 5m .
@@ -39,6 +43,21 @@ func FuzzLoadJSON(f *testing.F) {
 		st, err := m.State()
 		if err != nil {
 			t.Fatalf("accepted document does not fold: %v", err)
+		}
+		for i, e := range m.Events() {
+			if err := cairn.ValidateEvent(e, int64(i)+1); err != nil {
+				t.Fatalf("event %d loads but an append refuses it: %v", i, err)
+			}
+			line, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := cairn.ParseEnvelope(line)
+			if !ok || got.Seq != e.Seq || !got.At.Equal(e.At) || got.Kind != e.Kind || got.Run != e.Run {
+				if !bytes.ContainsAny([]byte(string(e.Kind)+e.Run), "\\\"<>&") && !strings.ContainsFunc(string(e.Kind)+e.Run, func(r rune) bool { return r < 0x20 || r == 0x2028 || r == 0x2029 }) {
+					t.Fatalf("event %d as stored, %s, does not read back: %+v, %v", i, line, got, ok)
+				}
+			}
 		}
 		snap, err := st.Snapshot()
 		if err != nil {

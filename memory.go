@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -20,17 +23,21 @@ type Memory struct {
 	// DumpJSON writes it and LoadJSON reads it back.
 	Session *SessionMeta
 	events  []Event
+	calls   calls // the tool calls asked for since the last memory.reset
 }
 
-// NewMemory returns a memory holding events, which must be dense from seq 1
-// and valid; it is the same as an empty Memory followed by Add of
-// already-numbered events.
+// NewMemory returns a memory holding events as a store holds them: they
+// must be dense from seq 1 and each valid (see ValidateEvent). Unlike Add
+// and LoadJSON it does not judge the history as a whole (a tool.result
+// whose call was never asked for), so that a stored session always loads.
 func NewMemory(events ...Event) (*Memory, error) {
 	m := &Memory{}
 	for i, e := range events {
-		if err := ValidateEvent(e, int64(i)+1); err != nil {
+		v, err := validateEvent(e, int64(i)+1)
+		if err != nil {
 			return nil, err
 		}
+		m.calls.note(v)
 	}
 	m.events = slices.Clone(events)
 	return m, nil
@@ -49,10 +56,13 @@ func (m *Memory) Event(i int) Event { return m.events[i] }
 func (m *Memory) LastSeq() int64 { return int64(len(m.events)) }
 
 // Add numbers events with the next seqs, validates them and appends them.
-// It returns the numbered events, ready for Store.Append. Nothing is added
-// if any event is invalid.
+// It returns the numbered events, ready for Store.Append. Each event must
+// be valid (see ValidateEvent), and a tool.result must answer a call that
+// a model.response asked for since the last memory.reset. Nothing is added
+// if any event is refused; the error wraps ErrInvalidEvent.
 func (m *Memory) Add(events ...Event) ([]Event, error) {
 	out := slices.Clone(events)
+	batch := callBatch{base: &m.calls}
 	for i := range out {
 		out[i].Seq = m.LastSeq() + int64(i) + 1
 		if out[i].V == 0 {
@@ -61,12 +71,76 @@ func (m *Memory) Add(events ...Event) ([]Event, error) {
 		if out[i].At.IsZero() {
 			out[i].At = time.Now().UTC()
 		}
-		if err := ValidateEvent(out[i], out[i].Seq); err != nil {
+		v, err := validateEvent(out[i], out[i].Seq)
+		if err != nil {
 			return nil, err
+		}
+		if id, orphan := batch.note(v); orphan {
+			return nil, fmt.Errorf("%w: seq %d (%s): %s", ErrInvalidEvent, out[i].Seq, out[i].Kind, orphanMsg(id))
 		}
 	}
 	m.events = append(m.events, out...)
+	batch.commit()
 	return out, nil
+}
+
+// calls follows the tool calls asked for since the last memory.reset, to
+// refuse a tool.result whose call was never asked for.
+type calls struct {
+	asked map[string]bool
+}
+
+// note folds the decoded data of one event in. It reports the call ID of a
+// tool.result whose call was not asked for.
+func (c *calls) note(v any) (id string, orphan bool) {
+	switch d := v.(type) {
+	case *MemoryReset:
+		clear(c.asked)
+	case *ModelResponse:
+		if c.asked == nil && len(d.ToolCalls) > 0 {
+			c.asked = map[string]bool{}
+		}
+		for _, tc := range d.ToolCalls {
+			c.asked[tc.ID] = true
+		}
+	case *ToolResult:
+		return d.CallID, !c.asked[d.CallID]
+	}
+	return "", false
+}
+
+// callBatch is calls for the events of one Add, applied to base only when
+// all of them are taken.
+type callBatch struct {
+	base  *calls
+	reset bool  // the batch holds a memory.reset: base no longer counts
+	added calls // what the batch asked for (after its last reset)
+}
+
+func (b *callBatch) note(v any) (id string, orphan bool) {
+	if _, ok := v.(*MemoryReset); ok {
+		b.reset = true
+	}
+	id, orphan = b.added.note(v)
+	if orphan && !b.reset && b.base.asked[id] {
+		orphan = false
+	}
+	return id, orphan
+}
+
+func (b *callBatch) commit() {
+	if b.reset {
+		b.base.asked = b.added.asked
+		return
+	}
+	if b.base.asked == nil {
+		b.base.asked = map[string]bool{}
+	}
+	maps.Copy(b.base.asked, b.added.asked)
+}
+
+func orphanMsg(id string) string {
+	return fmt.Sprintf("tool result for call %q, which no model.response asked for since the last memory.reset", id)
 }
 
 // State folds the memory's events into a State.
@@ -128,9 +202,12 @@ type LoadOptions struct {
 
 // LoadJSON parses a memory document strictly. Malformed or truncated JSON,
 // an unknown format or newer version, unknown kinds (custom excepted),
-// missing, unknown or mistyped fields, seq gaps or repeats, oversize events
+// missing, unknown or mistyped fields, a name given twice in any object,
+// invalid UTF-8, seq gaps or repeats, a tool.result whose call no
+// model.response asked for since the last memory.reset, oversize events
 // and trailing data are each rejected with a *MemoryLoadError that says
-// where. It never returns a partly built memory.
+// where (the event's index and seq, the field, the byte offset). It never
+// returns a partly built memory.
 func LoadJSON(data []byte) (*Memory, error) { return LoadJSONWith(data, LoadOptions{}) }
 
 // LoadJSONWith is LoadJSON with limits.
@@ -140,6 +217,9 @@ func LoadJSONWith(data []byte, opts LoadOptions) (*Memory, error) {
 		return nil, &MemoryLoadError{Index: -1, Offset: -1, Err: ErrTooLarge,
 			Msg: fmt.Sprintf("document is too large: %d bytes, the limit is %d", len(data), opts.MaxDocumentBytes)}
 	}
+	// The events' data alias the document: a copy of it, so that the
+	// memory does not change with the caller's buffer.
+	data = bytes.Clone(data)
 	doc, offsets, err := parseDocument(data)
 	if err != nil {
 		return nil, err
@@ -161,7 +241,12 @@ func LoadJSONWith(data []byte, opts LoadOptions) (*Memory, error) {
 	}
 	m := &Memory{Session: doc.Session, events: make([]Event, 0, len(doc.Events))}
 	for i, raw := range doc.Events {
-		e, err := decodeEvent(raw, int64(i)+1, opts.Limits)
+		e, v, err := decodeEvent(raw, int64(i)+1, opts.Limits)
+		if err == nil {
+			if id, orphan := m.calls.note(v); orphan {
+				err = &MemoryLoadError{Seq: e.Seq, Field: "data.call_id", Offset: callIDOffset(raw), Msg: orphanMsg(id)}
+			}
+		}
 		if err != nil {
 			err.Index = i
 			if err.Offset >= 0 {
@@ -176,161 +261,207 @@ func LoadJSONWith(data []byte, opts LoadOptions) (*Memory, error) {
 	return m, nil
 }
 
+// callIDOffset finds the call_id member in a tool.result's envelope, or -1.
+func callIDOffset(raw []byte) int64 {
+	d := keyOffset(raw, "data")
+	if d < 0 {
+		return -1
+	}
+	if i := keyOffset(raw[d:], "call_id"); i >= 0 {
+		return d + i
+	}
+	return -1
+}
+
 // upgrades turn a document of an older format version into the current one,
 // keyed by the version they read. Version 1 is the first; when version 2
 // comes, upgrades[1] rewrites a version 1 document's events in place and the
 // golden files in testdata/ keep every version loading.
 var upgrades = map[int]func(*document) error{}
 
-// parseDocument decodes the top level and returns each event's raw JSON with
-// its byte offset in data.
+// Members of a memory document.
+const (
+	docFormat = 1 << iota
+	docVersion
+	docSession
+	docEvents
+)
+
+var docMembers = map[string]int{"format": docFormat, "version": docVersion, "session": docSession, "events": docEvents}
+
+// parseDocument decodes the top level and returns each event's raw JSON
+// (aliasing data) with its byte offset in data. It checks the syntax of the
+// whole document; the events are checked strictly (no name twice, valid
+// UTF-8) by decodeEvent, which knows their seqs.
 func parseDocument(data []byte) (*document, []int64, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	fail := func(field, msg string, err error) (*document, []int64, error) {
-		off := dec.InputOffset()
-		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-			off, msg = se.Offset, "malformed JSON: "+se.Error()
-		} else if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+	d := newOuterDecoder(data)
+	defer d.free()
+	fail := func(field string, fe *fieldError) (*document, []int64, error) {
+		if field == "" {
+			field = fe.field
+		}
+		msg := fe.msg
+		if errors.Is(fe.err, io.ErrUnexpectedEOF) || errors.Is(fe.err, io.EOF) {
 			msg = "truncated JSON: the document ends early"
 		}
-		return nil, nil, &MemoryLoadError{Index: -1, Field: field, Offset: off, Msg: msg, Err: err}
+		return nil, nil, &MemoryLoadError{Index: -1, Field: field, Offset: fe.offset, Msg: msg, Err: fe.err}
 	}
-	if tok, err := dec.Token(); err != nil {
-		return fail("", "", err)
-	} else if tok != json.Delim('{') {
-		return fail("", "the document must be a JSON object", nil)
+	msg := func(field, msg string, off int64) (*document, []int64, error) {
+		return nil, nil, &MemoryLoadError{Index: -1, Field: field, Offset: off, Msg: msg}
+	}
+	if k := d.PeekKind(); k != '{' {
+		if k == 0 {
+			_, err := d.ReadToken()
+			return fail("", decodeError(err))
+		}
+		return msg("", "the document must be a JSON object", d.InputOffset())
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return fail("", decodeError(err))
 	}
 	doc := &document{}
 	var offsets []int64
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
+	seen := 0
+	for d.PeekKind() != '}' {
+		name, off, err := d.name()
 		if err != nil {
-			return fail("", "", err)
+			return fail("", decodeError(err))
 		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return fail(key, "appears twice", nil)
+		key := string(name)
+		if seen&docMembers[key] != 0 {
+			return msg(key, "appears twice (a name may appear once in an object)", off)
 		}
-		seen[key] = true
 		switch key {
 		case "format":
-			if err := dec.Decode(&doc.Format); err != nil {
-				return fail(key, "must be a string", err)
+			seen |= docFormat
+			raw, err := d.ReadValue()
+			if err != nil {
+				return fail(key, decodeError(err))
+			}
+			if valueKind(raw) != '"' {
+				return msg(key, "must be a string", off)
+			}
+			if err := jsonUnmarshal(raw, &doc.Format); err != nil {
+				return fail(key, decodeError(err))
 			}
 			if doc.Format != DocumentFormat {
-				return fail(key, fmt.Sprintf("is %q, want %q", doc.Format, DocumentFormat), nil)
+				return msg(key, fmt.Sprintf("is %q, want %q", doc.Format, DocumentFormat), off)
 			}
 		case "version":
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return fail(key, "", err)
+			seen |= docVersion
+			raw, err := d.ReadValue()
+			if err != nil {
+				return fail(key, decodeError(err))
 			}
-			n := json.Number(raw)
-			v, err := n.Int64()
-			if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
-				return fail(key, "must be a number", nil)
+			if valueKind(raw) != '0' {
+				return msg(key, "must be a number", off)
 			}
-			if err != nil || v < 1 {
-				return fail(key, fmt.Sprintf("is %s, want a whole number from 1", n), nil)
+			v, err := strconv.ParseInt(string(raw), 10, 64)
+			if err != nil || v < 1 || v > math.MaxInt32 {
+				return msg(key, fmt.Sprintf("is %s, want a whole number from 1", raw), off)
 			}
 			doc.Version = int(v)
 		case "session":
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return fail(key, "", err)
+			seen |= docSession
+			raw, err := d.ReadValue()
+			if err != nil {
+				return fail(key, decodeError(err))
 			}
-			var meta SessionMeta
-			strict := json.NewDecoder(bytes.NewReader(raw))
-			strict.DisallowUnknownFields()
-			if err := strict.Decode(&meta); err != nil {
-				fe := jsonFieldError(err)
-				return nil, nil, &MemoryLoadError{Index: -1, Field: "session." + fe.field, Offset: -1, Msg: fe.msg, Err: err}
+			meta, fe := decodeMeta(raw)
+			if fe != nil {
+				fe.field = join(key, fe.field)
+				if fe.offset >= 0 {
+					fe.offset += d.InputOffset() - int64(len(raw))
+				}
+				return fail("", fe)
 			}
-			doc.Session = &meta
+			doc.Session = meta
 		case "events":
-			if tok, err := dec.Token(); err != nil {
-				return fail(key, "", err)
-			} else if tok != json.Delim('[') {
-				return fail(key, "must be an array", nil)
+			seen |= docEvents
+			if k := d.PeekKind(); k != '[' {
+				if k == 0 {
+					_, err := d.ReadToken()
+					return fail(key, decodeError(err))
+				}
+				return msg(key, "must be an array", off)
+			}
+			if _, err := d.ReadToken(); err != nil {
+				return fail(key, decodeError(err))
 			}
 			doc.Events = []json.RawMessage{}
-			for dec.More() {
-				off := dec.InputOffset()
-				var raw json.RawMessage
-				if err := dec.Decode(&raw); err != nil {
-					return fail(key, "", err)
+			for d.PeekKind() != ']' {
+				raw, err := d.ReadValue()
+				if err != nil {
+					return fail(key, decodeError(err))
 				}
-				offsets = append(offsets, off+leadingSpace(data[off:]))
-				doc.Events = append(doc.Events, raw)
+				offsets = append(offsets, d.InputOffset()-int64(len(raw)))
+				doc.Events = append(doc.Events, json.RawMessage(raw))
 			}
-			if _, err := dec.Token(); err != nil {
-				return fail(key, "", err)
+			if _, err := d.ReadToken(); err != nil {
+				return fail(key, decodeError(err))
 			}
 		default:
-			return fail(key, "unknown field", nil)
+			return msg(key, "unknown field", off)
 		}
 	}
-	if _, err := dec.Token(); err != nil {
-		return fail("", "", err)
+	if _, err := d.ReadToken(); err != nil {
+		return fail("", decodeError(err))
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, &MemoryLoadError{Index: -1, Offset: dec.InputOffset(), Msg: "trailing data after the document", Err: err}
+	if !d.end() {
+		return msg("", "trailing data after the document", d.InputOffset())
 	}
-	for _, k := range []string{"format", "version", "events"} {
-		if !seen[k] {
-			return nil, nil, &MemoryLoadError{Index: -1, Field: k, Offset: -1, Msg: "is missing"}
+	for _, k := range []struct {
+		bit  int
+		name string
+	}{{docFormat, "format"}, {docVersion, "version"}, {docEvents, "events"}} {
+		if seen&k.bit == 0 {
+			return msg(k.name, "is missing", -1)
 		}
 	}
 	return doc, offsets, nil
 }
 
-func leadingSpace(b []byte) int64 {
-	n := int64(0)
-	for _, c := range b {
-		if c != ' ' && c != '\n' && c != '\r' && c != '\t' && c != ',' {
-			break
-		}
-		n++
+// decodeMeta decodes a document's session strictly.
+func decodeMeta(raw []byte) (*SessionMeta, *fieldError) {
+	d := newDecoder(raw)
+	defer d.free()
+	var meta SessionMeta
+	if err := d.value(&meta); err != nil {
+		return nil, decodeError(err)
 	}
-	return n
+	return &meta, nil
 }
 
-// envelopeFields are the fields of an event envelope; all are required.
-var envelopeFields = []string{"v", "seq", "at", "kind", "run", "data"}
+// join builds a field path: "session" + "id" = "session.id".
+func join(parent, field string) string {
+	if parent == "" {
+		return field
+	}
+	return parent + "." + field
+}
 
-// decodeEvent decodes and validates one event envelope strictly.
-func decodeEvent(raw []byte, wantSeq int64, l Limits) (Event, *MemoryLoadError) {
-	le := func(field, msg string, off int64, err error) (Event, *MemoryLoadError) {
-		return Event{}, &MemoryLoadError{Field: field, Offset: off, Msg: msg, Err: err}
+// decodeEvent decodes and validates one event envelope strictly, and its
+// data, which it returns decoded too.
+func decodeEvent(raw []byte, wantSeq int64, l Limits) (Event, any, *MemoryLoadError) {
+	le := func(field, msg string, off int64, err error) (Event, any, *MemoryLoadError) {
+		return Event{}, nil, &MemoryLoadError{Field: field, Offset: off, Msg: msg, Err: err}
 	}
 	if len(raw) > l.MaxEventBytes {
 		return le("", fmt.Sprintf("event is too large: %d bytes, the limit is %d", len(raw), l.MaxEventBytes), -1, ErrTooLarge)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return le("", "an event must be a JSON object", -1, err)
+	d := newDecoder(raw)
+	env, fe := readEnvelope(d)
+	d.free()
+	if fe != nil {
+		e, v, mle := le(fe.field, fe.msg, fe.offset, fe.err)
+		mle.Seq = max(env.e.Seq, 0)
+		return e, v, mle
 	}
-	for k := range fields {
-		if !slices.Contains(envelopeFields, k) {
-			return le(k, "unknown field", keyOffset(raw, k), nil)
-		}
-	}
-	for _, k := range envelopeFields {
-		if _, ok := fields[k]; !ok {
-			return le(k, "is missing", -1, nil)
-		}
-	}
-	var e Event
-	if err := json.Unmarshal(raw, &e); err != nil {
-		fe := jsonFieldError(err)
-		if _, ok := errors.AsType[*time.ParseError](err); ok || fe.field == "" && bytes.Contains([]byte(err.Error()), []byte("parsing time")) {
-			return le("at", "is not an RFC 3339 time: "+err.Error(), keyOffset(raw, "at"), err)
-		}
-		return le(fe.field, fe.msg, fe.offset, err)
-	}
+	e := env.e
 	e.At = e.At.UTC()
+	le = func(field, msg string, off int64, err error) (Event, any, *MemoryLoadError) {
+		return Event{}, nil, &MemoryLoadError{Seq: e.Seq, Field: field, Offset: off, Msg: msg, Err: err}
+	}
 	switch {
 	case e.V != FormatVersion:
 		return le("v", fmt.Sprintf("is %d, want %d", e.V, FormatVersion), keyOffset(raw, "v"), nil)
@@ -345,22 +476,19 @@ func decodeEvent(raw []byte, wantSeq int64, l Limits) (Event, *MemoryLoadError) 
 	case !KnownKind(e.Kind):
 		return le("kind", fmt.Sprintf("unknown kind %q", e.Kind), keyOffset(raw, "kind"), nil)
 	}
-	if _, err := e.Decode(); err != nil {
-		var fe *fieldError
-		if errors.As(err, &fe) {
-			dataOff := keyOffset(raw, "data")
-			off := int64(-1)
-			if fe.offset >= 0 && dataOff >= 0 {
-				off = dataOff + fe.offset
+	v, err := e.Decode()
+	if err != nil {
+		mle := &MemoryLoadError{Seq: e.Seq, Field: "data", Offset: env.dataOff, Msg: err.Error(), Err: err}
+		if fe, ok := errors.AsType[*fieldError](err); ok {
+			mle.Msg, mle.Err = fe.msg, fe.err
+			if fe.field != "" && fe.field != "data" {
+				mle.Field = "data." + fe.field
 			}
-			mle := &MemoryLoadError{Field: "data." + fe.field, Offset: off, Msg: fe.msg, Err: fe.err}
-			if fe.field == "" || fe.field == "data" {
-				mle.Field = "data"
+			if fe.offset >= 0 {
+				mle.Offset = env.dataOff + fe.offset
 			}
-			mle.Seq = e.Seq
-			return Event{}, mle
 		}
-		return le("data", err.Error(), -1, err)
+		return Event{}, nil, mle
 	}
-	return e, nil
+	return e, v, nil
 }

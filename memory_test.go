@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -131,8 +132,27 @@ func TestLoadJSON_Rejects(t *testing.T) {
 		{"data null", replace(`{"text":"You are a careful assistant."}`, `null`), 2, "data", "JSON object", nil},
 		{"tool call without id", replace(`"id":"call_1",`, ``), 4, "data.tool_calls.0.id", "is missing", nil},
 		{"bad run status", replace(`"status":"completed"`, `"status":"done"`), 15, "data.status", `"done"`, nil},
+		// Strict everywhere: a name twice, invalid UTF-8, a result without its call.
+		{"duplicate in data", replace(`{"text":"You are a careful assistant."}`, `{"text":"You are a careful assistant.","text":"EVIL"}`), 2, "data.text", "appears twice", nil},
+		{"duplicate escaped", replace(`{"text":"You are a careful assistant."}`, `{"text":"You are a careful assistant.","te\u0078t":"EVIL"}`), 2, "data.text", "appears twice", nil},
+		{"duplicate in nested data", replace(`{"expression":"2*(3+4)"}`, `{"expression":"2*(3+4)","expression":"rm"}`), 4, "data.tool_calls.0.args.expression", "appears twice", nil},
+		{"duplicate in a part", replace(`{"type":"text","text":"thanks"}`, `{"type":"text","text":"thanks","text":"EVIL"}`), 17, "data.parts.0.text", "appears twice", nil},
+		{"duplicate in a variable", replace(`{"name":"Alice",`, `{"name":"Alice","name":"Eve",`), 10, "data.set.user.name", "appears twice", nil},
+		{"duplicate envelope field", replace(`"seq":3,`, `"seq":3,"kind":"message.user",`), 2, "kind", "appears twice", nil},
+		{"duplicate document field", replace(`"version":1,`, `"version":1,"version":1,`), -1, "version", "appears twice", nil},
+		{"duplicate in session", replace(`"labels":{"team":"a"}`, `"labels":{"team":"a","team":"b"}`), -1, "session.labels.team", "appears twice", nil},
+		{"invalid UTF-8 in data", replace(`"You are a careful assistant."`, "\"You are a caref\xffl assistant.\""), 2, "data.text", "not valid UTF-8", nil},
+		{"invalid UTF-8 in nested data", replace(`"Alice"`, "\"Al\xc3ce\""), 10, "data.set.user.name", "not valid UTF-8", nil},
+		{"invalid UTF-8 in the envelope", replace(`"run":"r2","data":{"parts"`, "\"run\":\"r\xff\",\"data\":{\"parts\""), 17, "run", "not valid UTF-8", nil},
+		{"invalid UTF-8 in session", replace(`"team":"a"`, "\"team\":\"\xff\""), -1, "session.labels.team", "not valid UTF-8", nil},
+		{"lone surrogate", replace(`"You are a careful assistant."`, `"You are \ud800 careful."`), 2, "data.text", "surrogate", nil},
+		{"tool result without its call", replace(`"call_id":"call_1","name":"calc"`, `"call_id":"call_9","name":"calc"`), 5, "data.call_id", `call "call_9", which no model.response asked for`, nil},
+		{"tool result after a reset", replace(`{"v":1,"seq":2,"at":"2026-01-02T03:04:05.125456789Z","kind":"memory.reset","run":"r1","data":{}},`, `{"v":1,"seq":2,"at":"2026-01-02T03:04:05.125456789Z","kind":"custom","run":"r1","data":{"type":"a.b","payload":null}},`), -2, "", "", nil},
 	}
 	for _, c := range cases {
+		if c.index == -2 {
+			continue // a control: see TestLoadJSON_ToolResultAfterReset
+		}
 		t.Run(c.name, func(t *testing.T) {
 			m, err := cairn.LoadJSON([]byte(c.input))
 			if m != nil {
@@ -151,6 +171,9 @@ func TestLoadJSON_Rejects(t *testing.T) {
 			if le.Offset > int64(len(c.input)) {
 				t.Errorf("offset %d past the input's %d bytes", le.Offset, len(c.input))
 			}
+			if c.index >= 0 && c.field != "seq" && le.Seq != int64(c.index)+1 {
+				t.Errorf("seq %d, want %d", le.Seq, c.index+1)
+			}
 		})
 	}
 }
@@ -166,6 +189,97 @@ func TestLoadJSON_Offset(t *testing.T) {
 	want := int64(strings.Index(bad, `"kind":"memory.wipe"`))
 	if le.Offset != want {
 		t.Fatalf("offset = %d, want %d (the kind field of event 1)", le.Offset, want)
+	}
+}
+
+// TestLoadJSON_StrictOffsets checks that the refusals added for duplicate
+// names, invalid UTF-8 and results without their call point at the byte
+// where the fault is.
+func TestLoadJSON_StrictOffsets(t *testing.T) {
+	doc, _ := sampleMemory(t).DumpJSON()
+	for _, c := range []struct{ old, new, at string }{
+		{`{"text":"You are a careful assistant."}`, `{"text":"You are a careful assistant.","text":"EVIL"}`, `"text":"EVIL"`},
+		{`"Alice"`, "\"Al\xc3ce\"", "\xc3ce\""},
+		{`"call_id":"call_1","name":"calc"`, `"call_id":"call_9","name":"calc"`, `"call_id":"call_9"`},
+		{`"seq":3,`, `"seq":3,"seq":3,`, `"seq":3,"at"`},
+	} {
+		bad := strings.Replace(string(doc), c.old, c.new, 1)
+		_, err := cairn.LoadJSON([]byte(bad))
+		le, ok := errors.AsType[*cairn.MemoryLoadError](err)
+		if !ok {
+			t.Fatalf("%s: %v", c.new, err)
+		}
+		want := int64(strings.Index(bad, c.at))
+		if le.Offset != want {
+			t.Errorf("%s: offset %d (%q), want %d (%q)", c.new, le.Offset, bad[le.Offset:min(le.Offset+12, int64(len(bad)))], want, c.at)
+		}
+	}
+}
+
+// TestLoadJSON_ToolResultAfterReset: a call asked for before a
+// memory.reset cannot be answered after it.
+func TestLoadJSON_ToolResultAfterReset(t *testing.T) {
+	doc := `{"format":"cairn.memory","version":1,"events":[
+{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"model.response","run":"r","data":{"text":"","tool_calls":[{"id":"c1","name":"calc","args":{}}],"model":"m","usage":{},"finish_reason":"tool_calls","latency_ms":0}},
+{"v":1,"seq":2,"at":"2026-01-02T03:04:05Z","kind":"tool.result","run":"r","data":{"call_id":"c1","name":"calc","output":"1","is_error":false,"duration_ms":0}},
+{"v":1,"seq":3,"at":"2026-01-02T03:04:05Z","kind":"memory.reset","run":"r","data":{}},
+{"v":1,"seq":4,"at":"2026-01-02T03:04:05Z","kind":"tool.result","run":"r","data":{"call_id":"c1","name":"calc","output":"2","is_error":false,"duration_ms":0}}]}`
+	_, err := cairn.LoadJSON([]byte(doc))
+	le, ok := errors.AsType[*cairn.MemoryLoadError](err)
+	if !ok || le.Index != 3 || le.Seq != 4 || le.Field != "data.call_id" {
+		t.Fatalf("got %v, want event 3 (seq 4) field data.call_id", err)
+	}
+	without := strings.Replace(doc, `"kind":"memory.reset","run":"r","data":{}`, `"kind":"message.system","run":"r","data":{"text":"x"}`, 1)
+	if _, err := cairn.LoadJSON([]byte(without)); err != nil {
+		t.Fatalf("without the reset the call is still asked for: %v", err)
+	}
+}
+
+func TestMemory_AddRefusesToolResultWithoutCall(t *testing.T) {
+	var m cairn.Memory
+	ask := cairn.MustEvent(cairn.KindModelResponse, "r", cairn.ModelResponse{ToolCalls: []cairn.ToolCall{{ID: "c1", Name: "calc", Args: []byte(`{}`)}}})
+	result := func(id string) cairn.Event {
+		return cairn.MustEvent(cairn.KindToolResult, "r", cairn.ToolResult{CallID: id, Name: "calc"})
+	}
+	if _, err := m.Add(result("c1")); !errors.Is(err, cairn.ErrInvalidEvent) || !strings.Contains(err.Error(), `"c1"`) {
+		t.Fatalf("result before its call: got %v, want ErrInvalidEvent naming c1", err)
+	}
+	if _, err := m.Add(ask, result("c1")); err != nil {
+		t.Fatalf("result after its call, in one Add: %v", err)
+	}
+	if _, err := m.Add(result("c1")); err != nil {
+		t.Fatalf("result after its call, in a later Add: %v", err)
+	}
+	reset := cairn.MustEvent(cairn.KindMemoryReset, "r", cairn.MemoryReset{})
+	if _, err := m.Add(reset, result("c1")); !errors.Is(err, cairn.ErrInvalidEvent) {
+		t.Fatalf("result after a reset: got %v, want ErrInvalidEvent", err)
+	}
+	if m.Len() != 3 {
+		t.Fatalf("a refused Add changed the memory: %d events, want 3", m.Len())
+	}
+	if _, err := m.Add(result("c1")); err != nil {
+		t.Fatalf("the refused Add's reset was applied: %v", err)
+	}
+}
+
+func TestValidateEvent_Strict(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, data := range []string{
+		`{"text":"You are careful.","text":"EVIL"}`,
+		"{\"text\":\"caf\xe9\"}",
+		`{"text":"\udc00"}`,
+	} {
+		e := cairn.Event{V: 1, Seq: 1, At: at, Kind: cairn.KindMessageSystem, Run: "r", Data: []byte(data)}
+		if err := cairn.ValidateEvent(e, 1); !errors.Is(err, cairn.ErrInvalidEvent) {
+			t.Errorf("%q: got %v, want ErrInvalidEvent", data, err)
+		}
+		if err := cairn.CheckAppend(cairn.Limits{}, "s", 0, []cairn.Event{e}); !errors.Is(err, cairn.ErrInvalidEvent) {
+			t.Errorf("CheckAppend %q: got %v, want ErrInvalidEvent", data, err)
+		}
+	}
+	e := cairn.Event{V: 1, Seq: 1, At: at, Kind: cairn.KindMessageSystem, Run: "r\xff", Data: []byte(`{"text":"x"}`)}
+	if err := cairn.ValidateEvent(e, 1); !errors.Is(err, cairn.ErrInvalidEvent) {
+		t.Errorf("run ID of invalid UTF-8: got %v, want ErrInvalidEvent", err)
 	}
 }
 

@@ -3,12 +3,10 @@ package cairn
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"reflect"
-	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // fieldError is a problem with one field of an event, before the loader or
@@ -29,16 +27,19 @@ func (e *fieldError) Error() string {
 
 func (e *fieldError) Unwrap() error { return e.err }
 
-// kindSpec knows the data type of one kind and which of its fields are
-// required (tagged without omitempty).
+// kindSpec knows the data type of one kind and how each of its fields is
+// read.
 type kindSpec struct {
-	typ      reflect.Type
-	fields   map[string]bool // JSON name -> required
-	nullable map[string]bool // JSON name -> null is allowed (slices, maps, raw JSON)
-	order    []string        // the JSON names in field order
+	typ    reflect.Type
+	fields []specField // in the type's field order; at most 64
+}
 
-	// fast is a one-pass decoder for the kind, or nil; see decode.
-	fast func(data []byte) (any, bool)
+// specField is one field of a kind's data type.
+type specField struct {
+	name     string // the JSON name
+	index    int    // the struct field's index
+	required bool   // tagged without omitempty: must be present
+	nullable bool   // null is allowed even when required (slices, maps, pointers, raw JSON)
 }
 
 var kindSpecs = map[Kind]kindSpec{
@@ -67,60 +68,91 @@ var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
 func specOf(v any) kindSpec {
 	t := reflect.TypeOf(v)
-	s := kindSpec{typ: t, fields: map[string]bool{}, nullable: map[string]bool{}}
+	s := kindSpec{typ: t}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		s.fields[name] = !strings.Contains(opts, "omitempty")
-		s.order = append(s.order, name)
+		sf := specField{name: name, index: i, required: !strings.Contains(opts, "omitempty")}
 		switch f.Type.Kind() {
 		case reflect.Slice, reflect.Map, reflect.Pointer:
-			s.nullable[name] = true
+			sf.nullable = true
 		}
 		if f.Type == rawMessageType {
-			s.nullable[name] = true
+			sf.nullable = true
 		}
+		s.fields = append(s.fields, sf)
 	}
-	s.fast = fastDecoders[t]
 	return s
 }
 
-// decode decodes data strictly into a new value of the spec's type: data
-// must be one JSON object whose keys are the type's fields, each required
-// field present and not null (unless null is allowed for its type), with
-// values of the right types, unknown fields refused at every level.
-//
-// The commonest kinds are decoded by a hand-written one-pass decoder that
-// accepts only input it decodes exactly as encoding/json would; anything
-// else (escaped keys, nulls, large numbers, any error) goes the general
-// way, which finds the keys with a light scan that decodes nothing and
-// then decodes the value once.
+func (s *kindSpec) field(name []byte) int {
+	for i := range s.fields {
+		if s.fields[i].name == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// decode decodes data strictly into a new value of the spec's type, in one
+// pass: data must be one JSON object whose members are the type's fields,
+// each at most once, each required field present and not null (unless null
+// is allowed for its type), with values of the right types; unknown
+// members, duplicate names and invalid UTF-8 are refused at every level.
 func (s kindSpec) decode(data []byte) (any, error) {
-	if s.fast != nil {
-		if v, ok := s.fast(data); ok {
-			return checked(v)
-		}
-	}
-	keys, ok := objectKeys(data)
-	if !ok {
-		return nil, &fieldError{field: "data", msg: "must be a JSON object", offset: -1, err: syntaxErr(data)}
-	}
-	if fe := s.checkKeys(keys, data); fe != nil {
-		if err := syntaxErr(data); err != nil {
-			return nil, &fieldError{field: "data", msg: "must be a JSON object", offset: -1, err: err}
-		}
+	v := reflect.New(s.typ)
+	d := newDecoder(data)
+	defer d.free()
+	if fe := s.decodeObject(d, v.Elem()); fe != nil {
 		return nil, fe
 	}
-	v := reflect.New(s.typ)
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v.Interface()); err != nil {
-		if _, ok := errors.AsType[*json.SyntaxError](err); ok || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, &fieldError{field: "data", msg: "must be a JSON object", offset: -1, err: err}
-		}
-		return nil, jsonFieldError(err)
-	}
 	return checked(v.Interface())
+}
+
+func (s *kindSpec) decodeObject(d *decoder, v reflect.Value) *fieldError {
+	if k := d.PeekKind(); k != '{' {
+		fe := &fieldError{field: "data", msg: "must be a JSON object", offset: -1}
+		if k == 0 {
+			_, fe.err = d.ReadToken()
+		} else {
+			fe.msg += ", not " + kindName(k)
+		}
+		return fe
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return decodeError(err)
+	}
+	var seen uint64
+	for d.PeekKind() != '}' {
+		name, off, err := d.name()
+		if err != nil {
+			return decodeError(err)
+		}
+		i := s.field(name)
+		if i < 0 {
+			return &fieldError{field: string(name), msg: "unknown field", offset: off}
+		}
+		f := &s.fields[i]
+		if f.required && !f.nullable && d.PeekKind() == 'n' {
+			return &fieldError{field: f.name, msg: "must not be null", offset: off}
+		}
+		if err := d.value(v.Field(f.index).Addr().Interface()); err != nil {
+			return decodeError(err)
+		}
+		seen |= 1 << i
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return decodeError(err)
+	}
+	if !d.end() {
+		return &fieldError{field: "data", msg: "has data after the object", offset: d.InputOffset()}
+	}
+	for i, f := range s.fields {
+		if f.required && seen&(1<<i) == 0 {
+			return &fieldError{field: f.name, msg: "is missing", offset: -1}
+		}
+	}
+	return nil
 }
 
 // checked runs the value's own checks, if it has any.
@@ -131,56 +163,6 @@ func checked(v any) (any, error) {
 		}
 	}
 	return v, nil
-}
-
-// syntaxErr returns the error encoding/json finds in data, or nil when
-// data is valid JSON.
-func syntaxErr(data []byte) error {
-	if json.Valid(data) {
-		return nil
-	}
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	return errors.New("invalid JSON")
-}
-
-// checkKeys checks the top-level keys of an object against the spec:
-// unknown fields, nulls where null is not allowed, missing required fields.
-// With a key given twice, the last one counts, as in encoding/json.
-func (s kindSpec) checkKeys(keys []objectKey, data []byte) *fieldError {
-	for i, k := range keys {
-		req, known := s.fields[k.name]
-		if !known {
-			return &fieldError{field: k.name, msg: "unknown field", offset: keyOffset(data, k.name)}
-		}
-		if k.null && req && !s.nullable[k.name] && !slices.ContainsFunc(keys[i+1:], func(o objectKey) bool { return o.name == k.name }) {
-			return &fieldError{field: k.name, msg: "must not be null", offset: keyOffset(data, k.name)}
-		}
-	}
-	for _, name := range s.order {
-		if s.fields[name] && !slices.ContainsFunc(keys, func(k objectKey) bool { return k.name == name }) {
-			return &fieldError{field: name, msg: "is missing", offset: -1}
-		}
-	}
-	return nil
-}
-
-// jsonFieldError turns an encoding/json error into a fieldError with the
-// field and offset it names.
-func jsonFieldError(err error) *fieldError {
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return &fieldError{field: te.Field, msg: fmt.Sprintf("has a %s where a %s belongs", te.Value, te.Type), offset: te.Offset, err: err}
-	}
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return &fieldError{msg: "malformed JSON: " + se.Error(), offset: se.Offset, err: err}
-	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return &fieldError{field: strings.Trim(f, `"`), msg: "unknown field", offset: -1, err: err}
-	}
-	return &fieldError{msg: msg, offset: -1, err: err}
 }
 
 // keyOffset finds the byte offset of a top-level key in an object, or -1.
@@ -208,7 +190,7 @@ func checkCalls(field string, calls []ToolCall) error {
 			return &fieldError{field: fmt.Sprintf("%s.%d.id", field, i), msg: "is missing", offset: -1}
 		case c.Name == "":
 			return &fieldError{field: fmt.Sprintf("%s.%d.name", field, i), msg: "is missing", offset: -1}
-		case len(c.Args) > 0 && !json.Valid(c.Args):
+		case len(c.Args) > 0 && !validJSON(c.Args):
 			return &fieldError{field: fmt.Sprintf("%s.%d.args", field, i), msg: "is not valid JSON", offset: -1}
 		}
 	}
@@ -249,21 +231,34 @@ func (m *Custom) check() error {
 
 // ValidateEvent checks one event as a store receives it: the format
 // version, the expected seq, a set time, a known kind and data that decodes
-// strictly. The error wraps ErrInvalidEvent.
+// strictly (see Event.Decode: unknown, missing and mistyped fields, a name
+// twice in any object, invalid UTF-8 are all refused). The error wraps
+// ErrInvalidEvent.
 func ValidateEvent(e Event, wantSeq int64) error {
+	_, err := validateEvent(e, wantSeq)
+	return err
+}
+
+// validateEvent is ValidateEvent that returns the decoded data.
+func validateEvent(e Event, wantSeq int64) (any, error) {
 	switch {
 	case e.V != FormatVersion:
-		return fmt.Errorf("%w: seq %d: version %d, want %d", ErrInvalidEvent, e.Seq, e.V, FormatVersion)
+		return nil, fmt.Errorf("%w: seq %d: version %d, want %d", ErrInvalidEvent, e.Seq, e.V, FormatVersion)
 	case e.Seq != wantSeq:
-		return fmt.Errorf("%w: seq %d where %d comes next (seqs are dense, from 1)", ErrInvalidEvent, e.Seq, wantSeq)
+		return nil, fmt.Errorf("%w: seq %d where %d comes next (seqs are dense, from 1)", ErrInvalidEvent, e.Seq, wantSeq)
 	case e.At.IsZero():
-		return fmt.Errorf("%w: seq %d: time \"at\" is not set", ErrInvalidEvent, e.Seq)
+		return nil, fmt.Errorf("%w: seq %d: time \"at\" is not set", ErrInvalidEvent, e.Seq)
+	case !validUTF8(e.Kind, e.Run):
+		return nil, fmt.Errorf("%w: seq %d: the kind or run ID is not valid UTF-8", ErrInvalidEvent, e.Seq)
 	}
-	if _, err := e.Decode(); err != nil {
-		return fmt.Errorf("%w: seq %d (%s): %v", ErrInvalidEvent, e.Seq, e.Kind, err)
+	v, err := e.Decode()
+	if err != nil {
+		return nil, fmt.Errorf("%w: seq %d (%s): %v", ErrInvalidEvent, e.Seq, e.Kind, err)
 	}
-	return nil
+	return v, nil
 }
+
+func validUTF8(k Kind, run string) bool { return utf8.ValidString(string(k)) && utf8.ValidString(run) }
 
 // Limits bound what a store or loader accepts.
 type Limits struct {
