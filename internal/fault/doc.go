@@ -14,6 +14,8 @@
 //     Release, without closing anything: new connections are accepted and
 //     their bytes held too. What a client sent during a stall still
 //     reaches the server when it ends, even if the client gave up on it.
+//   - StallReplies holds the server's replies alone: requests are applied
+//     and their answers wait, to be dropped by a Cut (a lost reply).
 //   - Delay adds latency to every byte forwarded from then on.
 //   - Heal undoes them all.
 //

@@ -19,6 +19,7 @@ type Proxy struct {
 	mu      sync.Mutex
 	cut     bool
 	stall   chan struct{} // non-nil while stalled; closed when released
+	replies chan struct{} // the same for the server's replies alone
 	stallN  int           // numbers the stalls, so a timer releases only its own
 	delay   time.Duration
 	held    int // chunks waiting for a stall to end
@@ -119,7 +120,21 @@ func (p *Proxy) Stall(d time.Duration) {
 	}
 }
 
-// Release ends a stall: the held bytes go on, in order.
+// StallReplies holds the bytes the server sends, and only those, until
+// Release or Heal: requests reach the server and are applied, and their
+// replies wait. A Cut then drops them: the client never learns that its
+// request was applied.
+func (p *Proxy) StallReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.replies == nil {
+		p.replies = make(chan struct{})
+	}
+	p.stats.Stalls++
+}
+
+// Release ends a stall (of both directions, or of the replies): the held
+// bytes go on, in order.
 func (p *Proxy) Release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -130,6 +145,10 @@ func (p *Proxy) release() {
 	if p.stall != nil {
 		close(p.stall)
 		p.stall = nil
+	}
+	if p.replies != nil {
+		close(p.replies)
+		p.replies = nil
 	}
 }
 
@@ -225,8 +244,8 @@ func (p *Proxy) serve(c net.Conn) {
 	p.stats.Conns++
 	p.mu.Unlock()
 	var wg sync.WaitGroup
-	wg.Go(func() { p.pump(l, c, s) })
-	wg.Go(func() { p.pump(l, s, c) })
+	wg.Go(func() { p.pump(l, c, s, false) })
+	wg.Go(func() { p.pump(l, s, c, true) })
 	wg.Wait()
 	p.mu.Lock()
 	delete(p.links, l)
@@ -240,12 +259,12 @@ type chunk struct {
 	at time.Time
 }
 
-// pump forwards src to dst: a reader takes bytes as they come, the
-// writer holds them while the proxy is stalled and for the delay, then
-// writes them. When src ends, what was read is still written (a request
-// sent before its client gave up reaches the server), then the link
-// closes.
-func (p *Proxy) pump(l *link, src, dst net.Conn) {
+// pump forwards src to dst (the server's replies when reply): a reader
+// takes bytes as they come, the writer holds them while the proxy is
+// stalled and for the delay, then writes them. When src ends, what was
+// read is still written (a request sent before its client gave up
+// reaches the server), then the link closes.
+func (p *Proxy) pump(l *link, src, dst net.Conn, reply bool) {
 	queue := make(chan chunk, 64)
 	go func() {
 		defer close(queue)
@@ -266,7 +285,7 @@ func (p *Proxy) pump(l *link, src, dst net.Conn) {
 	}()
 	defer l.close()
 	for ch := range queue {
-		if !p.hold(l, ch.at) {
+		if !p.hold(l, ch.at, reply) {
 			p.mu.Lock()
 			p.stats.Dropped += 1 + len(queue)
 			p.mu.Unlock()
@@ -280,10 +299,13 @@ func (p *Proxy) pump(l *link, src, dst net.Conn) {
 
 // hold waits while the proxy is stalled and until at+delay; false when a
 // cut killed the link meanwhile.
-func (p *Proxy) hold(l *link, at time.Time) bool {
+func (p *Proxy) hold(l *link, at time.Time, reply bool) bool {
 	for {
 		p.mu.Lock()
 		stall, delay := p.stall, p.delay
+		if stall == nil && reply {
+			stall = p.replies
+		}
 		p.mu.Unlock()
 		if stall != nil {
 			p.mu.Lock()

@@ -147,6 +147,46 @@ func TestProxy_StallHoldsBytes(t *testing.T) {
 	}
 }
 
+// TestProxy_StallReplies checks that a stall of the replies lets requests
+// through (the server acts on them) and holds the answers.
+func TestProxy_StallReplies(t *testing.T) {
+	got := make(chan string, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		got <- line
+		_, _ = io.WriteString(c, "done\n")
+	}()
+	p, err := NewProxy(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, r := dial(t, p)
+	p.StallReplies()
+	if _, err := ask(c, r, "apply", 200*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a reply while the replies are stalled: %v", err)
+	}
+	if line := <-got; line != "apply\n" {
+		t.Fatalf("the server got %q; want the request", line)
+	}
+	p.Cut() // the reply is lost
+	p.Heal()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := r.ReadString('\n'); err == nil {
+		t.Errorf("the client got %q after the cut; want the reply lost", line)
+	}
+}
+
 func TestProxy_StallForEnds(t *testing.T) {
 	p := newTestProxy(t)
 	c, r := dial(t, p)
