@@ -230,6 +230,14 @@ func Import(data []byte, f Format, opts ImportOptions) (*cairn.Memory, *Report, 
 		err.Format = f
 		return nil, nil, err
 	}
+	list := "history"
+	if f == OpenAI {
+		list = "messages"
+	}
+	if err := checkStrict(data, list); err != nil {
+		err.Format = f
+		return nil, nil, err
+	}
 	rep := &Report{Format: f}
 	var h *history
 	var err error

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // value is one JSON value of the input with its byte offset.
@@ -49,6 +52,54 @@ func checkSyntax(data []byte) *ImportError {
 		}
 	} else {
 		ie.Msg = "malformed JSON: " + err.Error()
+	}
+	return ie
+}
+
+// checkStrict refuses what RFC 7493 refuses anywhere in a document whose
+// syntax checkSyntax accepted: a name twice in one object (at any level:
+// a message, its tool calls, their arguments, a variable's value,
+// metadata that is otherwise ignored), invalid UTF-8, and escapes of lone
+// UTF-16 surrogates. encoding/json would take the last of two names and
+// turn bad bytes into U+FFFD without a word. The error names the message
+// (list is the member that holds the messages, "" for a bare list), the
+// field inside it and the byte offset.
+func checkStrict(data []byte, list string) *ImportError {
+	_, err := jsontext.NewDecoder(bytes.NewBuffer(data)).ReadValue()
+	se, ok := errors.AsType[*jsontext.SyntacticError](err)
+	if !ok {
+		return nil
+	}
+	ie := &ImportError{Index: -1, Offset: se.ByteOffset, Err: err}
+	toks := slices.Collect(se.JSONPointer.Tokens())
+	inList := bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) // a bare list of messages
+	if !inList && list != "" && len(toks) > 0 && toks[0] == list {
+		inList, toks = true, toks[1:]
+		if len(toks) == 0 {
+			ie.Field = list
+		}
+	}
+	if inList && len(toks) > 0 {
+		if n, err := strconv.Atoi(toks[0]); err == nil {
+			ie.Index, toks = n, toks[1:]
+		}
+	}
+	for _, tok := range toks {
+		if n, err := strconv.Atoi(tok); err == nil && ie.Field != "" {
+			ie.Field = index(ie.Field, n)
+		} else {
+			ie.Field = join(ie.Field, tok)
+		}
+	}
+	switch msg := se.Err.Error(); {
+	case errors.Is(se.Err, jsontext.ErrDuplicateName):
+		ie.Msg = "appears twice (a name may appear once in an object)"
+	case strings.Contains(msg, "UTF-8"):
+		ie.Msg = "is not valid UTF-8"
+	case strings.Contains(msg, "escape sequence"):
+		ie.Msg = "malformed JSON: " + strings.TrimPrefix(msg, "jsontext: ") + " (a lone UTF-16 surrogate is not valid Unicode)"
+	default:
+		ie.Msg = "malformed JSON: " + strings.TrimPrefix(msg, "jsontext: ")
 	}
 	return ie
 }

@@ -54,6 +54,17 @@ func TestImport_MalformedOpenAI(t *testing.T) {
 		{name: "call ID reused while pending", in: `[` + tool + `,` + tool + `]`, index: 1, field: "tool_calls[0].id", at: `{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]`, msg: "already waiting for a result"},
 		{name: "input too large", in: `[{"role":"user","content":"hello"}]`, index: -1, msg: "the limit is 10", is: cairn.ErrTooLarge,
 			opts: func(o *formats.ImportOptions) { o.MaxBytes = 10 }},
+		// Strict at every level: a name twice, invalid UTF-8, lone surrogates.
+		{name: "content twice", in: `[{"role":"system","content":"be careful","content":"EVIL"}]`, index: 0, field: "content", at: `"content":"EVIL"`, msg: "appears twice"},
+		{name: "key twice under messages", in: `{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b","role":"system"}]}`, index: 1, field: "role", at: `"role":"system"`, msg: "appears twice"},
+		{name: "text twice in a part", in: `[{"role":"user","content":[{"type":"text","text":"hi","text":"EVIL"}]}]`, index: 0, field: "content[0].text", at: `"text":"EVIL"`, msg: "appears twice"},
+		{name: "name twice in a call", in: `[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","name":"rm"}}]}]`, index: 0, field: "tool_calls[0].function.name", at: `"name":"rm"`, msg: "appears twice"},
+		{name: "argument twice, as an object", in: `[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":{"path":"a","path":"/etc"}}}]}]`, index: 0, field: "tool_calls[0].function.arguments.path", at: `"path":"/etc"`, msg: "appears twice"},
+		{name: "argument twice, as JSON text", in: `[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"path\":\"a\",\"path\":\"/etc\"}"}}]}]`, index: 0, field: "tool_calls[0].function.arguments", at: `"{\"path`, msg: `the arguments' JSON text: field "path": appears twice`},
+		{name: "request field twice", in: `{"model":"a","model":"b","messages":[]}`, index: -1, field: "model", at: `"model":"b"`, msg: "appears twice"},
+		{name: "invalid UTF-8", in: "[{\"role\":\"user\",\"content\":\"caf\xe9\"}]", index: 0, field: "content", at: "\xe9", msg: "not valid UTF-8"},
+		{name: "invalid UTF-8 in a part", in: "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}]", index: 0, field: "content[0].text", at: "\xff", msg: "not valid UTF-8"},
+		{name: "lone surrogate", in: `[{"role":"user","content":"\ud800"}]`, index: 0, field: "content", at: `\ud800`, msg: "surrogate"},
 		{name: "event too large", in: `[{"role":"system","content":"s"},{"role":"user","content":"` + strings.Repeat("x", 400) + `"}]`, index: 1, at: `{"role":"user"`, msg: "the limit is 300", is: cairn.ErrTooLarge,
 			opts: func(o *formats.ImportOptions) { o.Limits.MaxEventBytes = 300 }},
 	}
@@ -89,6 +100,15 @@ func TestImport_MalformedCheckpoint(t *testing.T) {
 		{name: "part without type", in: `{"history":[{"role":"user","content":"x","metadata":{"parts":[{"text":"t"}]}}]}`, index: 0, field: "metadata.parts[0].type", at: `{"text"`, msg: "is missing"},
 		{name: "input too large", in: `{"history":[]}`, index: -1, msg: "the limit is 5", is: cairn.ErrTooLarge,
 			opts: func(o *formats.ImportOptions) { o.MaxBytes = 5 }},
+		// Strict at every level: a name twice, invalid UTF-8.
+		{name: "content twice", in: `{"history":[{"role":"system","content":"be careful","content":"EVIL"}]}`, index: 0, field: "content", at: `"content":"EVIL"`, msg: "appears twice"},
+		{name: "history twice", in: `{"history":[],"history":[]}`, index: -1, field: "history", at: `"history":[]}`, msg: "appears twice"},
+		{name: "variable twice", in: `{"variables":{"a":1,"a":2},"history":[]}`, index: -1, field: "variables.a", at: `"a":2`, msg: "appears twice"},
+		{name: "key twice inside a variable", in: `{"variables":{"a":{"b":1,"b":2}},"history":[]}`, index: -1, field: "variables.a.b", at: `"b":2`, msg: "appears twice"},
+		{name: "key twice in ignored metadata", in: `{"history":[{"role":"user","content":"x","metadata":{"k":1,"k":2}}]}`, index: 0, field: "metadata.k", at: `"k":2`, msg: "appears twice"},
+		{name: "args key twice", in: `{"history":[{"role":"assistant","content":"","metadata":{"tool_calls":[{"id":"c1","name":"f","args":{"p":1,"p":2}}]}}]}`, index: 0, field: "metadata.tool_calls[0].args.p", at: `"p":2`, msg: "appears twice"},
+		{name: "invalid UTF-8", in: "{\"history\":[{\"role\":\"user\",\"content\":\"\xc3(\"}]}", index: 0, field: "content", at: "\xc3", msg: "not valid UTF-8"},
+		{name: "invalid UTF-8 in a variable", in: "{\"variables\":{\"a\":\"\xff\"},\"history\":[]}", index: -1, field: "variables.a", at: "\xff", msg: "not valid UTF-8"},
 		{name: "variable too large", in: `{"variables":{"big":"` + strings.Repeat("x", 400) + `"},"history":[]}`, index: -1, field: "variables.big", at: `"xx`, msg: "the event limit is 300", is: cairn.ErrTooLarge,
 			opts: func(o *formats.ImportOptions) { o.Limits.MaxEventBytes = 300 }},
 	}
@@ -152,6 +172,11 @@ func TestImport_MalformedCairn(t *testing.T) {
 		{name: "unknown kind", in: `{"format":"cairn.memory","version":1,"events":[{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"nope","run":"","data":{}}]}`, field: "kind"},
 		{name: "seq gap", in: `{"format":"cairn.memory","version":1,"events":[{"v":1,"seq":2,"at":"2026-01-02T03:04:05Z","kind":"memory.reset","run":"","data":{}}]}`, field: "seq"},
 		{name: "too large", in: `{"format":"cairn.memory","version":1,"events":[]}`, is: cairn.ErrTooLarge, max: 10},
+		{name: "text twice", in: `{"format":"cairn.memory","version":1,"events":[{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"message.system","run":"","data":{"text":"be careful","text":"EVIL"}}]}`, field: "data.text"},
+		{name: "kind twice", in: `{"format":"cairn.memory","version":1,"events":[{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"message.system","kind":"custom","run":"","data":{"text":"x"}}]}`, field: "kind"},
+		{name: "events twice", in: `{"format":"cairn.memory","version":1,"events":[],"events":[]}`, field: "events"},
+		{name: "invalid UTF-8", in: "{\"format\":\"cairn.memory\",\"version\":1,\"events\":[{\"v\":1,\"seq\":1,\"at\":\"2026-01-02T03:04:05Z\",\"kind\":\"message.system\",\"run\":\"\",\"data\":{\"text\":\"\xff\"}}]}", field: "data.text"},
+		{name: "tool result without its call", in: `{"format":"cairn.memory","version":1,"events":[{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"tool.result","run":"","data":{"call_id":"c9","name":"calc","output":"1","is_error":false,"duration_ms":0}}]}`, field: "data.call_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -469,10 +469,21 @@ func arguments(fn *object, field string) (json.RawMessage, *ImportError) {
 	case len(t) == 0:
 		return json.RawMessage(`{}`), nil
 	case json.Valid(t):
+		if err := checkStrict(t, ""); err != nil {
+			return nil, positioned(join(field, "arguments"), v.off, "the arguments' JSON text: %s%s", fieldPrefix(err.Field), err.Msg)
+		}
 		return compact(t), nil
 	}
 	b, _ := json.Marshal(text) // a string always encodes
 	return b, nil
+}
+
+// fieldPrefix is `field "f": ` for an error's field, "" for none.
+func fieldPrefix(f string) string {
+	if f == "" {
+		return ""
+	}
+	return `field "` + f + `": `
 }
 
 func compact(raw []byte) json.RawMessage {
