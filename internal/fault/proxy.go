@@ -172,8 +172,9 @@ func (p *Proxy) Heal() {
 	p.release()
 }
 
-// heldChunks returns how many chunks of bytes wait for a stall to end.
-func (p *Proxy) heldChunks() int {
+// Held returns how many chunks of bytes wait for a stall to end: with
+// StallReplies, more than 0 once the server has answered a request.
+func (p *Proxy) Held() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.held

@@ -203,7 +203,7 @@ func TestProxy_CutDropsHeldBytes(t *testing.T) {
 	if _, err := io.WriteString(c, "lost\n"); err != nil {
 		t.Fatal(err)
 	}
-	until(t, func() bool { return p.heldChunks() > 0 })
+	until(t, func() bool { return p.Held() > 0 })
 	p.Cut()
 	p.Heal()
 	if _, err := ask(c, r, "x", 10*time.Second); err == nil {
