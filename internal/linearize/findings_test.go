@@ -1,0 +1,178 @@
+package linearize
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/fault"
+)
+
+// The tests of this file are the smallest reproductions of the histories
+// TestLinearizable found not linearizable: each drives one store, through
+// a proxy that holds a reply or cuts a connection at a chosen moment, into
+// answering one call in a way no order of the calls explains.
+
+// rig is a backend with one store through a proxy (a, the client whose
+// reply is held or lost) and one straight to the server (b).
+type rig struct {
+	be   *fault.Backend
+	px   *fault.Proxy
+	a, b cairn.Store
+}
+
+func newRig(t *testing.T, name string) *rig {
+	t.Helper()
+	be := fault.NewBackend(t, name)
+	px := fault.StartProxy(t, be.URL)
+	return &rig{be: be, px: px, a: be.Open(t, fault.QuickMongo(px.URL(be.URL))), b: be.Direct(t)}
+}
+
+// held waits until the server has answered a request whose reply the
+// proxy holds.
+func (r *rig) held(t *testing.T) {
+	t.Helper()
+	fault.Until(t, 10*time.Second, "the server's reply", func() (bool, error) { return r.px.Held() > 0, nil })
+}
+
+// background runs f on a, and returns its error on the channel.
+func background(f func(context.Context) error) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- f(ctx)
+	}()
+	return done
+}
+
+// linEvent returns a custom event carrying id, at seq.
+func linEvent(t *testing.T, id string, seq int64) cairn.Event {
+	t.Helper()
+	e := cairn.MustEvent(cairn.KindCustom, "linearize", cairn.Custom{Type: "linearize.op", Payload: []byte(`"` + id + `"`)})
+	e.Seq = seq
+	return e
+}
+
+// TestFinding_RedisRetryAfterAnotherAppend: an append lands, its reply is
+// lost, another writer appends after it, and go-redis sends the append
+// again on a new connection. The second try finds the session moved on
+// and answers ErrConflict ("nothing of the rejected call was written"),
+// although the first try wrote the events.
+func TestFinding_RedisRetryAfterAnotherAppend(t *testing.T) {
+	r := newRig(t, "redis")
+	ctx := t.Context()
+	if err := r.b.Create(ctx, cairn.SessionMeta{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	e1, e2 := linEvent(t, "first", 1), linEvent(t, "second", 2)
+	r.px.StallReplies()
+	done := background(func(ctx context.Context) error { return r.a.Append(ctx, "s", 0, e1) })
+	r.held(t)
+	if err := r.b.Append(ctx, "s", 1, e2); err != nil {
+		t.Fatalf("the other writer's append after the first: %v", err)
+	}
+	r.px.Cut() // the first try's reply is lost; go-redis tries again
+	r.px.Heal()
+	err := <-done
+	rec, lerr := r.b.Load(ctx, "s", 0)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	stored := len(rec.Events) >= 1 && string(rec.Events[0].Data) == string(e1.Data)
+	t.Logf("append: %v; the store holds %d events, the first append's events stored: %v", err, len(rec.Events), stored)
+	if stored && err != nil {
+		t.Errorf("the append's events are stored at the seqs it asked for, and it returned %v: a caller told \"nothing written\" while it was (go-redis retried the script after the lost reply)", err)
+	}
+}
+
+// TestFinding_MongoCreateAfterInterruptedDelete: a Delete marks the
+// session erased (Load: not found), and its connection breaks before it
+// removes the session document. For StaleAfter (30 s) Create answers
+// ErrExists while Load answers ErrNotFound.
+func TestFinding_MongoCreateAfterInterruptedDelete(t *testing.T) {
+	r := newRig(t, "mongodb")
+	ctx := t.Context()
+	if err := r.b.Create(ctx, cairn.SessionMeta{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	r.px.StallReplies()
+	done := background(func(ctx context.Context) error { return r.a.Delete(ctx, "s") })
+	r.held(t)
+	r.px.Cut() // and stays cut: the Delete cannot finish
+	t.Logf("delete: %v", <-done)
+	_, lerr := r.b.Load(ctx, "s", 0)
+	cerr := r.b.Create(ctx, cairn.SessionMeta{ID: "s"})
+	_, lerr2 := r.b.Load(ctx, "s", 0)
+	t.Logf("then load: %v; create: %v; load: %v", lerr, cerr, lerr2)
+	if errors.Is(lerr, cairn.ErrNotFound) && errors.Is(cerr, cairn.ErrExists) && errors.Is(lerr2, cairn.ErrNotFound) {
+		t.Errorf("Load says session s does not exist, Create says it does, and Load again that it does not: no order of the calls gives these answers")
+	}
+}
+
+// TestFinding_MongoConflictWithUncommittedAppend: an append has inserted
+// its event documents and waits for the reply before it commits. Another
+// writer's append at the same seq answers ErrConflict, and a Load right
+// after it finds the session still at that seq: the conflict names an
+// append that, as far as any reader can tell, has not happened (and never
+// will, when the first writer fails now).
+func TestFinding_MongoConflictWithUncommittedAppend(t *testing.T) {
+	r := newRig(t, "mongodb")
+	ctx := t.Context()
+	if err := r.b.Create(ctx, cairn.SessionMeta{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	r.px.StallReplies()
+	done := background(func(ctx context.Context) error { return r.a.Append(ctx, "s", 0, linEvent(t, "first", 1)) })
+	r.held(t) // the insert of the event documents is done; the commit waits
+	aerr := r.b.Append(ctx, "s", 0, linEvent(t, "second", 1))
+	rec, lerr := r.b.Load(ctx, "s", 0)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	r.px.Cut() // the first writer fails before its commit
+	t.Logf("second writer: append %v, then load: last seq %d; first writer: %v", aerr, rec.Info.LastSeq, <-done)
+	if errors.Is(aerr, cairn.ErrConflict) && rec.Info.LastSeq == 0 {
+		t.Errorf("Append at seq 0 answered ErrConflict, and a Load after it finds the session at seq 0 with no events: no order of the calls gives these answers")
+	}
+}
+
+// TestFinding_PostgresConflictAfterRecreate: an append to a session that
+// does not exist matches no row, and before it reads why, the session is
+// created. The read finds the session at the append's own seq and answers
+// ErrConflict: a conflict at the session's last seq.
+func TestFinding_PostgresConflictAfterRecreate(t *testing.T) {
+	r := newRig(t, "postgres")
+	ctx := t.Context()
+	// Warm a's connection up: pgx prepares a statement the first time a
+	// connection runs it, and that round trip's reply must not be the one
+	// the proxy holds. An append, then one at a stale seq (which reads
+	// why it matched nothing).
+	if err := r.a.Create(ctx, cairn.SessionMeta{ID: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.Append(ctx, "warm", 0, linEvent(t, "w1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.Append(ctx, "warm", 0, linEvent(t, "w2", 1)); !errors.Is(err, cairn.ErrConflict) {
+		t.Fatalf("a stale append: %v, want a conflict", err)
+	}
+	r.px.StallReplies()
+	done := background(func(ctx context.Context) error { return r.a.Append(ctx, "s", 0, linEvent(t, "first", 1)) })
+	r.held(t) // the UPDATE matched no session
+	if err := r.b.Create(ctx, cairn.SessionMeta{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	r.px.Release()
+	err := <-done
+	rec, lerr := r.b.Load(ctx, "s", 0)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	t.Logf("append at seq 0: %v; the session's last seq: %d", err, rec.Info.LastSeq)
+	if errors.Is(err, cairn.ErrConflict) && rec.Info.LastSeq == 0 {
+		t.Errorf("Append at seq 0 answered ErrConflict while the session was never anywhere but absent or at seq 0: not found (the session it was sent to did not exist) or success, not a conflict")
+	}
+}
