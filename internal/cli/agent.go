@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/cairnhq/cairn"
@@ -81,11 +82,17 @@ func (a *App) NewAgent(store cairn.Store) (*agent.Agent, error) {
 	if onError == "" {
 		onError = agent.Degrade
 	}
+	tools := builtin.Tools()
+	for i, t := range tools {
+		if slices.Contains(cfg.Agent.RequireApproval, t.Name()) {
+			tools[i] = t.With(agent.RequireApproval())
+		}
+	}
 	return &agent.Agent{
 		Name:         cfg.Agent.Name,
 		Instructions: cfg.Agent.Instructions,
 		Model:        model,
-		Tools:        builtin.Tools(),
+		Tools:        tools,
 		MaxSteps:     cfg.Agent.MaxSteps,
 		Store:        store,
 		OnError:      onError,
