@@ -79,7 +79,7 @@ func (s *Server) apiGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := cairn.Fold(rec.Events)
+	st, err := rec.stateAt(int64(len(rec.Events)))
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
@@ -118,7 +118,7 @@ func (s *Server) apiState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := cairn.Fold(rec.Events[:at])
+	st, err := rec.stateAt(at)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}

@@ -80,7 +80,7 @@ func withForm(h map[string]string) map[string]string {
 
 // signIn opens the one-time link and returns the browser's cookie and the
 // pages' CSRF token.
-func signIn(t *testing.T, h *harness) (cookie, csrf string) {
+func signIn(t testing.TB, h *harness) (cookie, csrf string) {
 	t.Helper()
 	link := h.srv.LoginURL(h.ts.URL)
 	r := h.doWith("GET", strings.TrimPrefix(link, h.ts.URL), nil, nil)

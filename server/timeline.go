@@ -59,9 +59,25 @@ type callInfo struct {
 func newTimeline() *timeline { return &timeline{calls: map[string]callInfo{}} }
 
 // skip folds in the events before the first row shown: only the kinds
-// the rows after them depend on are decoded.
+// the rows after them depend on are decoded, from the run.started of the
+// run the first row belongs to (and the one before it, for the agent
+// change of a new run).
 func (t *timeline) skip(events []cairn.Event) {
-	for _, e := range events {
+	start, runs := 0, 0
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Kind == cairn.KindRunStarted {
+			start, runs = i, runs+1
+			if runs == 2 {
+				break
+			}
+		}
+	}
+	for _, e := range events[:start] {
+		if e.Kind == cairn.KindRunStarted {
+			t.runs++ // counted, not decoded: for the run numbers
+		}
+	}
+	for _, e := range events[start:] {
 		switch e.Kind {
 		case cairn.KindRunStarted, cairn.KindModelResponse, cairn.KindToolStarted, cairn.KindMemoryReset:
 			t.add(e)

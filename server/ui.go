@@ -194,7 +194,7 @@ func (s *Server) sessionData(r *http.Request) (*sessionData, error) {
 	if last > 0 {
 		d.Rows = tl.rows(events[from-1 : to])
 	}
-	if d.Current, err = cairn.Fold(events); err != nil {
+	if d.Current, err = rec.stateAt(last); err != nil {
 		return nil, err
 	}
 	s.head(d)
@@ -207,7 +207,7 @@ func (s *Server) sessionData(r *http.Request) (*sessionData, error) {
 		d.Pager.Newer = base + "?from=" + strconv.FormatInt(to+1, 10)
 		d.Pager.Latest = base
 	}
-	d.State, err = s.stateView(r, id, events, at)
+	d.State, err = s.stateView(r, id, rec, at)
 	if err != nil {
 		return nil, err
 	}
@@ -229,12 +229,12 @@ func (s *Server) head(d *sessionData) {
 	}
 }
 
-func (s *Server) stateView(r *http.Request, id string, events []cairn.Event, at int64) (stateView, error) {
-	st, err := cairn.Fold(events[:at])
+func (s *Server) stateView(r *http.Request, id string, rec *loaded, at int64) (stateView, error) {
+	st, err := rec.stateAt(at)
 	if err != nil {
 		return stateView{}, err
 	}
-	v := stateView{base: s.base(r, "", "session"), ID: id, At: at, Last: int64(len(events)), State: st, Messages: st.Messages}
+	v := stateView{base: s.base(r, "", "session"), ID: id, At: at, Last: int64(len(rec.Events)), State: st, Messages: st.Messages}
 	if n := len(v.Messages); n > stateMessages {
 		v.Earlier = n - stateMessages
 		v.Messages = v.Messages[n-stateMessages:]
@@ -281,7 +281,7 @@ func (s *Server) uiState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.stateView(r, id, rec.Events, at)
+	v, err := s.stateView(r, id, rec, at)
 	if err != nil {
 		return err
 	}
@@ -303,7 +303,7 @@ func (s *Server) uiHead(w http.ResponseWriter, r *http.Request) error {
 	d := &sessionData{ID: id, Info: s.sessionJSON(r.Context(), rec.Info), Last: int64(len(rec.Events)),
 		Formats: formats.Formats, Running: s.runs.busy(id)}
 	d.base = s.base(r, "", "session")
-	if d.Current, err = cairn.Fold(rec.Events); err != nil {
+	if d.Current, err = rec.stateAt(d.Last); err != nil {
 		return err
 	}
 	s.head(d)

@@ -172,11 +172,11 @@ func (s *Server) uiCompare(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sa, err := cairn.Fold(rec.Events[:a])
+	sa, err := rec.stateAt(a)
 	if err != nil {
 		return err
 	}
-	sb, err := cairn.Fold(rec.Events[:b])
+	sb, err := rec.stateAt(b)
 	if err != nil {
 		return err
 	}

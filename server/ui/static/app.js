@@ -34,7 +34,7 @@
 
   // Keys.
   document.addEventListener("keydown", (e) => {
-    if (e.ctrlKey || e.metaKey || e.altKey || e.target.closest("input, textarea, select, [contenteditable]")) return;
+    if (e.ctrlKey || e.metaKey || e.altKey || e.target.closest('input:not([type="range"]):not([type="checkbox"]), textarea, select, [contenteditable]')) return;
     const click = (sel) => { const a = $(sel); if (a) { e.preventDefault(); a.click(); } };
     switch (e.key) {
       case "/": { const q = $("#q"); if (q) { e.preventDefault(); q.focus(); q.select(); } break; }
@@ -55,7 +55,7 @@
       try {
         const r = await fetchText(location.pathname + location.search, { "X-Cairn-Fragment": "session-rows" });
         if (!r) return;
-        if (last !== null && r.text !== last) { body.innerHTML = r.text; localize(body); }
+        if (r.text !== last) { body.innerHTML = r.text; localize(body); }
         last = r.text;
       } catch (_) { /* the next tick tries again */ }
     }, 2000);

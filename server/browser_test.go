@@ -1,0 +1,456 @@
+package server
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/cairnhq/cairn"
+)
+
+// The browser tests drive the inspector in a real Chromium, headless, on
+// the SQLite store: the flows a person follows. CAIRN_TEST_CHROMIUM names
+// the browser; without it "chromium" is looked up on PATH. A missing
+// browser skips these tests locally and fails them under CI.
+
+// browser is one headless Chromium tab signed in to a harness.
+type browser struct {
+	t   *testing.T
+	h   *harness
+	ctx context.Context
+}
+
+// waitLimit bounds each browser step, so that a page that never shows
+// what a test waits for fails the test instead of hanging it.
+const waitLimit = 60 * time.Second
+
+func chromiumPath(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("CAIRN_TEST_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CAIRN_TEST_CHROMIUM is not set and no chromium is on PATH: CI must run the browser tests (see .ci/run)")
+	}
+	t.Skip("CAIRN_TEST_CHROMIUM is not set and no chromium is on PATH: install chromium to run the browser tests")
+	return ""
+}
+
+// newBrowser starts Chromium and signs it in to h with a one-time link.
+func newBrowser(t *testing.T, h *harness) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	b := &browser{t: t, h: h, ctx: ctx}
+	if err := chromedp.Do(ctx, chromedp.Navigate(h.srv.LoginURL(h.ts.URL))); err != nil {
+		t.Fatalf("start the browser and sign in: %v", err)
+	}
+	b.wait("#sessions")
+	return b
+}
+
+// do runs steps, each bounded by waitLimit.
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, waitLimit)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// nav runs steps that load a new page (a click on a link or a form's
+// button) and waits for it.
+func (b *browser) nav(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, waitLimit)
+	defer cancel()
+	if _, err := chromedp.RunResponse(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (b *browser) open(path string) {
+	b.t.Helper()
+	b.do("open "+path, chromedp.Navigate(b.h.ts.URL+path))
+}
+
+func (b *browser) wait(sel string) {
+	b.t.Helper()
+	b.do("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+}
+
+// until waits for a JavaScript expression to be true.
+func (b *browser) until(what, expr string) {
+	b.t.Helper()
+	b.do(what, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(waitLimit))(ctx, t)
+		return err
+	}))
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, waitLimit)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+func evalJS[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, waitLimit)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+func evalJSAwait[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, waitLimit)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// browserHarness serves a SQLite store with the fixture agent.
+func browserHarness(t *testing.T) (*harness, string) {
+	notes := t.TempDir() + "/notes.txt"
+	h := newHarness(t, sqliteStore(t), Config{Agent: fixtureAgent(t, notes), PollInterval: 100 * time.Millisecond})
+	return h, notes
+}
+
+func TestBrowser_SessionsPage(t *testing.T) {
+	h, _ := browserHarness(t)
+	awaitingSession(t, h.store, h.srv.cfg.Agent, "trip")
+	writeSession(t, h.store, "math", chatEvents(14))
+	b := newBrowser(t, h)
+
+	for _, id := range []string{"trip", "math"} {
+		b.wait(`tr[data-id="` + id + `"]`)
+	}
+	if got := b.text(`tr[data-id="trip"] .status`); got != "awaiting_approval" {
+		t.Errorf("trip's status: %q", got)
+	}
+	if got := b.text(`tr[data-id="trip"] td.first`); !strings.Contains(got, "going to Lisbon") {
+		t.Errorf("trip's first message: %q", got)
+	}
+	if got := b.text(`tr[data-id="trip"]`); !strings.Contains(got, "team=travel") {
+		t.Errorf("trip's row shows no label: %q", got)
+	}
+
+	// The keyboard: "/" goes to the search box; a search by first message.
+	b.do("search", chromedp.KeyEvent("/"))
+	b.until("the search box has the focus", `document.activeElement && document.activeElement.id === "q"`)
+	// A browser types nothing for a key whose keydown was taken; the
+	// protocol's synthetic key sends its character all the same.
+	evalJS[string](b, `document.querySelector("#q").value = ""`)
+	b.nav("type a search", chromedp.KeyEvent("lisbon\r"))
+	b.until("the search shows trip alone", `document.querySelectorAll("#session-rows tr[data-id]").length === 1 && !!document.querySelector('tr[data-id="trip"]')`)
+
+	// A filter by status.
+	b.open("/sessions?status=completed")
+	b.until("the filter shows math alone", `document.querySelectorAll("#session-rows tr[data-id]").length === 1 && !!document.querySelector('tr[data-id="math"]')`)
+
+	// The first page follows the store.
+	b.open("/sessions")
+	writeSession(t, h.store, "late", chatEvents(3))
+	b.wait(`tr[data-id="late"]`)
+	if first := evalJS[string](b, `document.querySelector("#session-rows tr").dataset.id`); first != "late" {
+		t.Errorf("the newest session is %q, want late first", first)
+	}
+}
+
+func TestBrowser_TimeTravel(t *testing.T) {
+	h, _ := browserHarness(t)
+	awaitingSession(t, h.store, h.srv.cfg.Agent, "trip")
+	rec, err := h.store.Load(t.Context(), "trip", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAt := int64(0) // the state.set of the remembered city
+	for _, e := range rec.Events {
+		if e.Kind == cairn.KindStateSet {
+			setAt = e.Seq
+		}
+	}
+	b := newBrowser(t, h)
+	b.nav("open trip", chromedp.Click(chromedp.CSS(`tr[data-id="trip"] a`)))
+	b.wait("#timeline li.k-model")
+
+	// The timeline groups the run's steps and says what each tool did.
+	if got := b.text("#timeline li.k-run"); !strings.Contains(got, "Run 1 started") {
+		t.Errorf("the run's first row: %q", got)
+	}
+	if got := b.text("#timeline li.k-model .step"); got != "step 1" {
+		t.Errorf("the first model call's step: %q", got)
+	}
+	if got := b.text("#timeline li.k-tool"); !strings.Contains(got, "remember") || !strings.Contains(got, "idempotent") {
+		t.Errorf("the tool row: %q", got)
+	}
+	if got := b.text("#timeline li.k-interrupt"); !strings.Contains(got, "append_file") {
+		t.Errorf("the interruption row: %q", got)
+	}
+	if got := b.text("#st-vars"); !strings.Contains(got, "city") {
+		t.Errorf("the state now has no city: %q", got)
+	}
+
+	// The slider, with the keyboard: Home goes to seq 0, then to the
+	// event before the variable was set, and the state follows.
+	b.do("focus the slider", chromedp.KeyEvent("t"))
+	b.until("the slider has the focus", `document.activeElement.id === "at"`)
+	b.do("slide to the start", chromedp.KeyEvent(kb.Home))
+	b.until("the state after #0", `document.querySelector("#state .at").textContent.includes("After #0")`)
+	if got := b.text("#st-messages"); got != "0" {
+		t.Errorf("messages after #0: %q", got)
+	}
+	for range setAt - 1 {
+		b.do("step right", chromedp.KeyEvent(kb.ArrowRight))
+	}
+	b.until("the state before the variable", fmt.Sprintf(`document.querySelector("#state .at").textContent.includes("After #%d ")`, setAt-1))
+	if got := b.text("#st-vars"); got != "none" {
+		t.Errorf("variables before #%d: %q, want none", setAt, got)
+	}
+	b.do("step right", chromedp.KeyEvent(kb.ArrowRight))
+	b.until("the state with the variable", fmt.Sprintf(`document.querySelector("#state .at").textContent.includes("After #%d ") && document.querySelector("#st-vars").textContent.includes("Lisbon")`, setAt))
+	if u := evalJS[string](b, "location.search"); !strings.Contains(u, fmt.Sprintf("at=%d", setAt)) {
+		t.Errorf("the address does not keep the seq: %q", u)
+	}
+	if n := evalJS[int](b, `document.querySelectorAll("#timeline li.at").length`); n != 1 {
+		t.Errorf("%d rows marked as the chosen seq, want 1", n)
+	}
+
+	// A row's seq picks it too; compare two seqs.
+	b.do("pick row 2", chromedp.Click(chromedp.CSS(`#seq-2 a.travel-to`)))
+	b.until("the state after #2", `document.querySelector("#state .at").textContent.includes("After #2 ")`)
+	b.nav("compare", chromedp.Click(chromedp.CSS(`#state form[action$="/compare"] button`)))
+	b.wait("#cmp-vars")
+	if got := b.text("#cmp-vars .v-added"); !strings.Contains(got, "city") {
+		t.Errorf("the comparison does not show city as added: %q", got)
+	}
+}
+
+func TestBrowser_ApproveResumes(t *testing.T) {
+	h, notes := browserHarness(t)
+	call := awaitingSession(t, h.store, h.srv.cfg.Agent, "trip")
+	b := newBrowser(t, h)
+	b.open("/sessions/trip")
+	b.wait("#pending-" + call)
+	if got := b.text("#pending-" + call); !strings.Contains(got, "append_file") || !strings.Contains(got, "Lisbon") {
+		t.Errorf("the pending call: %q", got)
+	}
+	b.do("note", chromedp.SendKeys(chromedp.CSS(`#pending-`+call+` input[name=note]`), "fine by me"))
+	b.nav("approve", chromedp.Click(chromedp.CSS(`#pending-`+call+` button[value=approve]`)))
+	// The run goes on in the server; the page's tail shows its events.
+	b.until("the approval in the timeline", `[...document.querySelectorAll("#timeline li.k-approval")].some(li => li.textContent.includes("Approved") && li.textContent.includes("fine by me"))`)
+	b.until("the tool's result in the timeline", `[...document.querySelectorAll("#timeline li.k-tool")].some(li => li.textContent.includes("append_file") && li.textContent.includes("not idempotent"))`)
+	b.until("the run completed", `document.querySelector("#session-head .status").textContent === "completed"`)
+	if got := b.text("#state"); !strings.Contains(got, "Done: Lisbon is noted.") {
+		t.Errorf("the state after the run: %q", got)
+	}
+	data, err := os.ReadFile(notes)
+	if err != nil || string(data) != "Lisbon\n" {
+		t.Errorf("the approved call's side effect: %q, %v; want one line Lisbon", data, err)
+	}
+	if n := evalJS[int](b, `document.querySelectorAll("#session-head .waiting").length`); n != 0 {
+		t.Errorf("the page still asks for a decision")
+	}
+}
+
+func TestBrowser_TailsRunningSession(t *testing.T) {
+	h, _ := browserHarness(t)
+	events := chatEvents(40)
+	writeSession(t, h.store, "live", events[:9]) // a run under way: started, a first turn, the next started
+	b := newBrowser(t, h)
+	b.open("/sessions/live")
+	b.wait("#seq-9")
+	if got := b.text("#session-head .status"); got != "running" {
+		t.Fatalf("status %q, want running", got)
+	}
+	// Another process appends (straight to the store): the page follows.
+	for i := 9; i < 14; i += 2 {
+		if err := h.store.Append(t.Context(), "live", int64(i), events[i:i+2]...); err != nil {
+			t.Fatal(err)
+		}
+		b.wait(fmt.Sprintf("#seq-%d", i+2))
+	}
+	b.until("the state follows the tail", `document.querySelector("#state .at").textContent.includes("Now (after #15)")`)
+	if got := b.text("#tl-last"); got != "15" {
+		t.Errorf("the timeline's count: %q, want 15", got)
+	}
+	if err := h.store.Append(t.Context(), "live", 15, events[15:21]...); err != nil {
+		t.Fatal(err)
+	}
+	b.until("the head follows the status", `document.querySelector("#session-head .status").textContent === "completed"`)
+}
+
+func TestBrowser_ForkAndDelete(t *testing.T) {
+	h, _ := browserHarness(t)
+	writeSession(t, h.store, "math", chatEvents(21))
+	b := newBrowser(t, h)
+	b.open("/sessions/math?at=5")
+	b.do("open the fork form", chromedp.Click(chromedp.CSS(`#state details.action summary`)))
+	b.do("name the fork", chromedp.SendKeys(chromedp.CSS("#fork-as"), "math-fork"))
+	b.nav("fork", chromedp.Click(chromedp.CSS("#fork-confirm")))
+	b.until("the fork's page", `location.pathname === "/sessions/math-fork"`)
+	if got := b.text(".notice"); !strings.Contains(got, "fork of math") {
+		t.Errorf("the fork's notice: %q", got)
+	}
+	if got := b.text("#tl-last"); got != "5" {
+		t.Errorf("the fork holds %q events, want 5", got)
+	}
+	b.open("/sessions?label=forked_from%3Dmath")
+	b.wait(`tr[data-id="math-fork"]`)
+	if n := evalJS[int](b, `document.querySelectorAll("#session-rows tr[data-id]").length`); n != 1 {
+		t.Errorf("the label filter shows %d sessions, want the fork alone", n)
+	}
+
+	// Delete asks first; the export links are on the page.
+	b.open("/sessions/math-fork")
+	if n := evalJS[int](b, `document.querySelectorAll('.export a[href*="/export?format="]').length`); n != 3 {
+		t.Errorf("%d export links, want 3", n)
+	}
+	b.do("open the delete confirmation", chromedp.Click(chromedp.CSS(".danger-zone summary")))
+	b.nav("confirm", chromedp.Click(chromedp.CSS("#delete-confirm")))
+	b.until("back on the list", `location.pathname === "/sessions" && document.querySelector(".notice").textContent.includes("Deleted session math-fork")`)
+	if _, err := h.store.Load(t.Context(), "math-fork", 0); err == nil {
+		t.Error("the fork is still in the store")
+	}
+}
+
+// screenshots, when set (go test ./server -run TestBrowser_Screenshots
+// -args -screenshots=DIR; docs/screenshots.sh does it), is the folder the
+// screenshots of the main pages are written to.
+var screenshots = flag.String("screenshots", "", "write screenshots of the main pages to this folder")
+
+func TestBrowser_Screenshots(t *testing.T) {
+	if *screenshots == "" {
+		t.Skip("no -screenshots folder given (docs/screenshots.sh regenerates the screenshots in docs/)")
+	}
+	h, _ := browserHarness(t)
+	writeSession(t, h.store, "math-tutor", chatEvents(60))
+	awaitingSession(t, h.store, h.srv.cfg.Agent, "trip-lisbon")
+	events := chatEvents(20)
+	writeSession(t, h.store, "support-4812", events[:11])
+	b := newBrowser(t, h)
+	shot := func(name string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(b.ctx, waitLimit)
+		defer cancel()
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(*screenshots, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.open("/sessions")
+	b.wait(`tr[data-id="trip-lisbon"]`)
+	shot("inspector-sessions.png")
+	b.open("/sessions/trip-lisbon")
+	b.wait("#timeline li.k-interrupt")
+	shot("inspector-session.png")
+	b.open("/sessions/math-tutor?at=40")
+	b.wait("#seq-40.at")
+	b.do("dark", chromedp.KeyEvent("d"))
+	b.until("dark", `document.documentElement.dataset.theme === "dark"`)
+	shot("inspector-time-travel-dark.png")
+}
+
+// TestBrowser_LongSession opens a session of 10,000 events: the page
+// shows one window of PageEvents events (never the whole history in the
+// DOM), the slider travels to any seq, and the older pages are a link
+// away. It logs how long the browser took; it asserts no time.
+func TestBrowser_LongSession(t *testing.T) {
+	h, _ := browserHarness(t)
+	const n = 10_000
+	writeSession(t, h.store, "long", chatEvents(n))
+	b := newBrowser(t, h)
+
+	load := func(path string) (float64, float64, int) {
+		t.Helper()
+		start := time.Now()
+		b.open(path)
+		b.wait("#timeline li.ev")
+		wall := time.Since(start)
+		nav := evalJS[map[string]float64](b, `(() => { const e = performance.getEntriesByType("navigation")[0]; return {ttfb: e.responseStart - e.requestStart, dcl: e.domContentLoadedEventEnd - e.startTime, load: e.loadEventEnd - e.startTime, bytes: e.transferSize}; })()`)
+		nodes := evalJS[int](b, `document.getElementsByTagName("*").length`)
+		t.Logf("%s: server %.0f ms, DOMContentLoaded %.0f ms, load %.0f ms (wall %.0f ms), %.0f KB, %d DOM nodes",
+			path, nav["ttfb"], nav["dcl"], nav["load"], float64(wall.Milliseconds()), nav["bytes"]/1024, nodes)
+		return nav["ttfb"], nav["load"], nodes
+	}
+	load("/sessions/long") // the first load reads the history into the server's cache
+	_, _, nodes := load("/sessions/long")
+	if rows := evalJS[int](b, `document.querySelectorAll("#timeline li.ev").length`); rows != PageEvents {
+		t.Errorf("the latest page shows %d events, want %d", rows, PageEvents)
+	}
+	if nodes > 6000 {
+		t.Errorf("the page has %d DOM nodes: the history is not paged", nodes)
+	}
+	if got := b.text("#tl-range"); !strings.Contains(got, "9,801–10,000 of 10,000") {
+		t.Errorf("the window: %q", got)
+	}
+	_, _, nodes = load("/sessions/long?from=1&at=5000")
+	if nodes > 6000 {
+		t.Errorf("the first page has %d DOM nodes", nodes)
+	}
+	if got := b.text("#state .at"); !strings.Contains(got, "After #5000 of 10000") {
+		t.Errorf("the state at 5000: %q", got)
+	}
+
+	// The slider: from the keyboard, the state follows.
+	b.open("/sessions/long")
+	b.do("focus the slider", chromedp.Focus(chromedp.CSS("#at")))
+	start := time.Now()
+	b.do("travel", chromedp.KeyEvent(kb.Home))
+	b.until("the state after #0", `document.querySelector("#state .at").textContent.includes("After #0 ")`)
+	t.Logf("time travel to #0 (slider, fetch, swap): %d ms", time.Since(start).Milliseconds())
+	evalJS[bool](b, `(() => { const s = document.querySelector("#at"); s.value = 5000; s.dispatchEvent(new Event("input")); return true; })()`)
+	start = time.Now()
+	b.until("the state after #5000", `document.querySelector("#state .at").textContent.includes("After #5000 ")`)
+	t.Logf("time travel to #5000: %d ms (after the slider's 120 ms pause)", time.Since(start).Milliseconds())
+	for _, at := range []int{1, 2500, 5000, 9999} {
+		ms := evalJSAwait[float64](b, fmt.Sprintf(`(async () => { const t0 = performance.now(); const r = await fetch("/sessions/long/state?at=%d"); await r.text(); return performance.now() - t0; })()`, at))
+		t.Logf("the state panel after #%d: %.0f ms to fetch", at, ms)
+	}
+	b.nav("older page", chromedp.KeyEvent("p"))
+	if got := b.text("#tl-range"); !strings.Contains(got, "9,601–9,800") {
+		t.Errorf("the older page: %q", got)
+	}
+}
