@@ -163,6 +163,24 @@ func (p *Proxy) Delay(d time.Duration) {
 	p.delay = d
 }
 
+// EndCut ends a cut and leaves a stall or a delay as it is: with
+// StallReplies before it, the first requests after an outage are applied
+// and their replies held.
+func (p *Proxy) EndCut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// Open returns how many connections the proxy carries now. After a
+// Release it falls to 0 once the held bytes were delivered and the
+// clients that had gone closed their connections.
+func (p *Proxy) Open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.links)
+}
+
 // Heal ends a cut, a stall and a delay: connections go through again.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
