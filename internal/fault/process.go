@@ -146,6 +146,9 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 // Kill sends SIGKILL.
 func (p *Process) Kill() { _ = p.cmd.Process.Signal(syscall.SIGKILL) }
 
+// Terminate sends SIGTERM, the signal of a clean shutdown.
+func (p *Process) Terminate() { _ = p.cmd.Process.Signal(syscall.SIGTERM) }
+
 // Stop sends SIGSTOP: the process stays, frozen, with its connections
 // open, until Cont.
 func (p *Process) Stop() { _ = p.cmd.Process.Signal(syscall.SIGSTOP) }
