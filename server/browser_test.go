@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -363,10 +364,16 @@ func TestBrowser_Screenshots(t *testing.T) {
 		t.Skip("no -screenshots folder given (docs/screenshots.sh regenerates the screenshots in docs/)")
 	}
 	h, _ := browserHarness(t)
-	writeSession(t, h.store, "math-tutor", chatEvents(60))
-	awaitingSession(t, h.store, h.srv.cfg.Agent, "trip-lisbon")
-	events := chatEvents(20)
+	events := chatEvents(63)
+	failed := append(events[:6:6], cairn.MustEvent(cairn.KindRunFinished, "run-0000", cairn.RunFinished{Status: cairn.RunFailed,
+		Error: &cairn.ErrorInfo{Code: "provider_error", Message: "the model answered 503 three times"}}))
+	failed[6].Seq = 7
+	writeSession(t, h.store, "ticket-977", failed)
+	writeSession(t, h.store, "math-tutor", events)
+	r := h.do("POST", "/api/sessions/math-tutor/fork", map[string]any{"at": 21, "as": "math-tutor-what-if"})
+	wantStatus(t, "fork", r, http.StatusCreated)
 	writeSession(t, h.store, "support-4812", events[:11])
+	awaitingSession(t, h.store, h.srv.cfg.Agent, "trip-lisbon")
 	b := newBrowser(t, h)
 	shot := func(name string) {
 		t.Helper()
