@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +21,14 @@ func newImportCmd(app *cli.App) *cobra.Command {
 		Short: "Read a session from a file, validated fully before anything is written",
 		Long: `Read a session document (FILE, or - for stdin) and save it as a new
 session. The format is detected when --format is not given. The whole file is
-validated before anything is written: a malformed file is refused with the
-position of the fault, and the store is left as it was.`,
+validated before anything is written: a malformed file (a name twice in an
+object, invalid UTF-8, a tool result whose call was never asked for, …) is
+refused with the position of the fault, and the store is left as it was.
+
+A long history is written in several appends. Until the last one is written
+the session carries the label cairn.import and sessions list shows it as
+incomplete; if the import is killed, importing the same file again finishes
+it, and cairn sessions gc removes it.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			var f formats.Format
@@ -53,8 +61,16 @@ position of the fault, and the store is left as it was.`,
 				return err
 			}
 			defer store.Close()
-			if err := cli.WriteSession(c.Context(), store, meta, m.Events()); err != nil {
-				return err
+			rebuild := func(run string, at time.Time) (*cairn.Memory, error) {
+				m, _, err := formats.Import(data, rep.Format, formats.ImportOptions{ID: as, RunID: run, Now: func() time.Time { return at }})
+				return m, err
+			}
+			done, err := formats.Save(c.Context(), store, meta, m, data, rebuild)
+			if err != nil {
+				return importFailed(err)
+			}
+			if done > 0 {
+				app.Notef("note: finished the import of %s into %s, which had stopped after %d of its %d events", a[0], meta.ID, done, m.Len())
 			}
 			if s := rep.String(); s != "" {
 				app.Notef("note: %s", s)
@@ -69,6 +85,20 @@ position of the fault, and the store is left as it was.`,
 	c.Flags().StringVar(&format, "format", "", "cairn, openai or checkpoint (default: detected)")
 	c.Flags().StringVar(&as, "as", "", "the new session's ID (default: the document's, or a new random ID)")
 	return c
+}
+
+// importFailed explains a failed write of an import.
+func importFailed(err error) error {
+	var pe *formats.PartialError
+	switch {
+	case errors.As(err, &pe):
+		return cli.Fail(err, "import the same file again to finish it, or remove it with `cairn sessions gc`")
+	case errors.Is(err, cairn.ErrExists):
+		return cli.Fail(err, "choose another ID with --as, or delete the existing session first")
+	case errors.Is(err, cairn.ErrInvalidID):
+		return cli.Fail(err, "session IDs are 1-128 characters of A-Z a-z 0-9 _ -")
+	}
+	return cli.Fail(err, "nothing was kept; check the store with `cairn doctor`")
 }
 
 // readInput reads a file (or stdin for "-") of at most limit bytes.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/internal/formats"
 )
 
 func newListCmd(app *cli.App) *cobra.Command {
@@ -50,6 +51,11 @@ func newListCmd(app *cli.App) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for i := range infos {
+				if _, ok := formats.Incomplete(infos[i]); ok {
+					infos[i].Status = formats.StatusIncomplete // an import still being written, or killed
+				}
+			}
 			holders := cli.Holders(c.Context(), store, infos)
 			if app.Flags.JSON {
 				return cli.WriteJSON(app.Stdout, cli.WithHolders(infos, holders))
@@ -61,7 +67,7 @@ func newListCmd(app *cli.App) *cobra.Command {
 			return cli.InfoTableHolders(app.Stdout, infos, holders, time.Now())
 		},
 	}
-	c.Flags().StringSliceVar(&status, "status", nil, "only sessions with this status (new, running, interrupted, awaiting_approval, completed, failed, max_steps)")
+	c.Flags().StringSliceVar(&status, "status", nil, "only sessions with this status (new, running, interrupted, awaiting_approval, completed, failed, max_steps); an import not yet finished is listed as incomplete")
 	c.Flags().StringSliceVar(&labels, "label", nil, "only sessions with this label (KEY=VALUE)")
 	c.Flags().IntVar(&limit, "limit", 0, "at most this many sessions (0: all)")
 	return c

@@ -96,6 +96,8 @@ func Save(ctx context.Context, store cairn.Store, meta cairn.SessionMeta, m *cai
 	err = store.Create(ctx, meta)
 	if errors.Is(err, cairn.ErrExists) {
 		from, events, err = resume(ctx, store, mark, events, rebuild)
+	} else if err != nil {
+		err = fmt.Errorf("create %s: %w", meta.ID, err)
 	}
 	if err != nil {
 		return 0, err
