@@ -31,12 +31,15 @@ func (s *store) Rekey(ctx context.Context, progress func(done, total int)) (Reke
 	if s.ring == nil {
 		return res, errors.New("rekey: no keyring")
 	}
-	if err := s.ensureMarked(ctx); err != nil {
-		return res, fmt.Errorf("rekey: %w", err)
-	}
 	ids, err := keyIDs(ctx, s.keys)
 	if err != nil {
 		return res, fmt.Errorf("rekey: list data keys: %w", err)
+	}
+	if len(ids) > 0 {
+		// Readers without a key are told of the new key too.
+		if err := s.ensureMarked(ctx); err != nil {
+			return res, fmt.Errorf("rekey: %w", err)
+		}
 	}
 	res.Sessions = len(ids)
 	for i, id := range ids {
