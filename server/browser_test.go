@@ -151,7 +151,12 @@ func evalJSAwait[T any](b *browser, expr string) T {
 
 // browserHarness serves a SQLite store with the fixture agent.
 func browserHarness(t *testing.T) (*harness, string) {
-	notes := t.TempDir() + "/notes.txt"
+	return browserHarnessNotes(t, t.TempDir()+"/notes.txt")
+}
+
+// browserHarnessNotes is browserHarness with the file the fixture agent
+// asks to append to.
+func browserHarnessNotes(t *testing.T, notes string) (*harness, string) {
 	h := newHarness(t, sqliteStore(t), Config{Agent: fixtureAgent(t, notes), PollInterval: 100 * time.Millisecond})
 	return h, notes
 }
@@ -275,6 +280,7 @@ func TestBrowser_ApproveResumes(t *testing.T) {
 	if got := b.text("#pending-" + call); !strings.Contains(got, "append_file") || !strings.Contains(got, "Lisbon") {
 		t.Errorf("the pending call: %q", got)
 	}
+	b.do("open the decision", chromedp.Click(chromedp.CSS(`#pending-`+call+` summary`)))
 	b.do("note", chromedp.SendKeys(chromedp.CSS(`#pending-`+call+` input[name=note]`), "fine by me"))
 	b.nav("approve", chromedp.Click(chromedp.CSS(`#pending-`+call+` button[value=approve]`)))
 	// The run goes on in the server; the page's tail shows its events.
@@ -291,6 +297,37 @@ func TestBrowser_ApproveResumes(t *testing.T) {
 	if n := evalJS[int](b, `document.querySelectorAll("#session-head .waiting").length`); n != 0 {
 		t.Errorf("the page still asks for a decision")
 	}
+}
+
+func TestBrowser_ResumeInterrupted(t *testing.T) {
+	h, _ := browserHarness(t)
+	run := "r1"
+	var events []cairn.Event
+	for _, e := range []struct {
+		kind cairn.Kind
+		data any
+	}{
+		{cairn.KindRunStarted, cairn.RunStarted{RunID: run, Agent: "fixture", Model: "script", Reset: true}},
+		{cairn.KindMemoryReset, cairn.MemoryReset{}},
+		{cairn.KindMessageUser, cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: "Note that I am going to Lisbon"}}}},
+		{cairn.KindRunInterrupted, cairn.RunInterrupted{Reason: cairn.InterruptCancelled, Pending: []cairn.ToolCall{}}},
+	} {
+		ev := cairn.MustEvent(e.kind, run, e.data)
+		ev.Seq = int64(len(events)) + 1
+		events = append(events, ev)
+	}
+	writeSession(t, h.store, "halted", events)
+	b := newBrowser(t, h)
+	b.open("/sessions/halted")
+	if got := b.text("#session-head .status"); got != "interrupted" {
+		t.Fatalf("status %q, want interrupted", got)
+	}
+	b.do("open the confirmation", chromedp.Click(chromedp.CSS(`#session-head details.action summary`)))
+	b.nav("resume", chromedp.Click(chromedp.CSS("#resume")))
+	// The fixture agent remembers the city, then asks for a call that
+	// needs approval: the page follows the run to that point.
+	b.until("the remembered city", `document.querySelector("#st-vars") && document.querySelector("#st-vars").textContent.includes("Lisbon")`)
+	b.until("the run waits for a decision", `document.querySelector("#session-head .status").textContent === "awaiting_approval" && !!document.querySelector("#session-head .waiting")`)
 }
 
 func TestBrowser_TailsRunningSession(t *testing.T) {
@@ -363,7 +400,7 @@ func TestBrowser_Screenshots(t *testing.T) {
 	if *screenshots == "" {
 		t.Skip("no -screenshots folder given (docs/screenshots.sh regenerates the screenshots in docs/)")
 	}
-	h, _ := browserHarness(t)
+	h, _ := browserHarnessNotes(t, "/home/ada/notes/trips.txt") // never approved here: nothing is written
 	events := chatEvents(63)
 	failed := append(events[:6:6], cairn.MustEvent(cairn.KindRunFinished, "run-0000", cairn.RunFinished{Status: cairn.RunFailed,
 		Error: &cairn.ErrorInfo{Code: "provider_error", Message: "the model answered 503 three times"}}))
@@ -392,8 +429,9 @@ func TestBrowser_Screenshots(t *testing.T) {
 	shot("inspector-sessions.png")
 	b.open("/sessions/trip-lisbon")
 	b.wait("#timeline li.k-interrupt")
+	b.do("open the decision", chromedp.Click(chromedp.CSS(`.waiting summary`)))
 	shot("inspector-session.png")
-	b.open("/sessions/math-tutor?at=40")
+	b.open("/sessions/math-tutor?at=40#seq-36")
 	b.wait("#seq-40.at")
 	b.do("dark", chromedp.KeyEvent("d"))
 	b.until("dark", `document.documentElement.dataset.theme === "dark"`)
