@@ -22,7 +22,8 @@ type Proxy struct {
 	replies chan struct{} // the same for the server's replies alone
 	stallN  int           // numbers the stalls, so a timer releases only its own
 	delay   time.Duration
-	held    int // chunks waiting for a stall to end
+	held    int    // chunks waiting for a stall to end
+	heldB   [2]int // bytes waiting for a stall to end: requests, replies
 	links   map[*link]struct{}
 	stats   Stats
 	closed  bool
@@ -133,6 +134,20 @@ func (p *Proxy) StallReplies() {
 	p.stats.Stalls++
 }
 
+// ReleaseRequests turns a stall of both directions into a stall of the
+// replies: the held requests go on to the server, and its answers wait.
+func (p *Proxy) ReleaseRequests() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.replies == nil {
+		p.replies = make(chan struct{})
+	}
+	if p.stall != nil {
+		close(p.stall)
+		p.stall = nil
+	}
+}
+
 // Release ends a stall (of both directions, or of the replies): the held
 // bytes go on, in order.
 func (p *Proxy) Release() {
@@ -196,6 +211,14 @@ func (p *Proxy) Held() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.held
+}
+
+// HeldBytes returns how many bytes a stall holds now: of requests, and of
+// replies.
+func (p *Proxy) HeldBytes() (requests, replies int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.heldB[0], p.heldB[1]
 }
 
 // Stats returns what the proxy did so far.
@@ -304,7 +327,7 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, reply bool) {
 	}()
 	defer l.close()
 	for ch := range queue {
-		if !p.hold(l, ch.at, reply) {
+		if !p.hold(l, ch, reply) {
 			p.mu.Lock()
 			p.stats.Dropped += 1 + len(queue)
 			p.mu.Unlock()
@@ -316,9 +339,13 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, reply bool) {
 	}
 }
 
-// hold waits while the proxy is stalled and until at+delay; false when a
-// cut killed the link meanwhile.
-func (p *Proxy) hold(l *link, at time.Time, reply bool) bool {
+// hold waits while the proxy is stalled and until the chunk's arrival +
+// delay; false when a cut killed the link meanwhile.
+func (p *Proxy) hold(l *link, ch chunk, reply bool) bool {
+	dir := 0
+	if reply {
+		dir = 1
+	}
 	for {
 		p.mu.Lock()
 		stall, delay := p.stall, p.delay
@@ -329,6 +356,7 @@ func (p *Proxy) hold(l *link, at time.Time, reply bool) bool {
 		if stall != nil {
 			p.mu.Lock()
 			p.held++
+			p.heldB[dir] += len(ch.b)
 			p.mu.Unlock()
 			var ok bool
 			select {
@@ -338,13 +366,14 @@ func (p *Proxy) hold(l *link, at time.Time, reply bool) bool {
 			}
 			p.mu.Lock()
 			p.held--
+			p.heldB[dir] -= len(ch.b)
 			p.mu.Unlock()
 			if !ok {
 				return false
 			}
 			continue
 		}
-		if wait := time.Until(at.Add(delay)); wait > 0 {
+		if wait := time.Until(ch.at.Add(delay)); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:

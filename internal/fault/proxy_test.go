@@ -179,11 +179,31 @@ func TestProxy_StallReplies(t *testing.T) {
 	if line := <-got; line != "apply\n" {
 		t.Fatalf("the server got %q; want the request", line)
 	}
+	until(t, func() bool { _, rep := p.HeldBytes(); return rep == len("done\n") })
 	p.Cut() // the reply is lost
 	p.Heal()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if line, err := r.ReadString('\n'); err == nil {
 		t.Errorf("the client got %q after the cut; want the reply lost", line)
+	}
+}
+
+// TestProxy_ReleaseRequests checks that a stall of both directions can
+// let the requests go and keep holding the replies.
+func TestProxy_ReleaseRequests(t *testing.T) {
+	p := newTestProxy(t)
+	c, r := dial(t, p)
+	p.Stall(0)
+	if _, err := io.WriteString(c, "req\n"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, func() bool { req, _ := p.HeldBytes(); return req == len("req\n") })
+	p.ReleaseRequests()
+	until(t, func() bool { req, rep := p.HeldBytes(); return req == 0 && rep == len("REQ\n") })
+	p.Release()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "REQ\n" {
+		t.Fatalf("after release: %q, %v", line, err)
 	}
 }
 
