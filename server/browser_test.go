@@ -9,9 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -69,6 +72,37 @@ func newBrowser(t *testing.T, h *harness) *browser {
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
 	b := &browser{t: t, h: h, ctx: ctx}
+	// Script errors and refusals of the page's policy (CSP) fail the test.
+	var mu sync.Mutex
+	var problems []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		var p string
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			p = "exception: " + e.ExceptionDetails.Text
+			if e.ExceptionDetails.Exception != nil {
+				p += " " + e.ExceptionDetails.Exception.Description
+			}
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.EntryLevelError && e.Entry.Source != cdplog.EntrySourceNetwork {
+				p = string(e.Entry.Source) + ": " + e.Entry.Text
+			}
+		}
+		if p != "" {
+			mu.Lock()
+			problems = append(problems, p)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatalf("start the browser: %v", err)
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range problems {
+			t.Errorf("the page reported %s", p)
+		}
+	})
 	if err := chromedp.Do(ctx, chromedp.Navigate(h.srv.LoginURL(h.ts.URL))); err != nil {
 		t.Fatalf("start the browser and sign in: %v", err)
 	}

@@ -54,6 +54,9 @@ func (s *Server) apiStream(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
 	rc := http.NewResponseController(w)
 	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {
 		return nil

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -154,8 +156,16 @@ type stateView struct {
 	State    *cairn.State
 	Messages []cairn.Message
 	Earlier  int
+	Vars     []variable // the first stateVars, by name
+	MoreVars int
 	FromSeq  int64
 }
+
+// variable is one session variable as the state panel shows it.
+type variable struct{ Key, Value string }
+
+// stateVars is how many variables the state panel shows.
+const stateVars = 100
 
 func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) error {
 	d, err := s.sessionData(r)
@@ -238,6 +248,14 @@ func (s *Server) stateView(r *http.Request, id string, rec *loaded, at int64) (s
 	if n := len(v.Messages); n > stateMessages {
 		v.Earlier = n - stateMessages
 		v.Messages = v.Messages[n-stateMessages:]
+	}
+	keys := slices.Sorted(maps.Keys(st.Variables))
+	if len(keys) > stateVars {
+		v.MoreVars = len(keys) - stateVars
+		keys = keys[:stateVars]
+	}
+	for _, k := range keys {
+		v.Vars = append(v.Vars, variable{Key: k, Value: string(st.Variables[k])})
 	}
 	return v, nil
 }
