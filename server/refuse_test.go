@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -401,4 +403,37 @@ func TestAPI_RefusesBadRequests(t *testing.T) {
 		t.Errorf("s1 holds %d events after the refused requests, want 7", len(rec.Events))
 	}
 	assertSessions(t, h, 1)
+}
+
+func TestUI_Import(t *testing.T) {
+	h := newHarness(t, memoryStore(t), Config{})
+	writeSession(t, h.store, "s1", chatEvents(9))
+	doc := h.do("GET", "/api/sessions/s1/export", nil).Body
+	cookie, csrf := signIn(t, h)
+	form := func(csrf string) (string, map[string]string) {
+		var b strings.Builder
+		mw := multipart.NewWriter(&b)
+		mw.WriteField("csrf", csrf)
+		mw.WriteField("as", "s1-copy")
+		fw, _ := mw.CreateFormFile("file", "s1.json")
+		fw.Write(doc)
+		mw.Close()
+		return b.String(), map[string]string{"Cookie": CookieName + "=" + cookie, "Content-Type": mw.FormDataContentType()}
+	}
+	body, hd := form("wrong")
+	wantStatus(t, "import with a wrong CSRF token", h.doWith("POST", "/import", body, hd), http.StatusForbidden)
+	body, hd = form(csrf)
+	r := h.doWith("POST", "/import", body, hd)
+	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/sessions/s1-copy?notice=imported" {
+		t.Fatalf("import: %d to %q: %s", r.Status, r.Header.Get("Location"), r.Body)
+	}
+	if !bytes.Equal(snapshot(t, h, "s1"), snapshot(t, h, "s1-copy")) {
+		t.Error("the imported session's state differs from the exported one's")
+	}
+	body, hd = form(csrf)
+	r = h.doWith("POST", "/import", body, hd)
+	wantStatus(t, "import onto an existing ID", r, http.StatusConflict)
+	if !strings.Contains(string(r.Body), "already exists") {
+		t.Errorf("the error page does not say why: %s", r.Body)
+	}
 }
