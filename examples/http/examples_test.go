@@ -38,7 +38,12 @@ type server struct {
 // test ends.
 func serve(t *testing.T, args ...string) *server {
 	t.Helper()
-	dir := t.TempDir()
+	return serveIn(t, t.TempDir(), args...)
+}
+
+// serveIn is serve in the folder dir.
+func serveIn(t *testing.T, dir string, args ...string) *server {
+	t.Helper()
 	p := start(t, dir, append([]string{"serve", "--addr", "127.0.0.1:0", "--json", "--poll", "50ms"}, args...)...)
 	fault.Until(t, 60*time.Second, "cairn serve to print its address", func() (bool, error) {
 		select {
@@ -250,5 +255,46 @@ func TestServe_ResumesWithTheConfiguredAgent(t *testing.T) {
 	})
 	if st.State.Output != "Resumed from the inspector." {
 		t.Errorf("the resumed run's output: %q", st.State.Output)
+	}
+}
+
+// TestServe_ApprovalWithTheConfiguredAgent: a run of `cairn run` stops for
+// an approval that cairn.toml asks for; the API approves the call and the
+// server resumes the run with the agent the same configuration describes.
+func TestServe_ApprovalWithTheConfiguredAgent(t *testing.T) {
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(filepath.Join(dir, "script.json"), []byte(`{"steps":[
+		{"tool_calls":[{"name":"append_file","arguments":{"path":"`+notes+`","line":"approved"}}]},
+		{"text":"Noted."}]}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "cairn.toml"), []byte("[model]\nprovider = \"script\"\nname = \"script.json\"\n\n[agent]\nrequire_approval = [\"append_file\"]\n"), 0o600)
+	if e := start(t, dir, "run", "--session", "s1", "note it").Wait(); e.Code != 1 || !strings.Contains(e.Stderr, "waiting for approval") {
+		t.Fatalf("cairn run: %s", e)
+	}
+	s := serveIn(t, dir)
+	_, b := s.request(t, "GET", "/api/sessions/s1", s.Token, "")
+	var got struct {
+		State struct {
+			Status  string `json:"status"`
+			Pending []struct {
+				ID       string `json:"id"`
+				Approval bool   `json:"approval"`
+			} `json:"pending"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || len(got.State.Pending) != 1 || !got.State.Pending[0].Approval {
+		t.Fatalf("the session before the decision: %s", b)
+	}
+	call := got.State.Pending[0].ID
+	status, b := s.request(t, "POST", "/api/sessions/s1/approvals", s.Token, `{"call_id":"`+call+`","approved":true,"resume":true}`)
+	if status != http.StatusOK || !strings.Contains(string(b), `"resumed":true`) {
+		t.Fatalf("approve: %d %s", status, b)
+	}
+	fault.Until(t, 60*time.Second, "the resumed run to complete", func() (bool, error) {
+		_, b := s.request(t, "GET", "/api/sessions/s1", s.Token, "")
+		return json.Unmarshal(b, &got) == nil && got.State.Status == "completed", nil
+	})
+	if data, err := os.ReadFile(notes); err != nil || string(data) != "approved\n" {
+		t.Errorf("the approved call's side effect: %q, %v", data, err)
 	}
 }
