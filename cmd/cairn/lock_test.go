@@ -163,19 +163,6 @@ func waitKind(t *testing.T, storeURL, id string, kind cairn.Kind) {
 	t.Fatalf("session %s never held a %s event", id, kind)
 }
 
-// waitLockFile waits until a lock file names its holder.
-func waitLockFile(t *testing.T, path string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s never named a holder", path)
-}
-
 // TestClaim_LiveLeaseNeedsForce: on a local store, a session whose lease a
 // live holder keeps without the lock file (a program, or a process that
 // took it over with --force) is not taken over by run, chat or resume
