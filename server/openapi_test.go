@@ -57,7 +57,9 @@ func TestOpenAPI_MatchesHandlers(t *testing.T) {
 	callB := awaitingSession(t, h.store, h.srv.cfg.Agent, "await2")
 	awaitingSession(t, bare.store, fixtureAgent(t, notes), "await")
 	cairnDoc := h.do("GET", "/api/sessions/s1/export", nil).Body
+	h.srv.runs.mu.Lock()
 	h.srv.runs.active["busy"] = true // as if this server ran session "busy"
+	h.srv.runs.mu.Unlock()
 	writeSession(t, h.store, "busy", chatEvents(3))
 	ev := func(expect int, kind string, data string) string {
 		return fmt.Sprintf(`{"expect_seq":%d,"events":[{"kind":%q,"data":%s}]}`, expect, kind, data)
