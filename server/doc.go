@@ -5,7 +5,7 @@
 // # Quick start
 //
 //	srv, err := server.New(server.Config{
-//		Store:  store,                     // any cairn.Store
+//		Store:  store,                       // any cairn.Store
 //		Tokens: []string{server.NewToken()}, // every request needs one
 //	})
 //	if err != nil {
