@@ -58,7 +58,9 @@ func (a *App) Locate(ctx context.Context, ref string, opts LocateOptions) (*Loca
 	}
 	gu := a.GlobalStoreURL()
 	global := opts.Global && gu != "" && gu != u
-	if global && len(cands) == 0 && a.globalExists(gu) {
+	// The user-global store: for a whole ID always, for a prefix only when
+	// the project's store has no session it starts.
+	if global && (opts.Exact || len(cands) == 0) && a.globalExists(gu) {
 		gs, gerr := a.OpenURL(ctx, gu)
 		if gerr != nil {
 			return nil, gerr
@@ -71,7 +73,7 @@ func (a *App) Locate(ctx context.Context, ref string, opts LocateOptions) (*Loca
 		if !errors.Is(gerr, cairn.ErrNotFound) {
 			return nil, gerr
 		}
-		cands = gc
+		cands = append(cands, gc...)
 	}
 	where := cairn.RedactURL(u)
 	if global {
