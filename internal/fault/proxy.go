@@ -24,6 +24,7 @@ type Proxy struct {
 	delay   time.Duration
 	held    int    // chunks waiting for a stall to end
 	heldB   [2]int // bytes waiting for a stall to end: requests, replies
+	trap    int    // > 0: a request chunk this large or larger begins a stall
 	links   map[*link]struct{}
 	stats   Stats
 	closed  bool
@@ -134,6 +135,17 @@ func (p *Proxy) StallReplies() {
 	p.stats.Stalls++
 }
 
+// StallAt arms a stall that begins with the first request of at least
+// size bytes, before it reaches the server: that chunk and every byte
+// after it, both ways, are held until Release (or ReleaseRequests). Smaller
+// requests go through meanwhile, so a client can connect and talk until
+// it sends the write a test aims at.
+func (p *Proxy) StallAt(size int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trap = size
+}
+
 // ReleaseRequests turns a stall of both directions into a stall of the
 // replies: the held requests go on to the server, and its answers wait.
 func (p *Proxy) ReleaseRequests() {
@@ -202,6 +214,7 @@ func (p *Proxy) Heal() {
 	defer p.mu.Unlock()
 	p.cut = false
 	p.delay = 0
+	p.trap = 0
 	p.release()
 }
 
@@ -348,6 +361,13 @@ func (p *Proxy) hold(l *link, ch chunk, reply bool) bool {
 	}
 	for {
 		p.mu.Lock()
+		if p.trap > 0 && !reply && len(ch.b) >= p.trap {
+			p.trap = 0
+			p.stats.Stalls++
+			if p.stall == nil {
+				p.stall = make(chan struct{})
+			}
+		}
 		stall, delay := p.stall, p.delay
 		if stall == nil && reply {
 			stall = p.replies

@@ -207,6 +207,29 @@ func TestProxy_ReleaseRequests(t *testing.T) {
 	}
 }
 
+// TestProxy_StallAt checks that small requests pass and the first large
+// one begins a stall.
+func TestProxy_StallAt(t *testing.T) {
+	p := newTestProxy(t)
+	c, r := dial(t, p)
+	p.StallAt(100)
+	if got, err := ask(c, r, "small", 10*time.Second); err != nil || got != "SMALL" {
+		t.Fatalf("a small request: %q, %v", got, err)
+	}
+	big := strings.Repeat("b", 200)
+	if _, err := ask(c, r, big, 200*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a large request was answered: %v", err)
+	}
+	if req, _ := p.HeldBytes(); req != len(big)+1 {
+		t.Errorf("held %d bytes of requests, want %d", req, len(big)+1)
+	}
+	p.Release()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := r.ReadString('\n'); err != nil || got != strings.ToUpper(big)+"\n" {
+		t.Fatalf("after release: %.20q, %v", got, err)
+	}
+}
+
 func TestProxy_StallForEnds(t *testing.T) {
 	p := newTestProxy(t)
 	c, r := dial(t, p)
