@@ -274,4 +274,3 @@ func TestCLI_ExactlyOnceKillDuringFlush(t *testing.T) {
 		})
 	}
 }
-
