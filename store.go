@@ -29,13 +29,15 @@ type Store interface {
 	// same expectSeq exactly one wins. Its cost does not grow with the
 	// length of the history.
 	//
-	// A retried Append is already done: when the session's last events
-	// are exactly the events given, at the seqs given (the same envelope:
-	// version, seq, time, kind, run and data), Append returns nil and
-	// writes nothing. That is what a caller sees when it sends an append
-	// again after losing the reply to the first one. Any other append at
-	// a stale expectSeq, including the same events once something else
-	// was appended after them, returns ErrConflict.
+	// A retried Append is already done: when the session holds exactly
+	// the events given, at the seqs given (the same envelope: version,
+	// seq, time, kind, run and data), Append returns nil and writes
+	// nothing, whether or not other events were appended after them
+	// since. That is what a caller sees when it (or its client library,
+	// on its own) sends an append again after losing the reply to the
+	// first one: the events are stored, so the append succeeded. Any
+	// other append at a stale expectSeq returns ErrConflict, and
+	// ErrConflict always means that nothing of the call was written.
 	Append(ctx context.Context, id string, expectSeq int64, events ...Event) error
 
 	// Load returns a session's info and its events with seq >= fromSeq,
