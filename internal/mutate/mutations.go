@@ -211,4 +211,22 @@ var mutations = []mutation{
 		Pkg:    "store/sqlite",
 		Tests:  "TestStore_FlippedByte",
 	},
+	{
+		Name:   "crypt-keyless-namespace",
+		Breaks: "a process without the key reads and writes a namespace that holds encrypted sessions",
+		File:   "store/crypt/guard.go",
+		Old:    "	if len(kids) > 0 {\n		err = &EncryptedError{",
+		New:    "	if false {\n		err = &EncryptedError{",
+		Pkg:    "store/crypt",
+		Tests:  "TestOpen_Guard",
+	},
+	{
+		Name:   "crypt-plaintext",
+		Breaks: "a reader with the key takes an event stored in clear in an encrypted session",
+		File:   "store/crypt/seal.go",
+		Old:    "return e, fmt.Errorf(\"%w: %s is not encrypted; refusing it\", ErrPlaintext, where)",
+		New:    "return e, nil",
+		Pkg:    "store/crypt",
+		Tests:  "TestStore_Refuses",
+	},
 }
