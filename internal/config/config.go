@@ -27,6 +27,7 @@ type Config struct {
 	Connections map[string]Connection `toml:"connections"`
 	Agent       Agent                 `toml:"agent"`
 	Model       Model                 `toml:"model"`
+	MCP         MCP                   `toml:"mcp"`
 
 	// Source is the file the configuration was read from, "" if none.
 	Source string `toml:"-"`
@@ -194,7 +195,7 @@ var lineRe = regexp.MustCompile(`line (\d+) \(last key "([^"]*)"\)`)
 
 func hint(k toml.Key) string {
 	if len(k) == 1 {
-		return " (known tables: [persistence], [connections.NAME], [agent], [model])"
+		return " (known tables: [persistence], [connections.NAME], [agent], [model], [mcp.servers.NAME])"
 	}
 	return ""
 }
@@ -253,6 +254,9 @@ func (c *Config) Validate(file string) error {
 	}
 	if c.Agent.MaxSteps < 0 {
 		return &Error{File: file, Key: "agent.max_steps", Msg: "must not be negative"}
+	}
+	if err := c.validateMCP(file); err != nil {
+		return err
 	}
 	for _, name := range c.Agent.RequireApproval {
 		if !slices.Contains(Tools, name) {
