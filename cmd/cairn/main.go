@@ -30,6 +30,7 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := cli.NewApp()
+	defer app.Close() // the MCP servers the command started
 	root := newRoot(app)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -68,7 +68,8 @@ func CheckModel(cfg *config.Config, getenv func(string) string) error {
 	return err
 }
 
-// NewAgent builds the configured agent on store, with the built-in tools.
+// NewAgent builds the configured agent on store, with the built-in tools
+// and the tools of the configured MCP servers.
 func (a *App) NewAgent(store cairn.Store) (*agent.Agent, error) {
 	cfg, err := a.Config()
 	if err != nil {
@@ -88,6 +89,11 @@ func (a *App) NewAgent(store cairn.Store) (*agent.Agent, error) {
 			tools[i] = t.With(agent.RequireApproval())
 		}
 	}
+	mcpTools, err := a.mcpTools(tools) // the configured MCP servers', started once (App.Close)
+	if err != nil {
+		return nil, err
+	}
+	tools = append(tools, mcpTools...)
 	return &agent.Agent{
 		Name:         cfg.Agent.Name,
 		Instructions: cfg.Agent.Instructions,
