@@ -162,7 +162,7 @@ func TestCall_Results(t *testing.T) {
 		t.Errorf("fail (isError): %v, want the tool's text as an error result", err)
 	}
 	_, err = call(t, tool(t, s, "t_refuse"), `{}`)
-	if err == nil || !strings.Contains(err.Error(), "refused the call of refuse: refused on purpose (MCP error") {
+	if err == nil || !strings.Contains(err.Error(), "refused the call of refuse: refused on purpose") {
 		t.Errorf("refuse (MCP error): %v", err)
 	}
 	_, err = call(t, tool(t, s, "t_lookup"), `"not an object"`)

@@ -68,6 +68,10 @@ func checkSchema(s any) (json.RawMessage, error) {
 	}
 	var js jsonschema.Schema
 	if err := json.Unmarshal(raw, &js); err != nil {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			field := te.Field[strings.LastIndex(te.Field, ".")+1:]
+			return nil, fmt.Errorf("not a valid JSON Schema: %q is a %s", field, te.Value)
+		}
 		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
 	}
 	return raw, nil

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +9,7 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -75,13 +75,12 @@ func BlobDir(dir string) BlobFunc {
 // embedded text resources with their URI; structured content as JSON when
 // no text block already holds it. The text is cut to max bytes.
 func render(ctx context.Context, res *sdk.CallToolResult, blobs BlobFunc, max int) string {
-	var parts []string
-	texts := map[string]bool{}
+	var parts, texts []string
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *sdk.TextContent:
 			parts = append(parts, c.Text)
-			texts[compact(c.Text)] = true
+			texts = append(texts, c.Text)
 		case *sdk.ImageContent:
 			parts = append(parts, blobRef(ctx, blobs, Blob{Kind: "image", MIMEType: c.MIMEType, Data: c.Data}))
 		case *sdk.AudioContent:
@@ -103,20 +102,52 @@ func render(ctx context.Context, res *sdk.CallToolResult, blobs BlobFunc, max in
 			parts = append(parts, "[structured content that is not JSON: "+err.Error()+"]")
 		case len(parts) == 0:
 			parts = append(parts, string(raw))
-		case !texts[compact(string(raw))]:
+		case !covered(raw, texts):
 			parts = append(parts, "structured content: "+string(raw))
 		}
 	}
 	return cut(strings.Join(parts, "\n"), max)
 }
 
-// compact returns s as compact JSON when it is JSON, else "".
-func compact(s string) string {
-	var b bytes.Buffer
-	if json.Compact(&b, []byte(s)) != nil {
-		return ""
+// covered reports whether the text blocks already say what structured
+// content says: one of them is the same JSON value (the specification asks
+// servers to send one), or every leaf of the value is a string found in
+// the text ({"content": TEXT}, as some servers wrap their text).
+func covered(raw []byte, texts []string) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
 	}
-	return b.String()
+	for _, t := range texts {
+		var tv any
+		if json.Unmarshal([]byte(t), &tv) == nil && reflect.DeepEqual(v, tv) {
+			return true
+		}
+	}
+	all := strings.Join(texts, "\n")
+	var leaves func(v any) bool
+	leaves = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return strings.Contains(all, v)
+		case map[string]any:
+			for _, x := range v {
+				if !leaves(x) {
+					return false
+				}
+			}
+			return len(v) > 0
+		case []any:
+			for _, x := range v {
+				if !leaves(x) {
+					return false
+				}
+			}
+			return len(v) > 0
+		}
+		return false
+	}
+	return len(texts) > 0 && leaves(v)
 }
 
 func blobRef(ctx context.Context, blobs BlobFunc, b Blob) string {

@@ -340,7 +340,11 @@ func (s *Server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, inf
 	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
-		return fmt.Errorf("MCP server %s refused the call of %s: %s (MCP error %d)", s.cfg.Name, info.Tool, je.Message, je.Code)
+		code := ""
+		if je.Code != 0 {
+			code = fmt.Sprintf(" (MCP error %d)", je.Code)
+		}
+		return fmt.Errorf("MCP server %s refused the call of %s: %s%s", s.cfg.Name, info.Tool, je.Message, code)
 	}
 	s.drop(cs)
 	what := "the connection failed"

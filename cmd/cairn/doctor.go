@@ -31,11 +31,12 @@ func newDoctorCmd(app *cli.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the configuration, the store, its data and the model credentials",
-		Long: `Check the configuration, that the store answers, and the model's
-credentials. On a store that can check its own data (sqlite: PRAGMA
-quick_check and every event's checksum; file: every log against its info
-and checksums) every session is read through, and each damaged session is
-named with what to do about it. Leftovers (lock files of deleted sessions,
+		Long: `Check the configuration, that the store answers, the model's
+credentials, and that each MCP server starts (its tools are listed with
+their safety class; ` + "`cairn tools`" + ` shows them all). On a store that
+can check its own data (sqlite: PRAGMA quick_check and every event's
+checksum; file: every log against its info and checksums) every session is
+read through, and each damaged session is named with what to do about it. Leftovers (lock files of deleted sessions,
 what a crash left) are listed with their fix; they do not fail the check.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -108,6 +109,7 @@ func doctor(ctx context.Context, app *cli.App) []check {
 		checks = append(checks, dataChecks(ctx, app, u)...)
 	}
 	checks = append(checks, modelCheck(app))
+	checks = append(checks, mcpChecks(ctx, app)...)
 	return checks
 }
 
@@ -258,4 +260,47 @@ func modelCheck(app *cli.App) check {
 	}
 	ch.OK = true
 	return ch
+}
+
+// mcpChecks starts each configured MCP server on its own, lists its tools
+// and closes it: one line per server, and one for each tool it offers that
+// the agent leaves out (which does not fail the check).
+func mcpChecks(ctx context.Context, app *cli.App) []check {
+	cfg, _ := app.Config()
+	var names []string
+	for name := range cfg.MCP.Servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []check
+	for _, name := range names {
+		sc := cfg.MCP.Servers[name]
+		if !sc.On() {
+			out = append(out, check{Name: "mcp", OK: true, Detail: name + ": not started (enabled = false)"})
+			continue
+		}
+		t0 := time.Now()
+		s, err := app.StartMCP(ctx, name)
+		if err != nil {
+			_, hint, _ := cli.Describe(err)
+			out = append(out, check{Name: "mcp", Detail: err.Error(), Fix: hint})
+			continue
+		}
+		var tools []string
+		for _, in := range s.Infos() {
+			tools = append(tools, in.Name+" ("+in.Class.String()+")")
+		}
+		about := ""
+		if impl := s.Implementation(); impl != nil {
+			about = fmt.Sprintf(" (%s %s)", impl.Name, impl.Version)
+		}
+		out = append(out, check{Name: "mcp", OK: true, Detail: fmt.Sprintf("%s%s: started in %s, %d tools: %s",
+			name, about, time.Since(t0).Round(time.Millisecond), len(tools), strings.Join(tools, ", "))})
+		for _, sk := range s.Skipped() {
+			out = append(out, check{Name: "mcp", OK: true, Detail: fmt.Sprintf("%s: tool %q is left out: %s", name, sk.Tool, sk.Reason),
+				Fix: "the server offers a tool a model cannot take; tell its authors, or set enabled = false in [mcp.servers." + name + ".tools." + sk.Tool + "]"})
+		}
+		s.Close()
+	}
+	return out
 }
