@@ -8,9 +8,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -28,8 +31,9 @@ type Recorder interface {
 // History is a Recorder that keeps the operations in memory. It is safe
 // for concurrent use.
 type History struct {
-	mu  sync.Mutex
-	ops []record
+	mu   sync.Mutex
+	ops  []record
+	seen map[string]bool // the event IDs some Load returned
 }
 
 type record struct {
@@ -50,6 +54,15 @@ func (h *History) Call(in Input) int {
 func (h *History) Return(n int, out Output, end int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(out.IDs) > 0 {
+		if h.seen == nil {
+			h.seen = map[string]bool{}
+		}
+		for _, id := range out.IDs {
+			h.seen[id] = true
+		}
+		out.IDs = nil // kept once, in seen: a long run loads long histories
+	}
 	h.ops[n].out, h.ops[n].returned = out, true
 	h.ops[n].in.End = end
 }
@@ -74,13 +87,34 @@ func (h *History) Abandon(client int, end int64) int {
 type Stats struct {
 	Ops     int            // operations checked (calls that returned, or may have been applied)
 	Unknown int            // of which the outcome is unknown
-	Unseen  int            // appends of unknown outcome left out, since no Load saw their events
+	Unseen  int            // calls of unknown outcome left out (see Level)
 	ByKind  map[Kind]int   // operations by kind
 	Results map[Result]int // operations by result
 	// NotOutages counts the errors of unknown outcomes that
 	// cairn.IsUnavailable does not call an outage (up to 20 distinct).
 	NotOutages map[string]int
+	// Outages counts the errors of unknown outcomes that are outages, their
+	// numbers (ports, addresses, times) replaced by "#" (up to 20 distinct).
+	Outages map[string]int
 }
+
+// Level says which appends of unknown outcome Operations leaves out.
+type Level int
+
+// Levels of Operations, from the smallest history to the whole.
+const (
+	// Known leaves out every call of unknown outcome.
+	Known Level = iota
+	// Unseen leaves out every append of unknown outcome none of whose
+	// events any Load returned.
+	Unseen
+	// Unexplaining leaves out those of them that cannot explain another
+	// append's answer either: no conflict at their seq, and no success at
+	// the seq after their events, answered after their call.
+	Unexplaining
+	// Whole leaves nothing out.
+	Whole
+)
 
 // Operations returns the history in porcupine's form and its figures. A
 // call whose outcome is unknown gets the return time +∞: the checker may
@@ -88,40 +122,41 @@ type Stats struct {
 // other operation, it is seen by none). A Load that got no answer is left
 // out: it changed nothing and showed nothing.
 //
-// With reduce, an Append of unknown outcome none of whose events any Load
-// returned is left out as well, unless it may explain another append's
-// answer: a conflict at its seq, or a success at the seq after its events,
-// answered after its call. That keeps the search small (each such call
-// doubles the orders to try) and is sound one way: if the reduced history
-// is linearizable, so is the whole, since the appends left out can come
-// after every other operation, where they are seen by none. A reduced
-// history that is not linearizable says nothing of the whole.
-func (h *History) Operations(reduce bool) ([]porcupine.Operation, Stats) {
+// Below Whole, calls of unknown outcome are left out as level says. That
+// keeps the search small (each such call doubles the orders to try) and is
+// sound one way: if the reduced history is linearizable, so is the whole,
+// since the calls left out can come after every other operation (their
+// return is +∞, and the model accepts a call of unknown outcome in any
+// state), where they are seen by none. A reduced history that is not
+// linearizable says nothing of the whole.
+func (h *History) Operations(level Level) ([]porcupine.Operation, Stats) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := Stats{ByKind: map[Kind]int{}, Results: map[Result]int{}, NotOutages: map[string]int{}}
-	seen := map[string]bool{}
+	st := Stats{ByKind: map[Kind]int{}, Results: map[Result]int{}, NotOutages: map[string]int{}, Outages: map[string]int{}}
 	type at struct {
 		session string
 		seq     int64
 		res     Result
 	}
 	answered := map[at]int64{} // the latest return of an append's answer at a seq
-	if reduce {
-		for _, r := range h.ops {
-			for _, id := range r.out.IDs {
-				seen[id] = true
-			}
-			if r.in.Kind == Append && (r.out.Result == Conflict || r.out.Result == OK) {
-				k := at{r.in.Session, r.in.ExpectSeq, r.out.Result}
-				answered[k] = max(answered[k], r.in.End)
-			}
+	for _, r := range h.ops {
+		if r.in.Kind == Append && (r.out.Result == Conflict || r.out.Result == OK) {
+			k := at{r.in.Session, r.in.ExpectSeq, r.out.Result}
+			answered[k] = max(answered[k], r.in.End)
 		}
 	}
-	explains := func(r record) bool {
+	leaveOut := func(r record) bool {
+		if level == Known && r.out.Result == Unknown {
+			return true
+		}
+		if level == Whole || r.in.Kind != Append || r.out.Result != Unknown ||
+			slices.ContainsFunc(r.in.Events, func(id string) bool { return h.seen[id] }) {
+			return false
+		}
 		k := int64(len(r.in.Events))
-		return answered[at{r.in.Session, r.in.ExpectSeq, Conflict}] >= r.in.Start ||
+		explains := answered[at{r.in.Session, r.in.ExpectSeq, Conflict}] >= r.in.Start ||
 			answered[at{r.in.Session, r.in.ExpectSeq + k, OK}] >= r.in.Start
+		return level == Unseen || !explains
 	}
 	var ops []porcupine.Operation
 	for _, r := range h.ops {
@@ -131,8 +166,7 @@ func (h *History) Operations(reduce bool) ([]porcupine.Operation, Stats) {
 		if r.in.Kind == Load && r.out.Result == Unknown {
 			continue
 		}
-		if reduce && r.in.Kind == Append && r.out.Result == Unknown &&
-			!slices.ContainsFunc(r.in.Events, func(id string) bool { return seen[id] }) && !explains(r) {
+		if leaveOut(r) {
 			st.Unseen++
 			continue
 		}
@@ -144,6 +178,8 @@ func (h *History) Operations(reduce bool) ([]porcupine.Operation, Stats) {
 				if _, seen := st.NotOutages[msg]; seen || len(st.NotOutages) < 20 {
 					st.NotOutages[msg]++
 				}
+			} else if msg := digits.ReplaceAllString(r.out.Err, "#"); st.Outages[msg] > 0 || len(st.Outages) < 20 {
+				st.Outages[msg]++
 			}
 		}
 		ops = append(ops, porcupine.Operation{ClientId: r.in.Client, Input: r.in, Call: r.in.Start, Output: r.out, Return: ret})
@@ -154,6 +190,9 @@ func (h *History) Operations(reduce bool) ([]porcupine.Operation, Stats) {
 	return ops, st
 }
 
+// digits matches the numbers of an error message.
+var digits = regexp.MustCompile(`[0-9]+`)
+
 // Len returns how many calls were recorded.
 func (h *History) Len() int {
 	h.mu.Lock()
@@ -163,37 +202,61 @@ func (h *History) Len() int {
 
 // Verdict is the result of checking a history.
 type Verdict struct {
-	Result porcupine.CheckResult // Ok, Illegal, or Unknown when the check timed out
+	Result porcupine.CheckResult // Ok, Illegal, or Unknown when the check timed out or gave up
+	Level  Level                 // the reduction the result is of
 	Stats  Stats
 	Took   time.Duration
 	// Illegal lists, for each session whose history no order explains,
 	// the longest partial order the checker found and the operations it
 	// could not place after it.
 	Illegal []string
+	// Reduced is Illegal for the first reduction that was not
+	// linearizable, when a larger one was not decided (Unknown): a
+	// likely violation, not a proven one.
+	Reduced []string
 	// Visualization is porcupine's HTML view of the history, written when
 	// the result is not Ok and a folder for it was given; Listing, beside
 	// it, lists the operations of each session in call order.
 	Visualization, Listing string
 }
 
-// Check checks the history against Model, for at most timeout (0: no
-// limit). When the history is not linearizable and dir is not empty,
-// porcupine's visualization is written there.
-func (h *History) Check(timeout time.Duration, dir string) Verdict {
+// Check checks the history against Model, each try for at most timeout
+// (0: no limit), and gives up (Unknown) when the checker's memory passes
+// maxHeap bytes (0: no limit). It checks the reductions in order, Known,
+// Unseen, Unexplaining, then the Whole history, and stops at the first
+// that is linearizable: only the whole history proves a violation. When the
+// history is not linearizable and dir is not empty, porcupine's
+// visualization and a listing are written there.
+func (h *History) Check(timeout time.Duration, maxHeap uint64, dir string) Verdict {
 	begin := time.Now()
-	model := Model()
-	ops, st := h.Operations(true)
-	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
-	if res != porcupine.Ok && st.Unseen > 0 {
-		// The reduced history proves nothing when it fails: check the
-		// whole.
-		ops, st = h.Operations(false)
-		res, info = porcupine.CheckOperationsVerbose(model, ops, timeout)
+	var (
+		v    Verdict
+		ops  []porcupine.Operation
+		info porcupine.LinearizationInfo
+	)
+	for level := Known; level <= Whole; level++ {
+		var st Stats
+		ops, st = h.Operations(level)
+		if level > Known && st.Unseen == v.Stats.Unseen {
+			continue // the same history as the level before
+		}
+		v.Stats, v.Level = st, level
+		v.Result, info = check(ops, timeout, maxHeap)
+		if v.Result == porcupine.Illegal && v.Reduced == nil {
+			v.Reduced = explain(info, ops)
+		}
+		if v.Result != porcupine.Illegal {
+			break
+		}
 	}
-	v := Verdict{Result: res, Stats: st, Took: time.Since(begin)}
-	if res == porcupine.Ok {
+	v.Took = time.Since(begin)
+	if v.Result != porcupine.Illegal {
+		if v.Result == porcupine.Ok {
+			v.Reduced = nil
+		}
 		return v
 	}
+	model := Model()
 	v.Illegal = explain(info, ops)
 	if dir != "" {
 		base := filepath.Join(dir, fmt.Sprintf("linearize-%d", time.Now().UnixNano()))
@@ -293,9 +356,10 @@ type line struct {
 // a History. Each line is written before the call is made or as soon as it
 // returns, so that a SIGKILL loses no call that reached the store.
 type Stream struct {
-	mu sync.Mutex
-	w  io.Writer
-	n  int
+	mu   sync.Mutex
+	w    io.Writer
+	n    int
+	sent map[string]bool // event IDs of loads already written: only new ones go out
 }
 
 // NewStream returns a Stream writing to w (unbuffered: each line is one
@@ -315,6 +379,19 @@ func (s *Stream) Call(in Input) int {
 func (s *Stream) Return(n int, out Output, end int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(out.IDs) > 0 {
+		if s.sent == nil {
+			s.sent = map[string]bool{}
+		}
+		ids := out.IDs[:0:0]
+		for _, id := range out.IDs {
+			if !s.sent[id] {
+				s.sent[id] = true
+				ids = append(ids, id)
+			}
+		}
+		out.IDs = ids
+	}
 	s.write(line{N: n, Out: &out, End: end})
 }
 
@@ -348,4 +425,37 @@ func ReadStream(r io.Reader, h *History) (int, error) {
 		}
 	}
 	return n, sc.Err()
+}
+
+// check runs porcupine on ops with a guard: when the heap passes maxHeap
+// the model refuses every step, the search ends at once, and the result
+// is Unknown.
+func check(ops []porcupine.Operation, timeout time.Duration, maxHeap uint64) (porcupine.CheckResult, porcupine.LinearizationInfo) {
+	var abort atomic.Bool
+	done := make(chan struct{})
+	if maxHeap > 0 {
+		go func() {
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+				}
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				if m.HeapAlloc > maxHeap {
+					abort.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	res, info := porcupine.CheckOperationsVerbose(model(&abort), ops, timeout)
+	close(done)
+	if abort.Load() {
+		return porcupine.Unknown, info
+	}
+	return res, info
 }

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -142,11 +143,17 @@ func (s state) endsWith(ids []string) bool {
 // session. It is nondeterministic where the specification is: a lease
 // that may or may not have expired by the time a call was stamped, and a
 // call whose outcome is unknown.
-func Model() porcupine.Model {
+func Model() porcupine.Model { return model(nil) }
+
+// model is Model; once abort is set, it refuses every step.
+func model(abort *atomic.Bool) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Partition: partition,
 		Init:      func() []any { return []any{state{}} },
 		Step: func(st, in, out any) []any {
+			if abort != nil && abort.Load() {
+				return nil
+			}
 			return step(st.(state), in.(Input), out.(Output))
 		},
 		Hash: func(st any) uint64 {

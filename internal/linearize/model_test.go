@@ -227,25 +227,50 @@ func TestHistory_Check(t *testing.T) {
 	// Thirty lost appends: each one the checker would have to try at every
 	// point; left out, the history is checked at once.
 	h, _ := newHistory(30)
-	v := h.Check(time.Minute, "")
-	if v.Result != porcupine.Ok || v.Stats.Unseen != 30 || v.Stats.Ops != 3 {
-		t.Fatalf("verdict %v, stats %+v; want Ok with the 30 unseen appends left out", v.Result, v.Stats)
+	v := h.Check(time.Minute, 0, "")
+	if v.Result != porcupine.Ok || v.Stats.Unseen != 30 || v.Stats.Ops != 3 || v.Level != Known {
+		t.Fatalf("verdict %v at level %d, stats %+v; want Ok with the 30 unseen appends left out", v.Result, v.Level, v.Stats)
 	}
-	// A conflict at the seq they were sent at: they may explain it, so
-	// they stay.
+	// A conflict at the seq they were sent at, and the session still at
+	// that seq: one of them landed and was deleted with the session
+	// before any load. Left out, the history fails; with them it is
+	// linearizable.
 	h, rec := newHistory(3)
-	rec(44, 45, Input{Kind: Append, ExpectSeq: 0, Events: []string{"y"}}, Output{Result: Conflict})
-	if v := h.Check(time.Minute, ""); v.Result != porcupine.Ok || v.Stats.Unseen != 0 {
-		t.Fatalf("verdict %v, stats %+v; want Ok with the unknown appends kept", v.Result, v.Stats)
+	rec(44, 45, Input{Kind: Delete}, Output{Result: OK})
+	rec(46, 47, Input{Kind: Create}, Output{Result: OK})
+	rec(48, 49, Input{Kind: Append, ExpectSeq: 0, Events: []string{"y"}}, Output{Result: Conflict})
+	if v := h.Check(time.Minute, 0, ""); v.Result != porcupine.Ok || v.Level != Unexplaining || v.Stats.Unseen != 0 {
+		t.Fatalf("verdict %v at level %d, stats %+v; want Ok with the unknown appends kept", v.Result, v.Level, v.Stats)
 	}
-	// A violation: a load that misses an acknowledged append.
+	// A violation: a load that misses an acknowledged append. Only the
+	// whole history proves it.
 	h, rec = newHistory(3)
 	rec(44, 45, Input{Kind: Load}, Output{Result: OK, LastSeq: 0, Digest: 0})
-	v = h.Check(time.Minute, t.TempDir())
-	if v.Result != porcupine.Illegal || len(v.Illegal) != 1 || v.Listing == "" || v.Visualization == "" {
+	v = h.Check(time.Minute, 0, t.TempDir())
+	if v.Result != porcupine.Illegal || v.Level != Whole || len(v.Illegal) != 1 || v.Listing == "" || v.Visualization == "" {
 		t.Fatalf("verdict %v %q (%s, %s); want Illegal, explained, with a listing and a visualization", v.Result, v.Illegal, v.Listing, v.Visualization)
 	}
 	if !strings.Contains(v.Illegal[0], "load → ok seq 0") {
 		t.Errorf("the explanation does not name the load that saw nothing:\n%s", v.Illegal[0])
+	}
+}
+
+// TestHistory_CheckGivesUp checks that a search past its memory bound
+// ends, as Unknown.
+func TestHistory_CheckGivesUp(t *testing.T) {
+	h := &History{}
+	rec := func(call, ret int, in Input, out Output) {
+		in.Session, in.Start = "s", ms(call)
+		n := h.Call(in)
+		h.Return(n, out, ms(ret))
+	}
+	rec(0, 1, Input{Kind: Create}, Output{Result: OK})
+	for i := range 40 { // forty lost appends, every order of them tried
+		rec(2+i, 3+i, Input{Kind: Append, ExpectSeq: 0, Events: []string{fmt.Sprint("lost", i)}}, Output{Result: Unknown})
+	}
+	rec(50, 51, Input{Kind: Load}, Output{Result: OK, LastSeq: 1, Digest: Digest(0, "x")}) // no order explains it
+	v := h.Check(time.Minute, 32<<20, "")
+	if v.Result != porcupine.Unknown {
+		t.Fatalf("verdict %v after %s; want Unknown: the search gave up", v.Result, v.Took)
 	}
 }

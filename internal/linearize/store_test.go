@@ -42,6 +42,14 @@ func planFor(name string) plan {
 	return p
 }
 
+// checkTimeout bounds each try of the checker.
+func checkTimeout() time.Duration {
+	if isLong() {
+		return 10 * time.Minute
+	}
+	return time.Minute
+}
+
 // more reports whether the clients should go on.
 func (p plan) more(h *History, begin time.Time) bool {
 	return time.Since(begin) < p.run && h.Len() < p.ops
@@ -115,9 +123,9 @@ func TestLinearizable(t *testing.T) {
 				runProcesses(t, b, p, h, sessions, seed, &f)
 			}
 			ran := time.Since(begin)
-			_, st := h.Operations(false)
+			_, st := h.Operations(Whole)
 			t.Logf("%s: checking %d operations, %d of unknown outcome", name, st.Ops, st.Unknown)
-			v := h.Check(10*time.Minute, outDir(t))
+			v := h.Check(checkTimeout(), 2<<30, outDir(t))
 			report(t, name, v, &f, ran)
 		})
 	}
@@ -335,8 +343,13 @@ func outDir(t *testing.T) string {
 // report logs a run's figures and fails the test on a violation.
 func report(t *testing.T, name string, v Verdict, f *faults, ran time.Duration) {
 	t.Helper()
-	t.Logf("%s: %d operations checked (%d of unknown outcome; %d appends of unknown outcome that no load saw left out), results %v, kinds %v; faults: %s; ran %s, checked in %s: %s",
-		name, v.Stats.Ops, v.Stats.Unknown, v.Stats.Unseen, v.Stats.Results, v.Stats.ByKind, f, ran.Round(time.Millisecond), v.Took.Round(time.Millisecond), v.Result)
+	t.Logf("%s: %d operations checked (%d of unknown outcome; %d of unknown outcome left out, reduction %d), results %v, kinds %v; faults: %s; ran %s, checked in %s: %s",
+		name, v.Stats.Ops, v.Stats.Unknown, v.Stats.Unseen, v.Level, v.Stats.Results, v.Stats.ByKind, f, ran.Round(time.Millisecond), v.Took.Round(time.Millisecond), v.Result)
+	if testing.Verbose() {
+		for _, e := range slices.Sorted(maps.Keys(v.Stats.Outages)) {
+			t.Logf("%s: %d unknown outcome(s) with the outage: %s", name, v.Stats.Outages[e], e)
+		}
+	}
 	for _, e := range slices.Sorted(maps.Keys(v.Stats.NotOutages)) {
 		t.Logf("%s: %d unknown outcome(s) with an error that is not an outage: %s", name, v.Stats.NotOutages[e], e)
 	}
@@ -348,7 +361,10 @@ func report(t *testing.T, name string, v Verdict, f *faults, ran time.Duration) 
 			t.Errorf("%s", msg)
 		}
 	default:
-		t.Errorf("%s: the checker did not decide in time (%s)", name, v.Result)
+		t.Errorf("%s: the checker did not decide in time (%s), at reduction %d", name, v.Result, v.Level)
+		for _, msg := range v.Reduced {
+			t.Errorf("with the calls of unknown outcome left out, not linearizable: %s", msg)
+		}
 	}
 	if f != nil && f.total() == 0 && name != "memory" {
 		t.Errorf("%s: no fault was injected", name)
