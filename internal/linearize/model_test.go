@@ -255,8 +255,8 @@ func TestHistory_Check(t *testing.T) {
 	}
 }
 
-// TestHistory_CheckGivesUp checks that a search past its memory bound
-// ends, as Unknown.
+// TestHistory_CheckGivesUp checks that a search past its bounds (memory
+// or time, whichever comes first) ends, as Unknown.
 func TestHistory_CheckGivesUp(t *testing.T) {
 	h := &History{}
 	rec := func(call, ret int, in Input, out Output) {
@@ -269,7 +269,7 @@ func TestHistory_CheckGivesUp(t *testing.T) {
 		rec(2+i, 3+i, Input{Kind: Append, ExpectSeq: 0, Events: []string{fmt.Sprint("lost", i)}}, Output{Result: Unknown})
 	}
 	rec(50, 51, Input{Kind: Load}, Output{Result: OK, LastSeq: 1, Digest: Digest(0, "x")}) // no order explains it
-	v := h.Check(time.Minute, 32<<20, "")
+	v := h.Check(3*time.Second, 32<<20, "")
 	if v.Result != porcupine.Unknown {
 		t.Fatalf("verdict %v after %s; want Unknown: the search gave up", v.Result, v.Took)
 	}
