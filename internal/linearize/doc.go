@@ -20,9 +20,10 @@
 //
 // A session is absent or present; when present it has a list of events
 // (seen through their IDs and a digest of them) and a lease. Append
-// succeeds at the session's last seq, and also when the session's last
-// events are exactly the ones given at the seqs given (a retry: nothing is
-// written); otherwise it is a conflict. A fenced append, a renewal and a
+// succeeds at the session's last seq, and also when the session holds
+// exactly the events given at the seqs given, whether or not others
+// followed them (a retry: nothing is written); otherwise it is a conflict,
+// and nothing of it was written. A fenced append, a renewal and a
 // release need the lease to be the caller's (same token, not released);
 // when both the lease and the seq are wrong, either error is accepted.
 // Tokens grow: every token a caller sees is larger than every one seen

@@ -74,8 +74,8 @@ type Output struct {
 	Err     string   `json:"err,omitempty"`      // unknown, malformed: the error
 }
 
-// maxTail is how many of the last event IDs the state keeps: at least the
-// most events one append carries, for the retried-append rule.
+// maxTail is how many of the last event IDs a Load's output and a state's
+// description show.
 const maxTail = 4
 
 // Slack is the tolerance of the model's lease clock: stores keep expiries
@@ -87,10 +87,31 @@ const Slack = 5 * time.Millisecond
 type state struct {
 	exists bool
 	n      int64  // last seq
-	digest uint64 // Digest of every event ID, in order
-	tail   string // the last maxTail event IDs, joined with ","
+	digest uint64 // Digest of every event ID, in order: it stands for log in Equal
+	log    *event // the events, newest first
 	lease  lease
 	maxTok int64 // the largest token any caller saw for the session
+}
+
+// event is one event of a state's log: immutable, shared by the states
+// that grew from one another.
+type event struct {
+	id   string
+	seq  int64
+	prev *event
+}
+
+// push returns log with ids appended after seq n.
+func push(log *event, n int64, ids []string) *event {
+	for i, id := range ids {
+		log = &event{id: id, seq: n + int64(i) + 1, prev: log}
+	}
+	return log
+}
+
+// equal compares states; the digest stands for the log.
+func equal(a, b state) bool {
+	return a.exists == b.exists && a.n == b.n && a.digest == b.digest && a.lease == b.lease && a.maxTok == b.maxTok
 }
 
 // lease is the session's lease as the model knows it.
@@ -117,25 +138,34 @@ func Digest(prev uint64, ids ...string) uint64 {
 	return prev
 }
 
-func pushTail(tail string, ids []string) string {
-	all := append(splitTail(tail), ids...)
-	if len(all) > maxTail {
-		all = all[len(all)-maxTail:]
+// holds reports whether the session holds exactly ids at the seqs after
+// expectSeq.
+func (s state) holds(expectSeq int64, ids []string) bool {
+	last := expectSeq + int64(len(ids))
+	if last > s.n {
+		return false
 	}
-	return strings.Join(all, ",")
+	e := s.log
+	for e != nil && e.seq > last {
+		e = e.prev
+	}
+	for i := len(ids) - 1; i >= 0; i-- {
+		if e == nil || e.id != ids[i] {
+			return false
+		}
+		e = e.prev
+	}
+	return true
 }
 
-func splitTail(tail string) []string {
-	if tail == "" {
-		return nil
+// tail returns the last maxTail event IDs, joined with ",".
+func (s state) tail() string {
+	var ids []string
+	for e := s.log; e != nil && len(ids) < maxTail; e = e.prev {
+		ids = append(ids, e.id)
 	}
-	return strings.Split(tail, ",")
-}
-
-// endsWith reports whether the session's last events are ids.
-func (s state) endsWith(ids []string) bool {
-	tail := splitTail(s.tail)
-	return len(ids) <= len(tail) && slices.Equal(tail[len(tail)-len(ids):], ids)
+	slices.Reverse(ids)
+	return strings.Join(ids, ",")
 }
 
 // Model is the sequential specification of a session of a cairn store
@@ -156,6 +186,7 @@ func model(abort *atomic.Bool) porcupine.Model {
 			}
 			return step(st.(state), in.(Input), out.(Output))
 		},
+		Equal: func(a, b any) bool { return equal(a.(state), b.(state)) },
 		Hash: func(st any) uint64 {
 			s := st.(state)
 			return Digest(s.digest, fmt.Sprint(s.exists, s.n, s.lease, s.maxTok))
@@ -170,7 +201,7 @@ func model(abort *atomic.Bool) porcupine.Model {
 			if s.lease.set {
 				l = fmt.Sprintf("lease token %d", s.lease.token)
 			}
-			return fmt.Sprintf("seq %d […%s], %s", s.n, s.tail, l)
+			return fmt.Sprintf("seq %d […%s], %s", s.n, s.tail(), l)
 		},
 	}
 	return nm.ToModel()
@@ -291,8 +322,9 @@ func step(st state, in Input, out Output) []any {
 }
 
 // appendStep is Append and AppendFenced: all or nothing, at expectSeq
-// only, a retry of the session's last events already done, and for a
-// fenced append the lease still the caller's.
+// only; a retry of events the session holds at the seqs given already done
+// (whether or not others followed them); and for a fenced append the
+// lease still the caller's.
 func appendStep(st state, in Input, out Output) []any {
 	unknown := out.Result == Unknown
 	if !st.exists {
@@ -310,8 +342,8 @@ func appendStep(st state, in Input, out Output) []any {
 		want = OK
 		next.n += k
 		next.digest = Digest(st.digest, in.Events...)
-		next.tail = pushTail(st.tail, in.Events)
-	case in.ExpectSeq+k == st.n && st.endsWith(in.Events):
+		next.log = push(st.log, st.n, in.Events)
+	case st.holds(in.ExpectSeq, in.Events):
 		want = OK // a retried append: already done, nothing written
 	default:
 		want = Conflict

@@ -103,11 +103,14 @@ func TestModel(t *testing.T) {
 		{"a retried append is already done", true, []porcupine.Operation{
 			create(0, 1, OK), appendEv(2, 3, 0, OK, "a", "b"), appendEv(4, 5, 0, OK, "a", "b"), load(6, 7, "a", "b"),
 		}},
-		{"a retry after another append succeeds", false, []porcupine.Operation{
-			create(0, 1, OK), appendEv(2, 3, 0, OK, "a"), appendEv(4, 5, 1, OK, "b"), appendEv(6, 7, 0, OK, "a"),
+		{"a retry after another append is already done", true, []porcupine.Operation{
+			create(0, 1, OK), appendEv(2, 3, 0, OK, "a"), appendEv(4, 5, 1, OK, "b"), appendEv(6, 7, 0, OK, "a"), load(8, 9, "a", "b"),
 		}},
-		{"a retry after another append conflicts", true, []porcupine.Operation{
+		{"a retry after another append conflicts, its events stored", false, []porcupine.Operation{
 			create(0, 1, OK), appendEv(2, 3, 0, OK, "a"), appendEv(4, 5, 1, OK, "b"), appendEv(6, 7, 0, Conflict, "a"),
+		}},
+		{"a partial match is no retry", true, []porcupine.Operation{
+			create(0, 1, OK), appendEv(2, 3, 0, OK, "a", "b"), appendEv(4, 5, 2, OK, "c"), appendEv(6, 7, 0, Conflict, "a", "x"),
 		}},
 		{"a retry of other events at a stale seq succeeds", false, []porcupine.Operation{
 			create(0, 1, OK), appendEv(2, 3, 0, OK, "a"), appendEv(4, 5, 0, OK, "x"),
@@ -157,6 +160,9 @@ func TestModel(t *testing.T) {
 		{"wrong lease and wrong seq: either error", true, []porcupine.Operation{
 			create(0, 1, OK), appendEv(2, 3, 0, OK, "a"), acquire(4, 5, OK, 7), takeover(6, 7, OK, 8),
 			fenced(8, 9, 7, 0, Conflict, "b"), fenced(10, 11, 7, 0, LeaseLost, "c"),
+		}},
+		{"a retried fenced append with a lost lease is refused", true, []porcupine.Operation{
+			create(0, 1, OK), acquire(2, 3, OK, 7), fenced(4, 5, 7, 0, OK, "a"), takeover(6, 7, OK, 8), fenced(8, 9, 7, 0, LeaseLost, "a"),
 		}},
 		{"a retried fenced append with a lost lease succeeds", false, []porcupine.Operation{
 			create(0, 1, OK), acquire(2, 3, OK, 7), fenced(4, 5, 7, 0, OK, "a"), takeover(6, 7, OK, 8), fenced(8, 9, 7, 0, OK, "a"),
