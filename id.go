@@ -2,6 +2,7 @@ package cairn
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -40,10 +41,12 @@ func validateName(what, s string) error {
 	if len(s) > MaxIDLen {
 		return fmt.Errorf("%w: %s is %d characters long, the limit is %d", ErrInvalidID, what, len(s), MaxIDLen)
 	}
-	for i := 0; i < len(s); i++ {
-		if !idByte(s[i]) {
-			return fmt.Errorf("%w: %s %q has %q at position %d (allowed: A-Z a-z 0-9 _ -)", ErrInvalidID, what, s, rune(s[i]), i)
+	pos := 0
+	for _, r := range s {
+		if r >= utf8.RuneSelf || !idByte(byte(r)) {
+			return fmt.Errorf("%w: %s %q has %q at position %d (allowed: A-Z a-z 0-9 _ -)", ErrInvalidID, what, s, r, pos)
 		}
+		pos++
 	}
 	return nil
 }

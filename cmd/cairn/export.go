@@ -22,7 +22,9 @@ func newExportCmd(app *cli.App) *cobra.Command {
   cairn       the native memory document (every event; imports back to an equal state)
   openai      the Chat Completions message list, for any OpenAI-compatible client
   checkpoint  agent_profile, current_step, updated_at, variables and history
-The openai and checkpoint formats say on stderr what they could not carry.`,
+The openai and checkpoint formats say on stderr what they could not carry.
+The document goes to stdout unless -o names a file; then --json prints
+{"id", "events", "file", "format"}.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			f, err := formats.ParseFormat(format)
@@ -59,6 +61,9 @@ The openai and checkpoint formats say on stderr what they could not carry.`,
 				app.Notef("note: %s", s)
 			}
 			if out != "" && out != "-" {
+				if app.Flags.JSON {
+					return cli.WriteJSON(app.Stdout, map[string]any{"id": loc.ID, "events": len(rec.Events), "file": out, "format": f})
+				}
 				app.Notef("exported %s (%d events) to %s as %s", loc.ID, len(rec.Events), out, f)
 			}
 			return nil

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +11,12 @@ import (
 	"github.com/cairnhq/cairn/internal/cli"
 	"github.com/cairnhq/cairn/internal/formats"
 )
+
+// listStatuses are the statuses --status takes.
+var listStatuses = []string{
+	string(cairn.StatusNew), string(cairn.StatusRunning), string(cairn.StatusInterrupted), string(cairn.StatusAwaiting),
+	string(cairn.StatusCompleted), string(cairn.StatusFailed), string(cairn.StatusMaxSteps), string(cairn.StatusDamaged),
+}
 
 func newListCmd(app *cli.App) *cobra.Command {
 	var (
@@ -22,10 +28,17 @@ func newListCmd(app *cli.App) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List saved sessions, most recently updated first",
+		Long: `List saved sessions, most recently updated first. A generated ID is shown
+in a short form, as git shows commits: the shortest start of it (8
+characters or more) that no other session's ID shares, which show and export
+take as the ID; --json gives whole IDs.`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts := cairn.ListOptions{Labels: map[string]string{}}
 			for _, s := range status {
+				if !slices.Contains(listStatuses, s) {
+					return cli.Usage("the statuses are "+strings.Join(listStatuses, ", "), "--status %q is not a status", s)
+				}
 				opts.Status = append(opts.Status, cairn.Status(s))
 			}
 			for _, l := range labels {
@@ -38,7 +51,7 @@ func newListCmd(app *cli.App) *cobra.Command {
 			if limit < 0 {
 				return cli.Usage("give a positive number", "--limit %d is negative", limit)
 			}
-			store, _, err := app.OpenStore(c.Context())
+			store, _, err := app.OpenReadStore(c.Context())
 			if err != nil {
 				return err
 			}
@@ -61,13 +74,27 @@ func newListCmd(app *cli.App) *cobra.Command {
 				return cli.WriteJSON(app.Stdout, cli.WithHolders(infos, holders))
 			}
 			if len(infos) == 0 {
-				fmt.Fprintln(app.Stderr, "no sessions saved yet; start one with `cairn chat` or `cairn run \"…\"`")
+				if len(status) > 0 || len(labels) > 0 {
+					app.Notef("no session matches; `cairn sessions list` shows them all")
+				} else {
+					app.Notef("no sessions saved yet; start one with `cairn chat` or `cairn run \"…\"`")
+				}
 				return nil
 			}
-			return cli.InfoTableHolders(app.Stdout, infos, holders, time.Now())
+			var all []string // the IDs the short forms must tell apart: every session's
+			if limit > 0 || len(status) > 0 || len(labels) > 0 {
+				all = []string{}
+				if err := cli.EachSession(c.Context(), store, cairn.ListOptions{}, func(i cairn.SessionInfo) bool {
+					all = append(all, i.ID)
+					return true
+				}); err != nil {
+					return err
+				}
+			}
+			return cli.InfoTableHolders(app.Stdout, infos, all, holders, time.Now())
 		},
 	}
-	c.Flags().StringSliceVar(&status, "status", nil, "only sessions with this status (new, running, interrupted, awaiting_approval, completed, failed, max_steps); an import not yet finished is listed as incomplete")
+	c.Flags().StringSliceVar(&status, "status", nil, "only sessions with this status (new, running, interrupted, awaiting_approval, completed, failed, max_steps, damaged); an import not yet finished is listed as incomplete")
 	c.Flags().StringSliceVar(&labels, "label", nil, "only sessions with this label (KEY=VALUE)")
 	c.Flags().IntVar(&limit, "limit", 0, "at most this many sessions (0: all)")
 	return c

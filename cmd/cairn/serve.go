@@ -88,7 +88,7 @@ and can be resumed.`,
 				},
 				AllowedHosts: allowed,
 				PollInterval: poll,
-				Logger:       slog.New(slog.NewTextHandler(app.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+				Logger:       app.ProcessLogger(slog.LevelWarn),
 			})
 			if err != nil {
 				ln.Close()

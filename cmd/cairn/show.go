@@ -20,7 +20,10 @@ func newShowCmd(app *cli.App) *cobra.Command {
 		Use:   "show ID",
 		Short: "Show the state (or transcript) of a session",
 		Long: `Show the state of a session, rebuilt from its events. ID may be a unique
-prefix; the project's store is searched first, then the user-global store.`,
+prefix; the project's store is searched first, then the user-global store.
+
+With --json: {"info", "state", "events"}; with --json --transcript:
+{"session", "transcript": [{"seq", "at", "who", "text"}]}.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			loc, err := app.Locate(c.Context(), a[0], cli.LocateOptions{Global: true})
@@ -42,6 +45,16 @@ prefix; the project's store is searched first, then the user-global store.`,
 			st, err := cairn.Fold(events)
 			if err != nil {
 				return cli.Fail(fmt.Errorf("replay %s: %w", loc.ID, err), "the stored history is damaged; `cairn sessions export` saves what can be read")
+			}
+			if app.Flags.JSON && transcript {
+				lines, err := cli.TranscriptLines(events)
+				if err != nil {
+					return cli.Fail(fmt.Errorf("replay %s: %w", loc.ID, err), "the stored history is damaged; `cairn sessions export` saves what can be read")
+				}
+				return cli.WriteJSON(app.Stdout, struct {
+					Session    string               `json:"session"`
+					Transcript []cli.TranscriptLine `json:"transcript"`
+				}{loc.ID, lines})
 			}
 			if app.Flags.JSON {
 				snap, err := st.Snapshot()
@@ -72,15 +85,20 @@ func showState(app *cli.App, info cairn.SessionInfo, st *cairn.State) error {
 	p("steps     %d (last seq %d)\n", st.Steps, st.LastSeq)
 	p("created   %s\n", info.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 	p("updated   %s\n", info.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
-	if st.Agent != "" {
+	switch {
+	case st.Agent != "" && st.Fingerprint.Model != "":
 		p("agent     %s (model %s)\n", st.Agent, st.Fingerprint.Model)
+	case st.Agent != "":
+		p("agent     %s\n", st.Agent)
+	case st.Fingerprint.Model != "":
+		p("model     %s\n", st.Fingerprint.Model)
 	}
 	p("tokens    %d in, %d out\n", st.Usage.InputTokens, st.Usage.OutputTokens)
 	if st.FirstMessage != "" {
 		p("first     %s\n", cli.OneLine(st.FirstMessage, 70))
 	}
 	if len(info.Labels) > 0 {
-		p("labels    %v\n", info.Labels)
+		p("labels    %s\n", cli.Labels(info.Labels))
 	}
 	if len(st.Variables) > 0 {
 		p("variables\n")

@@ -71,7 +71,7 @@ or memory.`,
 					Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted},
 					Labels: map[string]string{QueueLabel: queue},
 				},
-				log: slog.New(slog.NewTextHandler(app.Stderr, nil)).With("worker", name),
+				log: app.ProcessLogger(slog.LevelInfo).With("worker", name),
 				ns:  sopts.Namespace,
 			}
 			return w.run(c.Context(), concurrency)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
 
@@ -102,7 +101,7 @@ func (a *App) NewAgent(store cairn.Store) (*agent.Agent, error) {
 		MaxSteps:     cfg.Agent.MaxSteps,
 		Store:        store,
 		OnError:      onError,
-		Logger:       slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:       a.Logger(),
 	}, nil
 }
 

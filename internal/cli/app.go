@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/config"
@@ -34,8 +36,16 @@ type App struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Project is where the command runs: the project's folder and config
+	// file, set by Config.
+	Project config.Project
 
 	cfg *config.Config
+
+	logOnce sync.Once
+	logger  *slog.Logger
+	logMu   sync.Mutex
+	printed map[string]bool // the warnings printed
 }
 
 // NewApp returns an App on the process's standard streams and environment.
@@ -52,19 +62,27 @@ func (a *App) Config() (*config.Config, error) {
 	if explicit == "" {
 		explicit = a.Getenv("CAIRN_CONFIG")
 	}
-	path, err := config.Find(explicit)
+	proj, err := config.FindProject(".", explicit)
 	if err != nil {
-		return nil, Fail(err, "check the path given with --config or CAIRN_CONFIG")
+		return nil, Usage("check the path given with --config or CAIRN_CONFIG", "%v", err)
 	}
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(proj.File)
 	if err != nil {
 		return nil, Fail(err, "fix the config file; the keys are documented in the README")
+	}
+	origin := fromDefault
+	if cfg.Persistence.URL != "" || cfg.Persistence.Connection != "" {
+		origin = fromFile
 	}
 	if err := cfg.ApplyEnv(a.Getenv); err != nil {
 		return nil, Fail(err, "fix the environment variable")
 	}
+	if a.Getenv("CAIRN_STORE") != "" {
+		origin = fromCommand
+	}
 	if a.Flags.Store != "" {
 		cfg.SetStore(a.Flags.Store)
+		origin = fromCommand
 	}
 	if a.Flags.Namespace != "" {
 		cfg.Persistence.Namespace = a.Flags.Namespace
@@ -75,6 +93,10 @@ func (a *App) Config() (*config.Config, error) {
 	if err := cfg.Validate("flags"); err != nil {
 		return nil, Usage("see cairn --help for the flags", "%v", err)
 	}
+	if err := resolveStore(cfg, proj, origin); err != nil {
+		return nil, err
+	}
+	a.Project = proj
 	a.cfg = cfg
 	return cfg, nil
 }
@@ -195,13 +217,21 @@ func (a *App) GlobalStoreURL() string {
 // Printf writes to stdout.
 func (a *App) Printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
 
-// Warnf writes a warning to stderr.
+// Warnf writes a warning to stderr, once: "warning: …", or a JSON record
+// under --json.
 func (a *App) Warnf(format string, args ...any) {
-	fmt.Fprintf(a.Stderr, "warning: "+format+"\n", args...)
+	a.Logger().Warn(fmt.Sprintf(format, args...))
 }
 
-// Notef writes a note for people to stderr.
-func (a *App) Notef(format string, args ...any) { fmt.Fprintf(a.Stderr, format+"\n", args...) }
+// Notef writes a note for people to stderr: a line, or a JSON record
+// under --json.
+func (a *App) Notef(format string, args ...any) {
+	if a.Flags.JSON {
+		a.Logger().Info(fmt.Sprintf(format, args...))
+		return
+	}
+	fmt.Fprintf(a.Stderr, format+"\n", args...)
+}
 
 // IsTerminal reports whether w is a terminal: a file whose terminal
 // attributes can be read (a character device such as /dev/null is not).

@@ -3,6 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/cairnhq/cairn"
 )
 
 // Exit statuses.
@@ -37,6 +40,13 @@ func Usage(hint string, format string, args ...any) error {
 	return &Error{Err: fmt.Errorf(format, args...), Hint: hint, Code: ExitUsage}
 }
 
+// IDRules says what a session ID may hold.
+const IDRules = "session IDs are 1-128 characters of A-Z a-z 0-9 _ -"
+
+// BadID returns the usage error (exit 2) of a session ID that breaks the
+// rules (cairn.ValidateID's error).
+func BadID(err error) error { return &Error{Err: err, Hint: IDRules, Code: ExitUsage} }
+
 // Interrupted returns the error of a run stopped by Ctrl+C (exit 130).
 func Interrupted(err error, hint string) error {
 	return &Error{Err: err, Hint: hint, Code: ExitInterrupted}
@@ -55,5 +65,27 @@ func Describe(err error) (msg, hint string, code int) {
 	if hint == "" {
 		hint = "run the command with --help to see its usage"
 	}
-	return err.Error(), hint, code
+	return oncePrefixes(err.Error()), hint, code
 }
+
+// oncePrefixes drops a prefix that a wrapped error repeats right after
+// itself ("open x: open x: no such file" says "open x: no such file"), so
+// that a message says each thing once.
+func oncePrefixes(msg string) string {
+	parts := strings.Split(msg, ": ")
+	out := parts[:1]
+	for _, p := range parts[1:] {
+		if p == out[len(out)-1] {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ": ")
+}
+
+// notFoundError is a session that is not where it was looked for: it says
+// where, and wraps cairn.ErrNotFound without repeating its text.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+func (e *notFoundError) Unwrap() error { return cairn.ErrNotFound }

@@ -42,9 +42,9 @@ const maxCandidates = 10
 // store when it is not there. The caller closes loc.Store.
 func (a *App) Locate(ctx context.Context, ref string, opts LocateOptions) (*Located, error) {
 	if err := cairn.ValidateID(ref); err != nil {
-		return nil, Fail(err, "session IDs are 1-128 characters of A-Z a-z 0-9 _ -")
+		return nil, BadID(err)
 	}
-	store, u, err := a.OpenStore(ctx)
+	store, u, err := a.OpenReadStore(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +88,10 @@ func (a *App) Locate(ctx context.Context, ref string, opts LocateOptions) (*Loca
 		if len(cands) > maxCandidates {
 			list = strings.Join(cands[:maxCandidates], "\n  ") + "\n  …"
 		}
-		return nil, Fail(fmt.Errorf("session %q not found in %s: %w; sessions whose ID starts with it:\n  %s", ref, where, cairn.ErrNotFound, list),
+		return nil, Fail(&notFoundError{fmt.Sprintf("session %q not found in %s; sessions whose ID starts with it:\n  %s", ref, where, list)},
 			"`"+cmd+"` changes or erases a session, so it takes the whole ID, never a prefix: give the ID in full")
 	}
-	return nil, Fail(fmt.Errorf("session %q not found in %s: %w", ref, where, cairn.ErrNotFound),
+	return nil, Fail(&notFoundError{fmt.Sprintf("session %q not found in %s", ref, where)},
 		"`cairn sessions list` shows the saved sessions; check --store and --namespace")
 }
 

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,14 +23,85 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// InfoTable writes session infos as an aligned table.
-func InfoTable(w io.Writer, infos []cairn.SessionInfo, now time.Time) error {
+// InfoTable writes session infos as an aligned table, generated IDs in
+// their short form (ShortIDs) among all, the IDs of every session in the
+// store (infos' own when nil).
+func InfoTable(w io.Writer, infos []cairn.SessionInfo, all []string, now time.Time) error {
+	short := ShortIDs(idsOf(infos, all))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tSTEPS\tFIRST MESSAGE")
 	for _, i := range infos {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", i.ID, Ago(i.UpdatedAt, now), i.Status, i.Steps, OneLine(i.FirstMessage, 50))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", short[i.ID], Ago(i.UpdatedAt, now), i.Status, i.Steps, OneLine(i.FirstMessage, 50))
 	}
 	return tw.Flush()
+}
+
+func idsOf(infos []cairn.SessionInfo, all []string) []string {
+	if all != nil {
+		return all
+	}
+	ids := make([]string, len(infos))
+	for i, info := range infos {
+		ids[i] = info.ID
+	}
+	return ids
+}
+
+// uuidRe matches a generated session ID (cairn.NewID: a UUIDv7).
+var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// minShort is the shortest short form of a generated ID.
+const minShort = 8
+
+// ShortIDs returns the form of each ID to show people: a generated ID (a
+// UUID, whose first characters are its creation time) is cut to the
+// shortest prefix of at least 8 characters that no other of ids starts
+// with, as git shows commits, so that it still names one session for the
+// commands that take a prefix; any other ID is shown whole.
+func ShortIDs(ids []string) map[string]string {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	out := make(map[string]string, len(ids))
+	for i, id := range sorted {
+		if !uuidRe.MatchString(id) {
+			out[id] = id
+			continue
+		}
+		// The longest prefix shared with a neighbour in sorted order is
+		// the longest shared with any ID.
+		n := 0
+		if i > 0 {
+			n = max(n, commonPrefix(id, sorted[i-1]))
+		}
+		if i+1 < len(sorted) {
+			n = max(n, commonPrefix(id, sorted[i+1]))
+		}
+		l := max(minShort, n+1)
+		if l < len(id) && id[l-1] == '-' {
+			l++ // not ending in a dash
+		}
+		out[id] = id[:min(l, len(id))]
+	}
+	return out
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// Labels writes labels as k=v, sorted by key.
+func Labels(labels map[string]string) string {
+	keys := slices.Sorted(maps.Keys(labels))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return strings.Join(parts, " ")
 }
 
 // Holders returns the live lease of each session that has one, when the
@@ -69,10 +143,11 @@ func WithHolders(infos []cairn.SessionInfo, holders map[string]cairn.Lease) []He
 
 // InfoTableHolders is InfoTable with a HOLDER column (the worker or
 // process whose lease holds the session) when any session is held.
-func InfoTableHolders(w io.Writer, infos []cairn.SessionInfo, holders map[string]cairn.Lease, now time.Time) error {
+func InfoTableHolders(w io.Writer, infos []cairn.SessionInfo, all []string, holders map[string]cairn.Lease, now time.Time) error {
 	if len(holders) == 0 {
-		return InfoTable(w, infos, now)
+		return InfoTable(w, infos, all, now)
 	}
+	short := ShortIDs(idsOf(infos, all))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tSTEPS\tHOLDER\tFIRST MESSAGE")
 	for _, i := range infos {
@@ -80,7 +155,7 @@ func InfoTableHolders(w io.Writer, infos []cairn.SessionInfo, holders map[string
 		if l, ok := holders[i.ID]; ok {
 			holder = l.Holder
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", i.ID, Ago(i.UpdatedAt, now), i.Status, i.Steps, holder, OneLine(i.FirstMessage, 50))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", short[i.ID], Ago(i.UpdatedAt, now), i.Status, i.Steps, holder, OneLine(i.FirstMessage, 50))
 	}
 	return tw.Flush()
 }
@@ -109,17 +184,39 @@ func OneLine(s string, n int) string {
 	return s
 }
 
+// TranscriptLine is one line of a transcript: who said or did what, and
+// when.
+type TranscriptLine struct {
+	Seq  int64     `json:"seq"`
+	At   time.Time `json:"at"`
+	Who  string    `json:"who"` // run, system, user, assistant, tool, state, approval, memory, custom
+	Text string    `json:"text"`
+}
+
 // Transcript writes a session's events as a readable transcript: roles,
 // tool calls with arguments and results, timestamps.
 func Transcript(w io.Writer, events []cairn.Event) error {
+	lines, err := TranscriptLines(events)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "[%s] #%d %s: %s\n", l.At.Local().Format("2006-01-02 15:04:05"), l.Seq, l.Who, indent(l.Text))
+	}
+	return nil
+}
+
+// TranscriptLines returns a session's events as transcript lines (the
+// form of Transcript, and of show --transcript --json).
+func TranscriptLines(events []cairn.Event) ([]TranscriptLine, error) {
+	out := []TranscriptLine{}
 	for _, e := range events {
 		v, err := e.Decode()
 		if err != nil {
-			return fmt.Errorf("event %d: %w", e.Seq, err)
+			return nil, fmt.Errorf("event %d: %w", e.Seq, err)
 		}
-		at := e.At.Local().Format("2006-01-02 15:04:05")
 		line := func(who, text string) {
-			fmt.Fprintf(w, "[%s] #%d %s: %s\n", at, e.Seq, who, indent(text))
+			out = append(out, TranscriptLine{Seq: e.Seq, At: e.At, Who: who, Text: text})
 		}
 		switch d := v.(type) {
 		case *cairn.RunStarted:
@@ -127,7 +224,14 @@ func Transcript(w io.Writer, events []cairn.Event) error {
 			if d.Reset {
 				mode = "fresh"
 			}
-			line("run", fmt.Sprintf("started %s (%s, agent %s, model %s)", d.RunID, mode, d.Agent, d.Model))
+			what := []string{mode}
+			if d.Agent != "" {
+				what = append(what, "agent "+d.Agent)
+			}
+			if d.Model != "" {
+				what = append(what, "model "+d.Model)
+			}
+			line("run", fmt.Sprintf("started %s (%s)", d.RunID, strings.Join(what, ", ")))
 		case *cairn.MemoryReset:
 			line("run", "memory reset")
 		case *cairn.MessageSystem:
@@ -178,7 +282,7 @@ func Transcript(w io.Writer, events []cairn.Event) error {
 			line("custom", d.Type+" "+compact(d.Payload))
 		}
 	}
-	return nil
+	return out, nil
 }
 
 func compact(raw json.RawMessage) string {

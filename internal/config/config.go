@@ -1,5 +1,6 @@
 // Package config loads cairn's configuration: cairn.toml (found in the
-// working directory, then the user's config folder), environment variables
+// working directory or the nearest folder above it, then the user's config
+// folder), environment variables
 // and flags, in that order of increasing precedence. Unknown keys are an
 // error that names the key and its line.
 package config
@@ -8,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -112,28 +112,6 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s: %s: %s", loc, e.Key, e.Msg)
 	}
 	return fmt.Sprintf("%s: %s", loc, e.Msg)
-}
-
-// Find returns the config file to use: explicit if given, else cairn.toml
-// in the working directory, else in the user's config folder
-// (~/.config/cairn/cairn.toml), else "".
-func Find(explicit string) (string, error) {
-	if explicit != "" {
-		if _, err := os.Stat(explicit); err != nil {
-			return "", fmt.Errorf("config file %s: %w", explicit, err)
-		}
-		return explicit, nil
-	}
-	if _, err := os.Stat(FileName); err == nil {
-		return FileName, nil
-	}
-	if dir, err := os.UserConfigDir(); err == nil {
-		p := filepath.Join(dir, "cairn", FileName)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", nil
 }
 
 // Load reads the file at path (none if ""), over the defaults.
