@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+)
+
+// RunOutput shows a run to people: the model's text as it streams and the
+// tools as they run. When stdout is not a terminal it shows nothing while
+// the run goes and the caller prints the final answer.
+type RunOutput struct {
+	app      *App
+	live     bool
+	streamed bool
+}
+
+// NewRunOutput returns the output for one run.
+func (a *App) NewRunOutput() *RunOutput {
+	return &RunOutput{app: a, live: a.Interactive() && !a.Flags.JSON}
+}
+
+// Options returns the run options that feed this output.
+func (o *RunOutput) Options() []agent.RunOption {
+	if !o.live {
+		return nil
+	}
+	return []agent.RunOption{
+		agent.OnText(func(d string) { o.streamed = true; io.WriteString(o.app.Stdout, d) }),
+		agent.ObserveTools(func(e agent.ToolEvent) {
+			if !e.Done {
+				fmt.Fprintf(o.app.Stderr, "\n  ⚙ %s(%s)\n", e.Call.Name, OneLine(string(e.Call.Args), 60))
+			} else if e.IsError {
+				fmt.Fprintf(o.app.Stderr, "  ✗ %s: %s\n", e.Call.Name, OneLine(e.Output, 60))
+			}
+		}),
+	}
+}
+
+// Finish prints the answer of a run if it was not streamed (nor under
+// --json, whose object holds it).
+func (o *RunOutput) Finish(res *agent.Result) {
+	if res == nil {
+		return
+	}
+	if o.streamed {
+		fmt.Fprintln(o.app.Stdout)
+		o.streamed = false
+		return
+	}
+	if res.Output != "" && !o.app.Flags.JSON {
+		fmt.Fprintln(o.app.Stdout, res.Output)
+	}
+}
+
+// RunError turns how a run ended into the command's error, or nil. A run
+// that ended with events the store does not hold is ExitUnsaved, whatever
+// else happened: those events are lost when the command exits.
+func RunError(id string, res *agent.Result, err error) error {
+	if res != nil && res.Unsaved > 0 {
+		return unsavedError(id, res, err)
+	}
+	if err != nil {
+		var ut *agent.UnknownToolError
+		if errors.As(err, &ut) {
+			return Fail(err, "resume it with the tools it was run with (built-in tools here: "+strings.Join(ut.Tools, ", ")+
+				"), or give the call an error result with `cairn sessions resume "+id+" --deny "+ut.Call.ID+"`")
+		}
+		if errors.Is(err, agent.ErrLeaseExpired) {
+			return Fail(fmt.Errorf("session %s: %w", id, err),
+				"the store did not answer in time; the run stopped acting before another process could take it over. `cairn sessions resume "+id+"` finishes it")
+		}
+		if errors.Is(err, context.Canceled) {
+			return Interrupted(fmt.Errorf("interrupted; session %s saved", id), "continue it with `cairn sessions resume "+id+"`")
+		}
+		return Fail(fmt.Errorf("session %s: %w", id, err), "`cairn sessions show "+id+" --transcript` shows what happened")
+	}
+	switch res.Status {
+	case cairn.StatusAwaiting:
+		var calls []string
+		for _, c := range res.Awaiting {
+			calls = append(calls, fmt.Sprintf("%s(%s) [%s]", c.Name, c.Args, c.ID))
+		}
+		return Fail(fmt.Errorf("session %s is waiting for approval of: %s", id, strings.Join(calls, ", ")),
+			"approve with `cairn sessions resume "+id+" --approve CALL_ID` (or --deny CALL_ID)")
+	case cairn.StatusMaxSteps:
+		return Fail(fmt.Errorf("session %s stopped after the maximum number of steps", id), "continue it with `cairn sessions resume "+id+"`, or raise agent.max_steps")
+	case cairn.StatusFailed:
+		msg := "the run failed"
+		if res.Error != nil {
+			msg = res.Error.Message
+		}
+		return Fail(fmt.Errorf("session %s: %s", id, msg), "`cairn sessions show "+id+" --transcript` shows what happened")
+	}
+	return nil
+}
+
+// unsavedError is the error of a run that ended with events the store
+// does not hold.
+func unsavedError(id string, res *agent.Result, err error) error {
+	cause := "the store did not answer"
+	if res.StoreError != nil {
+		cause = res.StoreError.Error()
+	}
+	msg := fmt.Sprintf("session %s: %d event(s) of this run could not be saved (status %s): %s", id, res.Unsaved, res.Status, cause)
+	if err != nil {
+		msg += "\nthe run stopped: " + err.Error()
+	}
+	hint := "once the store answers, `cairn sessions resume " + id + "` goes on from the last saved step; " +
+		"no side effect ran without its start saved, so nothing runs twice"
+	return &Error{Err: errors.New(msg), Hint: hint, Code: ExitUnsaved}
+}
+
+// ReportWarnings prints a run's warnings to stderr.
+func (a *App) ReportWarnings(res *agent.Result) {
+	if res == nil {
+		return
+	}
+	for _, w := range res.Warnings {
+		a.Warnf("%v", w)
+	}
+}
