@@ -12,9 +12,13 @@ import (
 	"github.com/cairnhq/cairn/internal/formats"
 )
 
+// statusQueued is the status list shows for a run queued for a worker
+// (cairn run --detach) that no worker has started yet.
+const statusQueued = "queued"
+
 // listStatuses are the statuses --status takes.
 var listStatuses = []string{
-	string(cairn.StatusNew), string(cairn.StatusRunning), string(cairn.StatusInterrupted), string(cairn.StatusAwaiting),
+	statusQueued, string(cairn.StatusNew), string(cairn.StatusRunning), string(cairn.StatusInterrupted), string(cairn.StatusAwaiting),
 	string(cairn.StatusCompleted), string(cairn.StatusFailed), string(cairn.StatusMaxSteps), string(cairn.StatusDamaged),
 }
 
@@ -35,11 +39,20 @@ take as the ID; --json gives whole IDs.`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts := cairn.ListOptions{Labels: map[string]string{}}
+			queuedOnly := len(status) > 0
 			for _, s := range status {
 				if !slices.Contains(listStatuses, s) {
 					return cli.Usage("the statuses are "+strings.Join(listStatuses, ", "), "--status %q is not a status", s)
 				}
+				if s == statusQueued {
+					s = string(cairn.StatusNew) // a queued run is a new session with the queue's label
+				} else {
+					queuedOnly = false
+				}
 				opts.Status = append(opts.Status, cairn.Status(s))
+			}
+			if queuedOnly {
+				opts.Labels[QueueLabel] = DefaultQueue
 			}
 			for _, l := range labels {
 				k, v, ok := strings.Cut(l, "=")
@@ -67,6 +80,8 @@ take as the ID; --json gives whole IDs.`,
 			for i := range infos {
 				if _, ok := formats.Incomplete(infos[i]); ok {
 					infos[i].Status = formats.StatusIncomplete // an import still being written, or killed
+				} else if infos[i].Status == cairn.StatusNew && infos[i].Labels[QueueLabel] != "" {
+					infos[i].Status = statusQueued // waiting for a worker
 				}
 			}
 			holders := cli.Holders(c.Context(), store, infos)
@@ -94,7 +109,7 @@ take as the ID; --json gives whole IDs.`,
 			return cli.InfoTableHolders(app.Stdout, infos, all, holders, time.Now())
 		},
 	}
-	c.Flags().StringSliceVar(&status, "status", nil, "only sessions with this status (new, running, interrupted, awaiting_approval, completed, failed, max_steps, damaged); an import not yet finished is listed as incomplete")
+	c.Flags().StringSliceVar(&status, "status", nil, "only sessions with this status (queued, new, running, interrupted, awaiting_approval, completed, failed, max_steps, damaged); an import not yet finished is listed as incomplete")
 	c.Flags().StringSliceVar(&labels, "label", nil, "only sessions with this label (KEY=VALUE)")
 	c.Flags().IntVar(&limit, "limit", 0, "at most this many sessions (0: all)")
 	return c

@@ -19,7 +19,9 @@ func newResumeCmd(app *cli.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   `resume ID ["prompt"]`,
 		Short: "Finish an interrupted run, or continue a session with a new prompt",
-		Long: `Restore a session (its history, model and agent name) and go on.
+		Long: `Restore a session (its history, model and agent name) and go on, with
+the model its last run recorded unless --model (or CAIRN_MODEL) names
+another.
 
 Without a prompt, an interrupted, crashed or approval-waiting run is
 finished: nothing that completed is done again. With a prompt, the session
@@ -41,6 +43,9 @@ first, then the user-global store.`,
 			s, err := ag.Resume(ctx, loc.ID)
 			if err != nil {
 				return cli.StoreFail(loc.ID, err)
+			}
+			if err := app.UseRecorded(ag, s.State()); err != nil {
+				return err
 			}
 			cl, err := claimSession(ctx, app, s, loc.Store, loc.URL, force, "cairn sessions resume "+s.ID()+" --force")
 			if err != nil {
@@ -69,7 +74,7 @@ first, then the user-global store.`,
 			}
 			out.Finish(res)
 			app.ReportWarnings(res)
-			if app.Flags.JSON && res != nil {
+			if app.Flags.JSON && res != nil { // one JSON object on stdout
 				if jerr := cli.WriteJSON(app.Stdout, runJSON(s.ID(), res)); jerr != nil {
 					return jerr
 				}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,16 +31,27 @@ of that name continues (its memory is kept) if it exists, and is started
 otherwise; --reset starts it fresh. ID is the whole ID, never a prefix.
 --continue picks the most recently updated session. A session another
 process is running is refused, naming that process; --force takes it over.
+The prompt is the arguments joined by spaces; "-" reads it from stdin.
 Ctrl+C saves the run as interrupted (exit 130); finish it with
-` + "`cairn sessions resume ID`" + `.`,
+` + "`cairn sessions resume ID`" + `, which uses the model the session was
+run with.
+
+With --json, stdout holds one JSON object: {"session", "run", "status",
+"output", "error", "steps", "usage", "unsaved"}; notes go to stderr as JSON
+lines.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			if session != "" && cont {
 				return cli.Usage("use one of them", "--session and --continue cannot be used together")
 			}
-			prompt := strings.TrimSpace(strings.Join(a, " "))
-			if prompt == "" {
-				return cli.Usage("give the prompt as an argument", "the prompt is empty")
+			if c.Flags().Changed("session") {
+				if err := cairn.ValidateID(session); err != nil {
+					return cli.BadID(fmt.Errorf("--session: %w", err))
+				}
+			}
+			prompt, err := promptArg(app, a)
+			if err != nil {
+				return err
 			}
 			ctx := c.Context()
 			if detach {
@@ -68,9 +80,6 @@ Ctrl+C saves the run as interrupted (exit 130); finish it with
 				}
 				continuing = true
 			case session != "":
-				if err := cairn.ValidateID(session); err != nil {
-					return cli.Fail(err, "session IDs are 1-128 characters of A-Z a-z 0-9 _ -")
-				}
 				s, err = ag.Open(ctx, session)
 				if err != nil {
 					return cli.StoreFail(session, err)
@@ -80,6 +89,11 @@ Ctrl+C saves the run as interrupted (exit 130); finish it with
 				s, err = ag.Start(ctx)
 				if err != nil {
 					return cli.StoreFail("", err)
+				}
+			}
+			if continuing {
+				if err := app.UseRecorded(ag, s.State()); err != nil {
+					return err
 				}
 			}
 			cl, err := claimSession(ctx, app, s, store, storeURL, force, "cairn run --session "+s.ID()+" --force …")
@@ -111,6 +125,32 @@ Ctrl+C saves the run as interrupted (exit 130); finish it with
 	c.Flags().BoolVar(&force, "force", false, "take the session over from the process that runs it (its writes are refused from then on)")
 	return c
 }
+
+// promptArg returns the prompt of the arguments: their words joined, or
+// stdin for "-".
+func promptArg(app *cli.App, a []string) (string, error) {
+	if len(a) == 1 && a[0] == "-" {
+		data, err := io.ReadAll(io.LimitReader(app.Stdin, maxPrompt+1))
+		if err != nil {
+			return "", cli.Fail(fmt.Errorf("read the prompt from stdin: %w", err), "pipe the prompt in, or give it as an argument")
+		}
+		if len(data) > maxPrompt {
+			return "", cli.Usage("give a shorter prompt", "the prompt on stdin is longer than %d bytes", maxPrompt)
+		}
+		if p := strings.TrimSpace(string(data)); p != "" {
+			return p, nil
+		}
+		return "", cli.Usage("pipe the prompt in: echo \"…\" | cairn run -", "the prompt on stdin is empty")
+	}
+	prompt := strings.TrimSpace(strings.Join(a, " "))
+	if prompt == "" {
+		return "", cli.Usage("give the prompt as an argument, or - to read it from stdin", "the prompt is empty")
+	}
+	return prompt, nil
+}
+
+// maxPrompt bounds a prompt read from stdin.
+const maxPrompt = 1 << 20
 
 // openRunStore opens the store runs write to, saying so when persistence
 // is off.

@@ -25,7 +25,7 @@ func NewModel(cfg *config.Config) (provider.Model, error) {
 		if m.Name == "" {
 			return nil, Usage("give the script's file: --model script:FILE", "the script model needs a file")
 		}
-		s, err := script.Load(m.Name)
+		s, err := script.Load(absPath(m.Name)) // recorded whole, so that a resume elsewhere finds it
 		if err != nil {
 			return nil, Fail(err, "the script format is {\"steps\": [{\"text\": …, \"tool_calls\": […]}]}")
 		}

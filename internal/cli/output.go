@@ -76,7 +76,8 @@ func RunError(id string, res *agent.Result, err error) error {
 				"the store did not answer in time; the run stopped acting before another process could take it over. `cairn sessions resume "+id+"` finishes it")
 		}
 		if errors.Is(err, context.Canceled) {
-			return Interrupted(fmt.Errorf("interrupted; session %s saved", id), "continue it with `cairn sessions resume "+id+"`")
+			return Interrupted(fmt.Errorf("interrupted; session %s saved", id),
+				"`cairn sessions resume "+id+"` finishes the run with the session's own model (--model chooses another)")
 		}
 		return Fail(fmt.Errorf("session %s: %w", id, err), "`cairn sessions show "+id+" --transcript` shows what happened")
 	}
