@@ -36,7 +36,7 @@ func newListCmd(app *cli.App) *cobra.Command {
 in a short form, as git shows commits: the shortest start of it (8
 characters or more) that no other session's ID shares, which show and export
 take as the ID; --json gives whole IDs.`,
-		Args:    args(cobra.NoArgs),
+		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts := cairn.ListOptions{Labels: map[string]string{}}
 			queuedOnly := len(status) > 0
