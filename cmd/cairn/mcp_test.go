@@ -360,3 +360,21 @@ command = "`+filepath.Join(c.dir, "no-such-server")+`"
 		t.Errorf("doctor with a server that does not start: exit %d\n%s", code, out)
 	}
 }
+
+// TestMCP_FingerprintWarns: the MCP servers' tools are part of the agent's
+// fingerprint: a session continued with another set of servers warns.
+func TestMCP_FingerprintWarns(t *testing.T) {
+	c := newCLIEnv(t)
+	if _, stderr, code := c.run("run", "--session", "fp", "hello"); code != 0 {
+		t.Fatalf("run: %s", stderr)
+	}
+	c.writeFile("cairn.toml", "[mcp.servers.t]\ncommand = \""+mcptest.Binary(t)+"\"\n")
+	_, stderr, code := c.run("sessions", "resume", "fp", "again")
+	if code != 0 || !strings.Contains(stderr, "session fp was last run by a different agent (other tools)") {
+		t.Errorf("resume with an MCP server added: exit %d, want a warning about other tools\n%s", code, stderr)
+	}
+	_, stderr, code = c.run("sessions", "resume", "fp", "once more")
+	if code != 0 || strings.Contains(stderr, "different agent") {
+		t.Errorf("resume with the same servers: exit %d, want no warning\n%s", code, stderr)
+	}
+}
