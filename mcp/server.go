@@ -221,14 +221,17 @@ func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	return cs, nil
 }
 
-// drop forgets a session whose connection failed, and closes it.
+// drop forgets a session whose connection failed, and closes it if the
+// Server made it (a caller's own session is the caller's to close).
 func (s *Server) drop(cs *sdk.ClientSession) {
 	s.mu.Lock()
 	if s.cs == cs {
 		s.cs = nil
 	}
 	s.mu.Unlock()
-	go cs.Close()
+	if s.cfg.Transport != nil {
+		go cs.Close()
+	}
 }
 
 // load lists the server's tools and makes the agent tools.
