@@ -210,10 +210,11 @@ type Verdict struct {
 	// the longest partial order the checker found and the operations it
 	// could not place after it.
 	Illegal []string
-	// Reduced is Illegal for the first reduction that was not
-	// linearizable, when a larger one was not decided (Unknown): a
-	// likely violation, not a proven one.
-	Reduced []string
+	// Reduced is Illegal for the largest reduction that was not
+	// linearizable (ReducedLevel), when the next one was not decided
+	// (Unknown): a violation if the calls left out do not explain it.
+	Reduced      []string
+	ReducedLevel Level
 	// Visualization is porcupine's HTML view of the history, written when
 	// the result is not Ok and a folder for it was given; Listing, beside
 	// it, lists the operations of each session in call order.
@@ -242,8 +243,8 @@ func (h *History) Check(timeout time.Duration, maxHeap uint64, dir string) Verdi
 		}
 		v.Stats, v.Level = st, level
 		v.Result, info = check(ops, timeout, maxHeap)
-		if v.Result == porcupine.Illegal && v.Reduced == nil {
-			v.Reduced = explain(info, ops)
+		if v.Result == porcupine.Illegal {
+			v.Reduced, v.ReducedLevel = explain(info, ops), level
 		}
 		if v.Result != porcupine.Illegal {
 			break
