@@ -88,6 +88,62 @@ func TestFinding_RedisRetryAfterAnotherAppend(t *testing.T) {
 	}
 }
 
+// TestFinding_RedisRetriedLeaseCalls: the same retry, for a release (the
+// retry finds the lease gone, its own doing, and answers ErrLeaseLost)
+// and for a fenced append followed by a takeover (the retry answers
+// ErrLeaseLost, which says nothing was written, while the events are
+// stored).
+func TestFinding_RedisRetriedLeaseCalls(t *testing.T) {
+	r := newRig(t, "redis")
+	ctx := t.Context()
+	l := r.b.(cairn.Leaser)
+	for _, id := range []string{"rel", "fen"} {
+		if err := r.b.Create(ctx, cairn.SessionMeta{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease, err := l.Acquire(ctx, "rel", "holder", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.px.StallReplies()
+	done := background(func(ctx context.Context) error { return r.a.(cairn.Leaser).Release(ctx, lease) })
+	r.held(t)
+	r.px.Cut()
+	r.px.Heal()
+	rerr := <-done
+	cur, _ := l.CurrentLease(ctx, "rel")
+	t.Logf("release: %v; the lease now: %q", rerr, cur.Holder)
+	if rerr != nil && cur.Holder == "" {
+		t.Errorf("Release answered %v, and the lease it was asked to release is released: by that call", rerr)
+	}
+
+	lease, err = l.Acquire(ctx, "fen", "holder", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1 := linEvent(t, "fenced", 1)
+	r.px.StallReplies()
+	done = background(func(ctx context.Context) error {
+		return r.a.(cairn.Leaser).AppendFenced(ctx, "fen", lease, 0, e1)
+	})
+	r.held(t)
+	if _, err := l.Takeover(ctx, "fen", "other", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r.px.Cut()
+	r.px.Heal()
+	ferr := <-done
+	rec, err := r.b.Load(ctx, "fen", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fenced append: %v; the session holds %d events", ferr, len(rec.Events))
+	if ferr != nil && len(rec.Events) == 1 && string(rec.Events[0].Data) == string(e1.Data) {
+		t.Errorf("AppendFenced answered %v (nothing written), and its event is stored at the seq it asked for", ferr)
+	}
+}
+
 // TestFinding_MongoCreateAfterInterruptedDelete: a Delete marks the
 // session erased (Load: not found), and its connection breaks before it
 // removes the session document. For StaleAfter (30 s) Create answers
