@@ -145,6 +145,11 @@ func TestPolicy_Pins(t *testing.T) {
 	if _, ok := got["destroy"]; ok {
 		t.Error("destroy is disabled but listed")
 	}
+	for _, sk := range s.Skipped() {
+		if sk.Tool == "destroy" {
+			t.Errorf("a tool the policy hides is reported as skipped: %+v", sk)
+		}
+	}
 	if tl := tool(t, s, "t_write"); !tl.Idempotent() || !tl.RequiresApproval() {
 		t.Errorf("t_write tool: idempotent %v approval %v", tl.Idempotent(), tl.RequiresApproval())
 	}

@@ -135,9 +135,9 @@ func (s *Server) Tools() []*agent.Tool { return slices.Clone(s.tools) }
 // Infos describes the server's tools, in the order of Tools.
 func (s *Server) Infos() []ToolInfo { return slices.Clone(s.infos) }
 
-// Skipped lists the server's tools the agent does not get: a schema a
-// model cannot take, a name taken by another tool, a tool the policy
-// hides.
+// Skipped lists the server's tools the agent does not get, and why: a
+// schema a model cannot take, a name another of its tools took. Tools the
+// policy hides are not listed.
 func (s *Server) Skipped() []Skipped { return slices.Clone(s.skipped) }
 
 // Restarts returns how many times the server was started again after it
@@ -250,6 +250,9 @@ func (s *Server) load(ctx context.Context, cs *sdk.ClientSession) error {
 	taken := map[string]string{}
 	for _, t := range listed {
 		info, schema, reason := s.describe(t, taken)
+		if reason == hidden {
+			continue
+		}
 		if reason != "" {
 			s.skipped = append(s.skipped, Skipped{Server: s.cfg.Name, Tool: t.Name, Reason: reason})
 			continue
@@ -261,11 +264,15 @@ func (s *Server) load(ctx context.Context, cs *sdk.ClientSession) error {
 	return nil
 }
 
+// hidden is describe's reason for a tool the policy hides: it is neither
+// a tool nor skipped.
+const hidden = "\x00hidden"
+
 // describe checks one listed tool and describes it, or says why it is skipped.
 func (s *Server) describe(t *sdk.Tool, taken map[string]string) (ToolInfo, json.RawMessage, string) {
 	class, on := s.cfg.Policy.classOf(t.Name, t.Annotations, s.cfg.PolicySource)
 	if !on {
-		return ToolInfo{}, nil, "disabled by the policy"
+		return ToolInfo{}, nil, hidden
 	}
 	name := toolName(s.cfg.Name, t.Name)
 	if other, ok := taken[name]; ok {
@@ -294,19 +301,22 @@ func (s *Server) caller(info ToolInfo) func(context.Context, json.RawMessage) (s
 				return "", &agent.ArgumentError{Msg: "the arguments must be a JSON object"}
 			}
 		}
-		cs, err := s.session(ctx)
-		if err != nil {
-			return "", fmt.Errorf("not run: %w", err)
-		}
 		cctx, cancel := ctx, context.CancelFunc(func() {})
 		timeout := s.cfg.CallTimeout
 		if timeout == 0 {
 			timeout = DefaultCallTimeout
 		}
 		if timeout > 0 {
-			cctx, cancel = context.WithTimeout(ctx, timeout)
+			cctx, cancel = context.WithTimeout(ctx, timeout) // a restart counts in it
 		}
 		defer cancel()
+		cs, err := s.session(cctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			return "", fmt.Errorf("not run: %w", err)
+		}
 		params := &sdk.CallToolParams{Name: info.Tool, Arguments: json.RawMessage("{}")}
 		if len(args) > 0 {
 			params.Arguments = args
