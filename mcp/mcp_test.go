@@ -127,8 +127,12 @@ func TestPolicy_Pins(t *testing.T) {
 			"look":    {Idempotent: &no},
 			"write":   {Idempotent: &yes, Approval: &yes},
 			"destroy": {Disabled: true},
+			"wirte":   {Approval: &yes},
 		},
 	}})
+	if got := s.Unmatched(); len(got) != 1 || got[0] != "wirte" {
+		t.Errorf("unmatched %q, want the misspelt wirte", got)
+	}
 	got := map[string]mcp.Class{}
 	for _, in := range s.Infos() {
 		got[in.Tool] = in.Class

@@ -75,6 +75,7 @@ type Server struct {
 	tools   []*agent.Tool
 	infos   []ToolInfo
 	skipped []Skipped
+	unknown []string // tools the policy names that the server does not offer
 
 	mu       sync.Mutex
 	cs       *sdk.ClientSession // nil once it died: the next call reconnects
@@ -139,6 +140,10 @@ func (s *Server) Infos() []ToolInfo { return slices.Clone(s.infos) }
 // schema a model cannot take, a name another of its tools took. Tools the
 // policy hides are not listed.
 func (s *Server) Skipped() []Skipped { return slices.Clone(s.skipped) }
+
+// Unmatched returns the tools Policy.Tools names that the server does not
+// offer (a misspelt name, a tool it no longer has), sorted.
+func (s *Server) Unmatched() []string { return slices.Clone(s.unknown) }
 
 // Restarts returns how many times the server was started again after it
 // died.
@@ -247,6 +252,12 @@ func (s *Server) load(ctx context.Context, cs *sdk.ClientSession) error {
 		listed = append(listed, t)
 	}
 	slices.SortFunc(listed, func(a, b *sdk.Tool) int { return strings.Compare(a.Name, b.Name) })
+	for name := range s.cfg.Policy.Tools {
+		if !slices.ContainsFunc(listed, func(t *sdk.Tool) bool { return t.Name == name }) {
+			s.unknown = append(s.unknown, name)
+		}
+	}
+	slices.Sort(s.unknown)
 	taken := map[string]string{}
 	for _, t := range listed {
 		info, schema, reason := s.describe(t, taken)

@@ -296,6 +296,10 @@ func mcpChecks(ctx context.Context, app *cli.App) []check {
 		}
 		out = append(out, check{Name: "mcp", OK: true, Detail: fmt.Sprintf("%s%s: started in %s, %d tools: %s",
 			name, about, time.Since(t0).Round(time.Millisecond), len(tools), strings.Join(tools, ", "))})
+		for _, t := range s.Unmatched() {
+			out = append(out, check{Name: "mcp", Detail: cli.UnmatchedTool(name, t),
+				Fix: "correct the tool's name in the config, or remove the table"})
+		}
 		for _, sk := range s.Skipped() {
 			out = append(out, check{Name: "mcp", OK: true, Detail: fmt.Sprintf("%s: tool %q is left out: %s", name, sk.Tool, sk.Reason),
 				Fix: "the server offers a tool a model cannot take; tell its authors, or set enabled = false in [mcp.servers." + name + ".tools." + sk.Tool + "]"})

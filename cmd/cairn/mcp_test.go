@@ -297,7 +297,7 @@ func TestMCP_Faults(t *testing.T) {
 		{"tool_calls":[{"name":"t_huge","arguments":{"bytes":3000000}},{"name":"t_slow","arguments":{}}]},
 		{"tool_calls":[{"name":"t_lookup","arguments":{"key":"after"}},{"name":"t_fail","arguments":{}},{"name":"t_refuse","arguments":{}}]},
 		{"text":"all done"}]}`)
-	mcpConfig(c, "cairn.toml", "", "timeout_seconds = 1\nmax_output_bytes = 2000\n")
+	mcpConfig(c, "cairn.toml", "", "timeout_seconds = 1\nmax_output_bytes = 2000\n[mcp.servers.t.tools.wirte]\napproval = true\n")
 	out, stderr, code := c.run("run", "--session", "f", "break things")
 	if code != 0 || !strings.Contains(out, "all done") {
 		t.Fatalf("run: exit %d\n%s%s", code, out, stderr)
@@ -306,6 +306,12 @@ func TestMCP_Faults(t *testing.T) {
 		if !strings.Contains(stderr, `MCP server t: tool "`+tool+`" is left out: input schema:`) {
 			t.Errorf("no warning about %s:\n%s", tool, stderr)
 		}
+	}
+	if !strings.Contains(stderr, "[mcp.servers.t.tools.wirte] names a tool that MCP server t does not offer") {
+		t.Errorf("no warning about the misspelt tool:\n%s", stderr)
+	}
+	if out, _, code := c.run("doctor"); code != 1 || !strings.Contains(out, "FAIL mcp      [mcp.servers.t.tools.wirte] names a tool") {
+		t.Errorf("doctor with a misspelt tool: exit %d\n%s", code, out)
 	}
 	evs := c.toolEvents("f")
 	check := func(id, kinds0 string, isError bool, has string) {

@@ -173,6 +173,9 @@ func (a *App) startAllMCP() ([]*mcp.Server, error) {
 		for _, sk := range s.Skipped() {
 			a.Warnf("MCP server %s: tool %q is left out: %s", sk.Server, sk.Tool, sk.Reason)
 		}
+		for _, t := range s.Unmatched() {
+			a.Warnf("%s", UnmatchedTool(s.Name(), t))
+		}
 	}
 	return servers, nil
 }
@@ -223,4 +226,11 @@ func (a *App) Close() error {
 func isExitError(err error) bool {
 	_, ok := errors.AsType[*exec.ExitError](err)
 	return ok
+}
+
+// UnmatchedTool says that the config has settings for a tool a server does
+// not offer.
+func UnmatchedTool(server, tool string) string {
+	return fmt.Sprintf("[mcp.servers.%s.tools.%s] names a tool that MCP server %s does not offer; its settings do nothing (`cairn tools` lists the tools)",
+		server, tool, server)
 }
