@@ -229,4 +229,22 @@ var mutations = []mutation{
 		Pkg:    "store/crypt",
 		Tests:  "TestStore_Refuses",
 	},
+	{
+		Name:   "mcp-class",
+		Breaks: "an MCP tool without a read-only or idempotent hint is run again after a crash",
+		File:   "mcp/class.go",
+		Old:    "c.Idempotent = a.ReadOnlyHint || a.IdempotentHint",
+		New:    "c.Idempotent = true",
+		Pkg:    "mcp",
+		Tests:  "TestClassify|TestAgent_RecordsTheClass",
+	},
+	{
+		Name:   "mcp-destructive",
+		Breaks: "an MCP tool that may be destructive runs without a person's approval",
+		File:   "mcp/class.go",
+		Old:    "		case *a.DestructiveHint:\n			c.Approval = true",
+		New:    "		case *a.DestructiveHint:\n			c.Approval = false",
+		Pkg:    "mcp",
+		Tests:  "TestClassify|TestAgent_RecordsTheClass",
+	},
 }
