@@ -261,11 +261,15 @@ func (s *store) append(ctx context.Context, id string, expectSeq int64, events [
 	return err
 }
 
-// retried reports whether the session's last events are exactly events,
-// at their seqs: an append that already happened and is sent again.
+// retried reports whether the session holds exactly events at their
+// seqs, whether or not others follow them: an append that already
+// happened and is sent again. Only a conflict pays for it.
 func (s *store) retried(ctx context.Context, id string, expectSeq int64, events []cairn.Event) bool {
+	if expectSeq < 0 {
+		return false
+	}
 	rec, err := s.Load(ctx, id, expectSeq+1)
-	if err != nil || len(rec.Events) != len(events) {
+	if err != nil || len(rec.Events) < len(events) {
 		return false
 	}
 	for i, e := range events {

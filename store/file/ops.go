@@ -173,35 +173,77 @@ func (s *Store) append(ctx context.Context, id string, expectSeq int64, events [
 }
 
 // retried reports whether an append of n events, encoded as buf, at the
-// stale expected seq expectSeq is a retry of the session's last append:
-// its last n events are these, at these seqs, line for line the same
-// envelopes (version, seq, time, kind, run and data; the checksums and
-// the continued marks aside). Only a conflict pays for this: it reads the
-// end of the log, at most len(buf)+1 bytes.
+// stale expected seq expectSeq is a retry: the log holds these n events at
+// these seqs, line for line the same envelopes (version, seq, time, kind,
+// run and data; the checksums and the continued marks aside), whether they
+// are its last lines or others were appended after them since. Only a
+// conflict pays for this: it reads the log backwards from its end to the
+// line of seq expectSeq+1, then those n lines.
 func (s *Store) retried(ss *session, expectSeq int64, n int, buf []byte) bool {
-	if ss.info.LastSeq != expectSeq+int64(n) {
+	end := expectSeq + int64(n)
+	if expectSeq < 0 || ss.info.LastSeq < end {
 		return false
 	}
-	// The stored lines are as long as buf's, less a continued mark each.
-	w := min(ss.size, int64(len(buf))+1)
-	tail := make([]byte, w)
-	if _, err := ss.logF.ReadAt(tail, ss.size-w); err != nil {
+	from, to, ok := s.lineSpan(ss, ss.info.LastSeq-end, n)
+	if !ok || to-from > int64(len(buf))+int64(n) {
 		return false
 	}
-	want := splitLog(buf)
-	got := splitLog(tail)
-	if ss.size > w { // the first piece may be the end of an earlier line
-		got = got[1:]
-	}
-	if len(got) < n {
+	held := make([]byte, to-from)
+	if _, err := ss.logF.ReadAt(held, from); err != nil {
 		return false
 	}
-	for i, line := range got[len(got)-n:] {
-		if !bytes.Equal(envelopeOf(line), envelopeOf(want[i])) {
+	want, got := splitLog(buf), splitLog(held)
+	if len(got) != n || len(want) != n {
+		return false
+	}
+	for i := range got {
+		if !bytes.Equal(envelopeOf(got[i]), envelopeOf(want[i])) {
 			return false
 		}
 	}
 	return true
+}
+
+// lineSpan finds, in the committed log of ss, the n lines that end skip
+// lines before its end, and returns where they begin and end. It scans the
+// log backwards for newlines, a block at a time.
+func (s *Store) lineSpan(ss *session, skip int64, n int) (from, to int64, ok bool) {
+	const block = 64 << 10
+	chunk := make([]byte, block)
+	to, from = -1, -1
+	if skip == 0 {
+		to = ss.size
+	}
+	seen := int64(0) // newlines found, the log's last one first
+	for pos := ss.size; pos > 0 && from < 0; {
+		start := max(0, pos-block)
+		b := chunk[:pos-start]
+		if _, err := ss.logF.ReadAt(b, start); err != nil {
+			return 0, 0, false
+		}
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i] != '\n' {
+				continue
+			}
+			seen++
+			switch seen - 1 {
+			case skip:
+				if to < 0 {
+					to = start + int64(i) + 1
+				}
+			case skip + int64(n):
+				from = start + int64(i) + 1
+			}
+			if from >= 0 {
+				break
+			}
+		}
+		pos = start
+	}
+	if from < 0 && seen == skip+int64(n) {
+		from = 0 // the first of the lines is the log's first
+	}
+	return from, to, from >= 0 && to >= from
 }
 
 // splitLog splits log bytes into lines, without their newlines; the last

@@ -147,8 +147,8 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 }
 
 // appendLocked appends events to ss at expectSeq, with db.mu held: it
-// checks the expected seq (a retry of the session's last events is
-// already done) and applies the events.
+// checks the expected seq (a retry of events the session holds at their
+// seqs is already done) and applies the events.
 func (s *Store) appendLocked(ss *session, expectSeq int64, events []cairn.Event) error {
 	if ss.info.LastSeq != expectSeq {
 		if retried(ss, expectSeq, events) {
@@ -163,16 +163,17 @@ func (s *Store) appendLocked(ss *session, expectSeq int64, events []cairn.Event)
 	return nil
 }
 
-// retried reports whether the session's last events are exactly events at
-// the seqs after expectSeq: an append sent again after its reply was lost.
-// Envelopes are compared as the other stores compare what they store: the
-// time as its JSON text (RFC 3339 with nanoseconds, in its zone), the data
-// byte for byte.
+// retried reports whether the session holds exactly events at the seqs
+// after expectSeq, whether or not others follow them: an append sent again
+// after its reply was lost. Envelopes are compared as the other stores
+// compare what they store: the time as its JSON text (RFC 3339 with
+// nanoseconds, in its zone), the data byte for byte.
 func retried(ss *session, expectSeq int64, events []cairn.Event) bool {
-	if expectSeq < 0 || ss.info.LastSeq != expectSeq+int64(len(events)) || int64(len(ss.events)) != ss.info.LastSeq {
+	end := expectSeq + int64(len(events))
+	if expectSeq < 0 || ss.info.LastSeq < end || int64(len(ss.events)) != ss.info.LastSeq {
 		return false
 	}
-	for i, e := range ss.events[expectSeq:] {
+	for i, e := range ss.events[expectSeq:end] {
 		g := events[i]
 		if e.V != g.V || e.Seq != g.Seq || e.Kind != g.Kind || e.Run != g.Run ||
 			e.At.Format(time.RFC3339Nano) != g.At.Format(time.RFC3339Nano) || !bytes.Equal(e.Data, g.Data) {

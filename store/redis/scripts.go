@@ -55,14 +55,15 @@ end
 
 // retryHelpers is prepended to the append scripts.
 const retryHelpers = `
--- retried reports whether the session's last events are exactly the
--- events ARGV[first], ARGV[first + 1], … at the seqs after expect: the
--- session's last seq is last, and the envelopes stored at those seqs are
--- byte for byte the ones given (the whole envelope: v, seq, at, kind,
--- run, data). That is an append sent again after its reply was lost (by
--- go-redis after a network error, or by the caller): it is already done.
+-- retried reports whether the session holds exactly the events
+-- ARGV[first], ARGV[first + 1], … at the seqs after expect, whether or
+-- not others follow them: the session's last seq cur_last is at least
+-- last, and the envelopes stored at those seqs are byte for byte the ones
+-- given (the whole envelope: v, seq, at, kind, run, data). That is an
+-- append sent again after its reply was lost (by go-redis after a network
+-- error, or by the caller): it is already done.
 local function retried(cur_last, expect, last, first)
-  if tonumber(cur_last) ~= tonumber(last) then return false end
+  if tonumber(expect) < 0 or tonumber(cur_last) < tonumber(last) then return false end
   local held = redis.call('LRANGE', KEYS[2], tonumber(expect), tonumber(last) - 1)
   if #held ~= #ARGV - first + 1 then return false end
   for i = 1, #held do
@@ -157,8 +158,9 @@ const appendArgs = 12
 //	      updated_at, id, score, event...
 //	returns "OK", "DONE", "NOTFOUND" or "CONFLICT"
 //
-// At a stale expected seq, an append whose events are exactly the
-// session's last events (retried) writes nothing and returns "DONE".
+// At a stale expected seq, an append whose events the session holds
+// exactly at their seqs (retried), followed by others or not, writes
+// nothing and returns "DONE".
 var appendScript = goredis.NewScript(luaHelpers + claimHelpers + retryHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end

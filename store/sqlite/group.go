@@ -183,12 +183,15 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) (wrote b
 
 // whyNot tells why the head row of r's session did not move: ErrNotFound
 // for a missing or expired session, nil for a retried append (below), else
-// ErrConflict with the last seq.
+// ErrConflict with the last seq. It reads inside r's transaction, which
+// holds the database's write lock since the UPDATE: nothing can have
+// changed the session between the two.
 //
-// An append whose events the session already ends with, at the same seqs
-// and byte for byte the same (the envelope holds version, seq, time, kind,
-// run and data), is a retry of one whose reply was lost: it is done, and
-// writes nothing. Only this path, a conflict, reads those events back.
+// An append whose events the session already holds, at the same seqs and
+// byte for byte the same (the envelope holds version, seq, time, kind, run
+// and data), whether or not others were appended after them, is a retry
+// of one whose reply was lost: it is done, and writes nothing. Only this
+// path, a conflict, reads those events back.
 func (s *Store) whyNot(ctx context.Context, tx *sql.Tx, r *appendReq, now time.Time) error {
 	var last, exp int64
 	err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, s.opts.Namespace, r.id).Scan(&last, &exp)
@@ -198,7 +201,7 @@ func (s *Store) whyNot(ctx context.Context, tx *sql.Tx, r *appendReq, now time.T
 	case err != nil:
 		return err
 	}
-	if last == r.expectSeq+int64(len(r.events)) {
+	if r.expectSeq >= 0 && last >= r.expectSeq+int64(len(r.events)) {
 		same, err := s.holds(ctx, tx, r)
 		if err != nil || same {
 			return err
@@ -207,11 +210,12 @@ func (s *Store) whyNot(ctx context.Context, tx *sql.Tx, r *appendReq, now time.T
 	return fmt.Errorf("%w: last seq is %d, not %d", cairn.ErrConflict, last, r.expectSeq)
 }
 
-// holds reports whether the session's events after r.expectSeq are
-// exactly r's.
+// holds reports whether the session's events at the seqs after
+// r.expectSeq are exactly r's.
 func (s *Store) holds(ctx context.Context, tx *sql.Tx, r *appendReq) (bool, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT envelope FROM events
-		WHERE namespace = ? AND session_id = ? AND seq > ? ORDER BY seq`, s.opts.Namespace, r.id, r.expectSeq)
+		WHERE namespace = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq`,
+		s.opts.Namespace, r.id, r.expectSeq, r.expectSeq+int64(len(r.events)))
 	if err != nil {
 		return false, err
 	}

@@ -9,12 +9,13 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// The retried-append rule (cairn.Store's Append): when the session's last
-// events are exactly the events given, at the seqs given, with the same
-// envelope (version, seq, time, kind, run, data), Append returns nil and
-// writes nothing; any other append at a stale expected seq, the same
-// events once something else was appended after them included, returns
-// cairn.ErrConflict. AppendFenced keeps the rule with the same lease.
+// The retried-append rule (cairn.Store's Append): when the session holds
+// exactly the events given, at the seqs given, with the same envelope
+// (version, seq, time, kind, run, data), Append returns nil and writes
+// nothing, whether they are its last events or others were appended after
+// them since; any other append at a stale expected seq returns
+// cairn.ErrConflict, which always means that nothing of the call was
+// written. AppendFenced keeps the rule with the same lease.
 
 // testAppendRetried sends appends again as a caller does after losing the
 // reply to the first: one event, several, the tail of the last append and
@@ -57,9 +58,11 @@ func testAppendRetried(t *testing.T, h *harness) {
 	}
 }
 
-// testAppendRetriedStale: at a stale expected seq, anything but the
-// session's last events exactly as stored is a conflict, and writes
-// nothing.
+// testAppendRetriedStale: at a stale expected seq, anything but events
+// stored exactly at the seqs given is a conflict, and writes nothing; the
+// events as stored are a retry whether they are the session's last or
+// were followed by others since (a client library that sent the append
+// again after a lost reply, while another writer appended).
 func testAppendRetriedStale(t *testing.T, h *harness) {
 	s := h.store(t)
 	id := newSession(t, s, nil)
@@ -69,24 +72,53 @@ func testAppendRetriedStale(t *testing.T, h *harness) {
 	mustAppend(t, s, id, 1, turn...)
 	before := mustLoad(t, s, id)
 	h.clock.Advance(time.Minute)
-	for _, c := range staleCases(one, turn) {
+	for _, c := range staleCases(turn) {
 		if err := s.Append(t.Context(), id, c.expect, c.events...); !errors.Is(err, cairn.ErrConflict) {
 			t.Errorf("Append of %s at seq %d: got %v, want ErrConflict", c.name, c.expect, err)
 		}
 	}
 	assertUnchanged(t, s, id, before)
 
-	// Once something else follows them, the same events are a conflict.
+	// Events stored at their seqs, with others after them, are a retry.
 	later := Custom(6, "later")
 	mustAppend(t, s, id, 5, later)
 	before = mustLoad(t, s, id)
-	if err := s.Append(t.Context(), id, 1, turn...); !errors.Is(err, cairn.ErrConflict) {
-		t.Errorf("Append of the same 4 events at seq 1 after seq 6 was appended: got %v, want ErrConflict", err)
+	h.clock.Advance(time.Minute)
+	for _, r := range followedCases(one, turn) {
+		if err := s.Append(t.Context(), id, r.expect, r.events...); err != nil {
+			t.Errorf("Append of %s at seq %d, stored there with later events after them: got %v, want nil (a retried append)", r.name, r.expect, err)
+		}
 	}
 	if err := s.Append(t.Context(), id, 5, later); err != nil {
-		t.Errorf("Append of seq 6 again, now the last: got %v, want nil", err)
+		t.Errorf("Append of seq 6 again, the last: got %v, want nil", err)
+	}
+	// Anything else is still a conflict.
+	for _, c := range staleCases(turn) {
+		if err := s.Append(t.Context(), id, c.expect, c.events...); !errors.Is(err, cairn.ErrConflict) {
+			t.Errorf("Append of %s at seq %d once seq 6 follows: got %v, want ErrConflict", c.name, c.expect, err)
+		}
+	}
+	if err := s.Append(t.Context(), id, 5, Custom(6, "not later")); !errors.Is(err, cairn.ErrConflict) {
+		t.Errorf("Append of another event at seq 6: got %v, want ErrConflict", err)
 	}
 	assertUnchanged(t, s, id, before)
+	if reopened := mustLoad(t, h.store(t), id); reopened.Info.LastSeq != 6 {
+		t.Errorf("after a reopen the last seq is %d, want 6", reopened.Info.LastSeq)
+	}
+}
+
+// followedCases are retries of events of a session holding one at seq 1,
+// turn at seqs 2 to 5 and one more event after them: each is stored
+// exactly at the seqs given, with later events after it.
+func followedCases(one cairn.Event, turn []cairn.Event) []staleCase {
+	return []staleCase{
+		{"the event appended first", 0, []cairn.Event{one}},
+		{"the same 4 events", 1, turn},
+		{"the same 4 events, a second time", 1, turn},
+		{"the first 3 of the 4 events", 1, turn[:3]},
+		{"the middle 2 of the 4 events", 2, turn[1:3]},
+		{"the first event and the 4 after it", 0, append([]cairn.Event{one}, turn...)},
+	}
 }
 
 // staleCase is an append at a stale expected seq that is not a retry.
@@ -96,9 +128,10 @@ type staleCase struct {
 	events []cairn.Event
 }
 
-// staleCases are the appends that conflict with a session holding one at
-// seq 1 and turn at seqs 2 to 5, its last events.
-func staleCases(one cairn.Event, turn []cairn.Event) []staleCase {
+// staleCases are the appends that conflict with a session holding an
+// event at seq 1 and turn at seqs 2 to 5, whether turn holds its last
+// events or others follow: none is stored exactly at the seqs it gives.
+func staleCases(turn []cairn.Event) []staleCase {
 	changed := func(i int, f func(*cairn.Event)) []cairn.Event {
 		c := slices.Clone(turn)
 		f(&c[i])
@@ -117,9 +150,9 @@ func staleCases(one cairn.Event, turn []cairn.Event) []staleCase {
 			c.At, c.Run = e.At, e.Run
 			*e = c
 		})},
-		{"the first 3 of the 4 events (not the last ones)", 1, turn[:3]},
 		{"the 4 events and one more", 1, append(slices.Clone(turn), Custom(6, "more"))},
-		{"the event appended before them", 0, []cairn.Event{one}},
+		{"another event at seq 1", 0, []cairn.Event{Custom(1, "not one")}},
+		{"the 4 events one seq early", 0, Number(0, turn...)},
 	}
 }
 
@@ -161,9 +194,28 @@ func testLeaseAppendFencedRetried(t *testing.T, h *harness, l cairn.Leaser) {
 			t.Errorf("AppendFenced of the same 4 events again (%d): got %v, want nil", i+1, err)
 		}
 	}
-	for _, c := range staleCases(one, turn) {
+	for _, c := range staleCases(turn) {
 		if err := l.AppendFenced(t.Context(), id, a, c.expect, c.events...); !errors.Is(err, cairn.ErrConflict) {
 			t.Errorf("AppendFenced of %s at seq %d: got %v, want ErrConflict", c.name, c.expect, err)
+		}
+	}
+	assertUnchanged(t, s, id, before)
+
+	// Stored with a later event after them, they are still a retry.
+	later := Custom(6, "later")
+	if err := l.AppendFenced(t.Context(), id, a, 5, later); err != nil {
+		t.Fatalf("AppendFenced: %v", err)
+	}
+	before = mustLoad(t, s, id)
+	h.clock.Advance(time.Second)
+	for _, r := range followedCases(one, turn) {
+		if err := l.AppendFenced(t.Context(), id, a, r.expect, r.events...); err != nil {
+			t.Errorf("AppendFenced of %s at seq %d, stored there with a later event after them: got %v, want nil", r.name, r.expect, err)
+		}
+	}
+	for _, c := range staleCases(turn) {
+		if err := l.AppendFenced(t.Context(), id, a, c.expect, c.events...); !errors.Is(err, cairn.ErrConflict) {
+			t.Errorf("AppendFenced of %s at seq %d once seq 6 follows: got %v, want ErrConflict", c.name, c.expect, err)
 		}
 	}
 	assertUnchanged(t, s, id, before)
@@ -175,13 +227,13 @@ func testLeaseAppendFencedRetried(t *testing.T, h *harness, l cairn.Leaser) {
 	if err := l.AppendFenced(t.Context(), id, a, 1, turn...); !errors.Is(err, cairn.ErrLeaseLost) {
 		t.Errorf("AppendFenced of the same events again after a takeover: got %v, want ErrLeaseLost", err)
 	}
-	if err := l.AppendFenced(t.Context(), id, b, 5, Custom(6, "b")); err != nil {
+	if err := l.AppendFenced(t.Context(), id, b, 6, Custom(7, "b")); err != nil {
 		t.Fatalf("AppendFenced by the new holder: %v", err)
 	}
-	if err := l.AppendFenced(t.Context(), id, a, 5, Custom(6, "b")); !errors.Is(err, cairn.ErrLeaseLost) {
+	if err := l.AppendFenced(t.Context(), id, a, 6, Custom(7, "b")); !errors.Is(err, cairn.ErrLeaseLost) {
 		t.Errorf("AppendFenced with the lost lease of the new holder's last event: got %v, want ErrLeaseLost", err)
 	}
-	if got := mustLoad(t, s, id); len(got.Events) != 6 || got.Info.LastSeq != 6 {
-		t.Errorf("after the takeover the session holds %d events, last seq %d; want 6 and 6", len(got.Events), got.Info.LastSeq)
+	if got := mustLoad(t, s, id); len(got.Events) != 7 || got.Info.LastSeq != 7 {
+		t.Errorf("after the takeover the session holds %d events, last seq %d; want 7 and 7", len(got.Events), got.Info.LastSeq)
 	}
 }
