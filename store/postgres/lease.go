@@ -213,6 +213,10 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 	return l, nil
 }
 
+// maxFencedAttempts bounds the statements of one AppendFenced whose
+// session row keeps changing between a statement's snapshot and its lock.
+const maxFencedAttempts = 4
+
 // AppendFenced implements cairn.Leaser: Append's one statement, whose
 // UPDATE also requires the lease's token, so the check and the write are
 // one atomic step under the session's row lock.
@@ -258,14 +262,18 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		case mine == nil || !*mine:
 			return fmt.Errorf("append %s: %w", id, cairn.ErrLeaseLost)
 		case *cur != expectSeq:
-			// The lease is the caller's: a retry of the session's last
-			// append is already done, anything else a conflict.
-			return s.whyNot(ctx, id, expectSeq, envs, now)
-		case attempt > 0:
-			return fmt.Errorf("append %s at seq %d: %w", id, expectSeq, cairn.ErrConflict)
+			// The lease is the caller's and the session at another seq
+			// in the statement's snapshot: a retry of an append whose
+			// events are stored is already done, anything else a
+			// conflict.
+			return s.whyNot(ctx, id, expectSeq, envs, now, false)
+		case attempt >= maxFencedAttempts-1:
+			return fmt.Errorf("append %s at seq %d: %w (the session changed under the append %d times)", id, expectSeq, cairn.ErrConflict, attempt+1)
 		}
 		// The row changed between the statement's snapshot and its
-		// lock: nothing was written; look again.
+		// lock (an append, a lease change or a deletion committed
+		// meanwhile): nothing was written; look again, with a new
+		// snapshot that tells which.
 	}
 }
 

@@ -192,6 +192,15 @@ func appendSQL(sessions, events, fence string, one bool) string {
 			)`
 }
 
+// appendResult is the final SELECT of a plain append's statement: whether
+// the UPDATE matched, and when it did not, the session's last seq as the
+// statement's snapshot holds it, from before the UPDATE (an InitPlan that
+// runs only then).
+func appendResult(sessions string) string {
+	return " SELECT EXISTS (SELECT 1 FROM u), CASE WHEN EXISTS (SELECT 1 FROM u) THEN NULL ELSE (SELECT s.last_seq FROM " +
+		sessions + " s WHERE s.id = $1 AND (s.expires_at IS NULL OR s.expires_at > $4)) END"
+}
+
 func newStatements(schema string) statements {
 	sessions := pgx.Identifier{schema, "sessions"}.Sanitize()
 	events := pgx.Identifier{schema, "events"}.Sanitize()
@@ -204,14 +213,16 @@ func newStatements(schema string) statements {
 		// UPDATE does the expected-seq check and locks the session row;
 		// the INSERT runs only if it matched; the primary key on
 		// (session_id, seq) backs the check up. It returns whether it
-		// matched; only when it did not does Append ask why.
-		append:    appendSQL(sessions, events, "", false) + " SELECT EXISTS (SELECT 1 FROM u)",
-		appendOne: appendSQL(sessions, events, "", true) + " SELECT EXISTS (SELECT 1 FROM u)",
-		// Why an append matched nothing: the live session's last seq
-		// and, when the append's events would end exactly there, the
-		// envelopes stored at their seqs, to tell a retry from a
-		// conflict. $1 id, $2 now, $3 the expected seq, $4 the new last.
-		tail: "SELECT s.last_seq, CASE WHEN s.last_seq = $4 THEN ARRAY(SELECT e.envelope FROM " + events +
+		// matched and, only when it did not, the live session's last seq
+		// in the statement's snapshot (NULL: no live session then), the
+		// first answer to why.
+		append:    appendSQL(sessions, events, "", false) + appendResult(sessions),
+		appendOne: appendSQL(sessions, events, "", true) + appendResult(sessions),
+		// Why an append matched nothing, read after the append: the live
+		// session's last seq and, when it has the append's seqs, the
+		// envelopes stored at them, to tell a retry from a conflict. $1
+		// id, $2 now, $3 the expected seq, $4 the append's last seq.
+		tail: "SELECT s.last_seq, CASE WHEN s.last_seq >= $4 THEN ARRAY(SELECT e.envelope FROM " + events +
 			" e WHERE e.session_id = $1 AND e.seq > $3 AND e.seq <= $4 ORDER BY e.seq) END FROM " + sessions +
 			" s WHERE s.id = $1 AND " + liveSQL("$2"),
 		info: "SELECT " + infoColumns + " FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),

@@ -80,29 +80,46 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if len(events) == 1 {
 		q, evSeqs, evEnvs = s.sql.appendOne, seqs[0], envs[0]
 	}
-	var ok bool
+	var (
+		ok   bool
+		snap *int64
+	)
 	err = s.pool.QueryRow(ctx, q,
 		id, expectSeq, last, now, nullTime(s.opts.ExpiresAt(now)),
 		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
 		evSeqs, evEnvs,
-	).Scan(&ok)
+	).Scan(&ok, &snap)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, translate(err))
 	}
-	if ok {
+	switch {
+	case ok:
 		return nil
+	case snap == nil:
+		// No live session in the statement's snapshot: the append takes
+		// effect there, before a Create that may have come since.
+		return fmt.Errorf("append %s: %w", id, cairn.ErrNotFound)
 	}
-	// Nothing was written: tell a missing session from a conflict, and a
-	// conflict from a retry of the session's last append.
-	return s.whyNot(ctx, id, expectSeq, envs, now)
+	// Nothing was written: tell a conflict from a retry of an append
+	// whose events are stored, and from a session deleted meanwhile.
+	return s.whyNot(ctx, id, expectSeq, envs, now, *snap == expectSeq)
 }
 
 // whyNot says why an append of the events whose envelopes are envs, at
-// expectSeq, matched no session row: ErrNotFound for a missing or expired
-// session; nil when the session's last events are exactly these envelopes
-// at these seqs (a retry of an append whose reply was lost: it is already
-// done); ErrConflict otherwise. It is one read, made only on this path.
-func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][]byte, now time.Time) error {
+// expectSeq, matched no session row, with one read made only on this path:
+// nil when the session holds exactly these envelopes at these seqs,
+// whether or not other events follow them (a retry of an append whose
+// reply was lost: it is already done); ErrNotFound for a session missing
+// or expired now; ErrConflict otherwise.
+//
+// moved says that the append's statement saw the session live at
+// expectSeq in its snapshot, yet its UPDATE matched nothing: a transaction
+// that committed while it ran moved the session on or deleted it. If the
+// session is at expectSeq again now, it was deleted and created again
+// since (a session's seq never goes back), so it was missing for a moment
+// while the call ran: ErrNotFound. Without moved, the snapshot had the
+// session at another seq, and a conflict stands whatever the read finds.
+func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][]byte, now time.Time, moved bool) error {
 	last := expectSeq + int64(len(envs))
 	var (
 		cur  int64
@@ -114,8 +131,10 @@ func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][
 		return fmt.Errorf("append %s: %w", id, cairn.ErrNotFound)
 	case err != nil:
 		return fmt.Errorf("append %s: %w", id, translate(err))
-	case cur == last && slices.EqualFunc(held, envs, bytes.Equal):
+	case expectSeq >= 0 && cur >= last && slices.EqualFunc(held, envs, bytes.Equal):
 		return nil
+	case moved && cur == expectSeq:
+		return fmt.Errorf("append %s: %w (deleted and created again while the append ran)", id, cairn.ErrNotFound)
 	}
 	return fmt.Errorf("append %s at seq %d: %w (the last seq is %d)", id, expectSeq, cairn.ErrConflict, cur)
 }
