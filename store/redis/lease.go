@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -22,6 +24,40 @@ var _ cairn.Leaser = (*Store)(nil)
 // TIME in microseconds: it grows for a session, and a session deleted and
 // created again starts above every token its earlier self handed out
 // (unless the server's clock jumps back), without a key outside the slot.
+
+// A lease call or a fenced append whose reply is lost may be sent again
+// by go-redis itself, with the same arguments. The first try may have
+// changed what the second checks (the lease released, or taken over after
+// a fenced append went through), so each call carries a random nonce, and
+// the scripts note, in the meta's "calls" field, the nonces of the last
+// few calls they applied with what they answered. A try whose nonce is
+// noted is answered as the first was: the call took effect once, when the
+// lease was the caller's.
+
+// callHelpers is prepended to the scripts that note their calls.
+const callHelpers = `
+-- seen returns what the call with nonce n answered when it was applied,
+-- or nil when it was not.
+local function seen(n)
+  local c = redis.call('HGET', KEYS[1], 'calls')
+  if not c then return nil end
+  for w in string.gmatch(c, '%S+') do
+    local k, v = string.match(w, '^([^:]+):(.*)$')
+    if k == n then return v end
+  end
+  return nil
+end
+
+-- note records that the call with nonce n was applied and answered v,
+-- keeping the last eight calls.
+local function note(n, v)
+  local list = {}
+  for w in string.gmatch(redis.call('HGET', KEYS[1], 'calls') or '', '%S+') do list[#list + 1] = w end
+  list[#list + 1] = n .. ':' .. v
+  while #list > 8 do table.remove(list, 1) end
+  redis.call('HSET', KEYS[1], 'calls', table.concat(list, ' '))
+end
+`
 
 // leaseFence is the lease check shared by the scripts: it returns an
 // error reply, or nil and the meta's expires_at, last_seq, lease_holder,
@@ -62,59 +98,71 @@ end
 // then).
 //
 //	KEYS: meta
-//	ARGV: now, lease_expires, holder, force
+//	ARGV: now, lease_expires, holder, force, nonce
 //	returns {"OK", token}, {"HELD", holder, lease_expires} or {"NOTFOUND"}
-var acquireScript = goredis.NewScript(luaHelpers + leaseGrant + `
+var acquireScript = goredis.NewScript(luaHelpers + leaseGrant + callHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'lease_holder', 'lease_expires', 'lease_token')
 if not cur[2] or expired(cur[1], ARGV[1]) then return {'NOTFOUND'} end
+local done = seen(ARGV[5])
+if done then return {'OK', done} end
 if ARGV[4] ~= '1' and held(cur[3], cur[4], ARGV[1]) then
   return {'HELD', cur[3], cur[4]}
 end
-return {'OK', grant(KEYS[1], cur[5], ARGV[2], ARGV[3])}
+local tok = grant(KEYS[1], cur[5], ARGV[2], ARGV[3])
+note(ARGV[5], tok)
+return {'OK', tok}
 `)
 
 // renewScript moves the lease's expiry if the token is still the session's.
 //
 //	KEYS: meta
-//	ARGV: now, lease_expires, token
+//	ARGV: now, lease_expires, token, nonce
 //	returns "OK", "LOST" or "NOTFOUND"
-var renewScript = goredis.NewScript(luaHelpers + leaseFence + `
+var renewScript = goredis.NewScript(luaHelpers + leaseFence + callHelpers + `
 local bad = fence(ARGV[1], ARGV[3])
+if bad == 'LOST' and seen(ARGV[4]) then return 'OK' end
 if bad then return bad end
 redis.call('HSET', KEYS[1], 'lease_expires', ARGV[2])
+note(ARGV[4], 'OK')
 return 'OK'
 `)
 
 // releaseScript clears the lease if the token is still the session's.
 //
 //	KEYS: meta
-//	ARGV: now, token
+//	ARGV: now, token, nonce
 //	returns "OK", "LOST" or "NOTFOUND"
-var releaseScript = goredis.NewScript(luaHelpers + leaseFence + `
+var releaseScript = goredis.NewScript(luaHelpers + leaseFence + callHelpers + `
 local bad = fence(ARGV[1], ARGV[2])
+if bad == 'LOST' and seen(ARGV[3]) then return 'OK' end
 if bad then return bad end
 redis.call('HSET', KEYS[1], 'lease_holder', '', 'lease_expires', '0')
+note(ARGV[3], 'OK')
 return 'OK'
 `)
 
 // fencedAppendArgs is the number of ARGV entries of fencedAppendScript
 // before the events.
-const fencedAppendArgs = appendArgs + 1
+const fencedAppendArgs = appendArgs + 2
 
 // fencedAppendScript is appendScript with the lease checked first, in the
-// same script.
+// same script. A try of a call that was applied before (its nonce noted:
+// go-redis sent it again after a lost reply) is done, even when the lease
+// has been taken over since.
 //
 //	KEYS: meta, events[, index, claims]
-//	ARGV: appendScript's twelve, token, event...
+//	ARGV: appendScript's twelve, token, nonce, event...
 //	returns "OK", "DONE", "NOTFOUND", "LOST" or "CONFLICT"
-var fencedAppendScript = goredis.NewScript(luaHelpers + claimHelpers + retryHelpers + leaseFence + `
+var fencedAppendScript = goredis.NewScript(luaHelpers + claimHelpers + retryHelpers + leaseFence + callHelpers + `
 local bad, cur = fence(ARGV[1], ARGV[13])
+if bad == 'LOST' and seen(ARGV[14]) then return 'DONE' end
 if bad then return bad end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
-  if retried(cur[2], ARGV[4], ARGV[5], 14) then return 'DONE' end
+  if retried(cur[2], ARGV[4], ARGV[5], 15) then return 'DONE' end
   return 'CONFLICT'
 end
-for i = 14, #ARGV, 500 do
+note(ARGV[14], 'OK')
+for i = 15, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
 redis.call('HSET', KEYS[1], 'last_seq', ARGV[5], 'updated_at', ARGV[10], 'expires_at', ARGV[2])
@@ -159,7 +207,7 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 	if force {
 		f = "1"
 	}
-	res, err := acquireScript.Run(ctx, s.client, []string{s.metaKey(id)}, nanos(now), nanos(exp), holder, f).StringSlice()
+	res, err := acquireScript.Run(ctx, s.client, []string{s.metaKey(id)}, nanos(now), nanos(exp), holder, f, nonce()).StringSlice()
 	if err != nil || len(res) == 0 {
 		return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
 	}
@@ -213,7 +261,7 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 	}
 	now := s.now()
 	exp := now.Add(ttl)
-	res, err := renewScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(now), nanos(exp), token(lease.Token)).Text()
+	res, err := renewScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(now), nanos(exp), token(lease.Token), nonce()).Text()
 	if err := leaseReply("renew", lease.Session, res, err); err != nil {
 		return cairn.Lease{}, err
 	}
@@ -222,6 +270,14 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 }
 
 func token(t int64) string { return strconv.FormatInt(t, 10) }
+
+// nonce returns a random identity for one call of a script that notes its
+// calls (see callHelpers).
+func nonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
 
 // Release implements cairn.Leaser.
 func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
@@ -232,7 +288,7 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 	if err := cairn.ValidateID(lease.Session); err != nil {
 		return err
 	}
-	res, err := releaseScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(s.now()), token(lease.Token)).Text()
+	res, err := releaseScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(s.now()), token(lease.Token), nonce()).Text()
 	return leaseReply("release", lease.Session, res, err)
 }
 
@@ -289,7 +345,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	args = append(args,
 		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
 		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
-		hasMsg, d.FirstMessage, formatTime(now), id, score(now), tok)
+		hasMsg, d.FirstMessage, formatTime(now), id, score(now), tok, nonce())
 	for _, e := range events {
 		b, err := encodeEvent(e)
 		if err != nil {
