@@ -65,13 +65,28 @@ func SchemaVersion() int {
 	return ms[len(ms)-1].version
 }
 
-// migrate brings the schema up to date in one immediate transaction, so
-// that two processes opening a new file at once apply each migration once.
-// Each applied migration is recorded in schema_migrations.
+// migrate brings the schema up to date. It first reads the schema's
+// version without a lock that blocks anyone: a database already at this
+// package's version (every open but the first) is left as it is, so that
+// opening a store never waits for another process's write transaction.
+// Otherwise it migrates in one immediate transaction, so that two
+// processes opening a new file at once apply each migration once; that
+// transaction reads the version again under the write lock. Each applied
+// migration is recorded in schema_migrations.
 func migrate(ctx context.Context, db *sql.DB) error {
 	ms, err := migrations()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	current, err := schemaVersion(ctx, db)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if current == len(ms) {
+		return nil
+	}
+	if err := newer(current, len(ms)); err != nil {
+		return err
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -84,13 +99,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	)`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	var current int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if known := len(ms); current > known {
-		return fmt.Errorf("migrate: %w: the file is at version %d, this cairn knows up to %d; upgrade cairn to open it",
-			ErrNewerSchema, current, known)
+	if err := newer(current, len(ms)); err != nil {
+		return err
 	}
 	for _, m := range ms[current:] {
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
@@ -103,6 +116,30 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// schemaVersion reads the version of the database's schema outside any
+// transaction (a read, which no writer blocks in WAL mode): 0 for a
+// database without schema_migrations.
+func schemaVersion(ctx context.Context, db *sql.DB) (int, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil || n == 0 {
+		return 0, err
+	}
+	var v int
+	err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// newer refuses a schema at version current when this package knows up to
+// known.
+func newer(current, known int) error {
+	if current > known {
+		return fmt.Errorf("migrate: %w: the file is at version %d, this cairn knows up to %d; upgrade cairn to open it",
+			ErrNewerSchema, current, known)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"path/filepath"
@@ -101,5 +102,51 @@ func TestMigrate_NewerSchemaRefused(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
+	}
+}
+
+// TestOpen_WhileAnotherWrites: another connection (a process running an
+// append, say) holds the database's write lock. Opening the store, whose
+// schema is current, and reading it must not wait for that lock: a
+// command that only shows a session used to wait out the whole busy
+// timeout and fail with SQLITE_BUSY.
+func TestOpen_WhileAnotherWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	s := openTest(t, path, Options{})
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	other, err := sql.Open("sqlite", dsn(path, []string{"busy_timeout(1000)"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(t.Context(), `UPDATE sessions SET steps = steps + 1 WHERE id = 'kept'`); err != nil {
+		t.Fatal(err)
+	}
+	// Open waits at most its context for a lock: a second is much more
+	// than a read takes, and much less than the busy timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), BusyTimeout/2)
+	defer cancel()
+	s, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("Open while another connection holds the write lock: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.Load(ctx, "kept", 0); err != nil {
+		t.Errorf("Load while another connection holds the write lock: %v", err)
+	}
+	if _, err := conn.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
 	}
 }
