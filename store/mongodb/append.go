@@ -50,16 +50,16 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		}
 		docs[i] = eventDoc{Session: id, Seq: e.Seq, Event: b}
 	}
-	for attempt := 0; ; attempt++ {
+	for attempt := 1; ; attempt++ {
 		err := s.appendOnce(ctx, id, expectSeq, events, docs)
 		if errors.Is(err, errRetried) {
 			return nil
 		}
-		if errors.Is(err, errStrays) && attempt == 0 {
-			continue // the strays were removed: try once more
+		if again(err) && attempt < maxAttempts {
+			continue // strays removed, or a fence raised: try again
 		}
-		if errors.Is(err, errStrays) {
-			err = cairn.ErrConflict
+		if again(err) {
+			err = fmt.Errorf("%w: %w %d times", cairn.ErrUnavailable, err, attempt)
 		}
 		if err != nil && !isSentinel(err) {
 			return fmt.Errorf("append %s: %w", id, err)
@@ -68,14 +68,31 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	}
 }
 
+// maxAttempts bounds the inserts and commits of one Append call that
+// meets stale uncommitted events or a fence raised after it began.
+const maxAttempts = 3
+
+// again reports whether an attempt of an append wrote nothing for a reason
+// that another attempt may not meet: strays removed (errStrays) or a fence
+// raised after the attempt began (errFenced).
+func again(err error) bool {
+	return errors.Is(err, errStrays) || errors.Is(err, errFenced)
+}
+
 // errStrays says that an insert met event documents left above the
 // session's last seq by a dead writer, and that they have been removed.
 var errStrays = errors.New("stale uncommitted events removed")
 
-// errRetried says that the events of an append are already the session's
-// last events, exactly: the append was sent again after its reply was
+// errRetried says that the session already holds the events of an append
+// at their seqs, exactly: the append was sent again after its reply was
 // lost, and is already done.
-var errRetried = errors.New("the events are already the session's last")
+var errRetried = errors.New("the events are already the session's")
+
+// errFenced says that an append's commit found the session at its expected
+// seq but behind a fence raised after the append began (a lease taken, an
+// uncommitted append cleared, a Create): nothing was written, and an
+// attempt that begins now can commit.
+var errFenced = errors.New("the session was fenced after the append began")
 
 func isSentinel(err error) bool {
 	return errors.Is(err, cairn.ErrConflict) || errors.Is(err, cairn.ErrNotFound)
@@ -114,7 +131,7 @@ func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, even
 	if err != nil {
 		return err
 	}
-	return s.whyNot(ctx, id)
+	return s.whyNot(ctx, id, expectSeq, start)
 }
 
 // undo removes the documents of an append whose commit did not match. A
@@ -207,91 +224,151 @@ func (s *Store) forget(id string, tokens []string) {
 	}
 }
 
-// whyNot tells why a commit matched nothing: ErrNotFound for a session that
-// is missing, expired or being erased, else ErrConflict.
-func (s *Store) whyNot(ctx context.Context, id string) error {
-	n, err := s.sessions.CountDocuments(ctx, liveFilter(id, s.now()))
-	if err != nil {
-		return err
+// whyNot tells why the commit of an append that began at start (real
+// clock) matched nothing, from the session document as it is now:
+// ErrNotFound for a session that is missing, expired or being erased;
+// ErrConflict for one at another seq; errFenced for one at expectSeq
+// behind a fence raised since start. A session at expectSeq behind no such
+// fence was not live at expectSeq when the commit ran (the fence only
+// grows), and a session's seq never goes back: it was missing, being
+// created, or deleted and created again since, so the answer is
+// ErrNotFound, which takes effect at the commit, never a conflict with a
+// session that is at the seq expected.
+func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, start time.Time) error {
+	var doc struct {
+		LastSeq int64 `bson:"last_seq"`
+		Fence   int64 `bson:"fence"`
 	}
-	if n == 0 {
+	err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
+		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}})).Decode(&doc)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
 		return cairn.ErrNotFound
+	case err != nil:
+		return err
+	case doc.LastSeq != expectSeq:
+		return cairn.ErrConflict
+	case doc.Fence >= start.UnixNano():
+		return errFenced
 	}
-	return cairn.ErrConflict
+	return cairn.ErrNotFound
 }
 
 // onDuplicate handles an insert of docs that met a position already held.
 // If the session moved past expectSeq (or is gone) that is a plain
-// conflict (or ErrNotFound), unless docs are exactly its last events
-// (errRetried). If it has not, the holder is uncommitted: a writer still
-// between its insert and its commit, or one that died there. When every
-// uncommitted document of the session is older than StaleAfter, the
-// session's fence is raised to now, so that no append that began before
-// can still commit, those documents are removed and errStrays asks the
-// caller to try again. Documents of this store's own failed appends (see
-// discard) count as stale at once: the calls that wrote them have
-// returned, and the fence stops a commit of theirs still on its way.
+// conflict (or ErrNotFound), unless the session holds docs exactly at
+// their seqs (errRetried). If it has not, the holder is uncommitted: a
+// writer still between its insert and its commit, or one that died there.
+//
+// An uncommitted holder is dead when its documents are older than
+// StaleAfter, were written by this store's own failed appends (see
+// discard: the calls that wrote them have returned), or were written
+// before the session's fence (their commit cannot match). When every
+// holder is dead, the session's fence is raised to now, so that no append
+// that began before can still commit, those documents are removed and
+// errStrays asks the caller to try again.
+//
+// While a live writer holds the position, the answer is not known yet:
+// ErrConflict would name an append that has not happened, and may never
+// happen. So onDuplicate waits, for at most CommitWait and never past
+// ctx, until the holder commits (then the session has moved: a conflict,
+// or a retry), gives up (its documents are removed: try again) or dies.
+// If none of that happens in time, it returns an error that wraps
+// cairn.ErrUnavailable: nothing of the call was written, but whether it
+// conflicts is unknown.
 func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64, docs []eventDoc) error {
-	var doc sessionDoc
-	err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
-		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}})).Decode(&doc)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return cairn.ErrNotFound
+	deadline := time.Now().Add(CommitWait)
+	pause := time.Millisecond
+	for {
+		var doc struct {
+			LastSeq int64 `bson:"last_seq"`
+			Fence   int64 `bson:"fence"`
+		}
+		err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
+			options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}})).Decode(&doc)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return cairn.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if doc.LastSeq != expectSeq {
+			return s.retried(ctx, id, doc.LastSeq, expectSeq, docs)
+		}
+		wall := time.Now()
+		above := bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: doc.LastSeq}}}}
+		own := s.ownLeftovers(id)
+		dead := bson.A{
+			bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(wall.Add(-StaleAfter))}}}},
+			bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: fencedBefore(doc.Fence)}}}},
+		}
+		if len(own) > 0 {
+			dead = append(dead, bson.D{{Key: "token", Value: bson.D{{Key: "$in", Value: own}}}})
+		}
+		fresh, err := s.events.CountDocuments(ctx, append(slices.Clone(above), bson.E{Key: "$nor", Value: dead}))
+		if err != nil {
+			return err
+		}
+		if fresh == 0 {
+			res, err := s.sessions.UpdateOne(ctx,
+				bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: doc.LastSeq}},
+				bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: wall.UnixNano()}}}})
+			if err != nil {
+				return err
+			}
+			if res.MatchedCount == 0 {
+				continue // the session moved meanwhile: look again
+			}
+			if _, err := s.events.DeleteMany(ctx, append(slices.Clone(above), bson.E{Key: "$or", Value: dead})); err != nil {
+				return err
+			}
+			s.forget(id, own)
+			return errStrays
+		}
+		// Another writer is between its insert and its commit.
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%w: seq %d is held by another append that has not committed in %s", cairn.ErrUnavailable, expectSeq+1, CommitWait)
+		}
+		if err := sleep(ctx, min(pause, time.Until(deadline))); err != nil {
+			return fmt.Errorf("%w: seq %d is held by another append that has not committed: %w", cairn.ErrUnavailable, expectSeq+1, err)
+		}
+		pause = min(2*pause, 50*time.Millisecond)
 	}
-	if err != nil {
-		return err
-	}
-	if doc.LastSeq != expectSeq {
-		return s.retried(ctx, id, doc.LastSeq, expectSeq, docs)
-	}
-	wall := time.Now()
-	stale := bson.NewDateTimeFromTime(wall.Add(-StaleAfter))
-	above := bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: doc.LastSeq}}}}
-	old := bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: stale}}}}
-	freshFilter := append(slices.Clone(above), bson.E{Key: "written_at", Value: bson.D{{Key: "$gte", Value: stale}}})
-	staleFilter := append(slices.Clone(above), old...)
-	own := s.ownLeftovers(id)
-	if len(own) > 0 {
-		freshFilter = append(freshFilter, bson.E{Key: "token", Value: bson.D{{Key: "$nin", Value: own}}})
-		staleFilter = append(slices.Clone(above), bson.E{Key: "$or", Value: bson.A{
-			old, bson.D{{Key: "token", Value: bson.D{{Key: "$in", Value: own}}}},
-		}})
-	}
-	fresh, err := s.events.CountDocuments(ctx, freshFilter)
-	if err != nil {
-		return err
-	}
-	if fresh > 0 {
-		return cairn.ErrConflict // another writer is between insert and commit
-	}
-	res, err := s.sessions.UpdateOne(ctx,
-		bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: doc.LastSeq}},
-		bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: wall.UnixNano()}}}})
-	if err != nil {
-		return err
-	}
-	if res.MatchedCount == 0 {
-		return cairn.ErrConflict
-	}
-	if _, err := s.events.DeleteMany(ctx, staleFilter); err != nil {
-		return err
-	}
-	s.forget(id, own)
-	return errStrays
 }
 
-// retried returns errRetried when docs, at the seqs after expectSeq, are
-// exactly the last events of session id, whose last seq was last, and
-// ErrConflict otherwise. Events up to a session's last seq never change
-// until it is deleted, so the documents read after last still tell. The
-// envelopes are compared as stored: json.Marshal's bytes of the event,
-// which keep its time to the nanosecond and in its zone.
+// fencedBefore returns the time before which an event document's
+// written_at (whole milliseconds of its append's start) proves that the
+// append began before fence (Unix ns, real clock): such an append cannot
+// commit, since the commit requires fence < start.
+func fencedBefore(fence int64) bson.DateTime {
+	return bson.DateTime(max(fence-int64(time.Millisecond), 0) / int64(time.Millisecond))
+}
+
+// sleep waits for d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retried returns errRetried when session id, whose last seq was last,
+// holds docs exactly at the seqs after expectSeq, whether or not others
+// follow them, and ErrConflict otherwise. Events up to a session's last
+// seq never change until it is deleted, so the documents read after last
+// still tell. The envelopes are compared as stored: json.Marshal's bytes
+// of the event, which keep its time to the nanosecond and in its zone.
 func (s *Store) retried(ctx context.Context, id string, last, expectSeq int64, docs []eventDoc) error {
-	if last != expectSeq+int64(len(docs)) {
+	end := expectSeq + int64(len(docs))
+	if expectSeq < 0 || last < end {
 		return cairn.ErrConflict
 	}
 	cur, err := s.events.Find(ctx,
-		bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: expectSeq}, {Key: "$lte", Value: last}}}},
+		bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: expectSeq}, {Key: "$lte", Value: end}}}},
 		options.Find().SetSort(bson.D{{Key: "seq", Value: 1}}).SetProjection(bson.D{{Key: "seq", Value: 1}, {Key: "event", Value: 1}}))
 	if err != nil {
 		return err

@@ -43,13 +43,18 @@
 //
 //  1. InsertMany (ordered) the event documents, tagged with a random token
 //     of this call and written_at on the writer's real clock. A duplicate
-//     key on (session, seq) means another writer holds the position.
+//     key on (session, seq) means another writer holds the position (see
+//     below).
 //  2. Compare-and-set the session document: UpdateOne({_id, last_seq:
 //     expectSeq, not expired, fence < start of this call}, {$set last_seq and
 //     the info fields, $inc steps}). This is the commit point. If it matches
 //     nothing, the call deletes its own event documents (by token) and
-//     returns ErrNotFound (the session is missing, expired or being deleted)
-//     or ErrConflict.
+//     reads the session document to tell why: ErrConflict when the session
+//     is at another seq; ErrNotFound when it is missing, expired or being
+//     deleted, and also when it is at expectSeq again (it was missing when
+//     the commit ran and has been created since: a session's seq never goes
+//     back); when a fence raised after the call began refused it, the call
+//     tries again.
 //
 // Readers return only events with seq <= the session document's last_seq,
 // so documents of an append that has not committed, or never will, are
@@ -63,23 +68,43 @@
 // in its filter and, if that matches nothing, again without it (one more
 // round trip, on later turns of a conversation only).
 //
-// # Recovery from a writer that died mid-append
+// A retried append (cairn.Store's Append) meets its own events at the
+// insert: when the session is past expectSeq and holds exactly these
+// envelopes at these seqs, whether or not others follow them, it returns
+// nil and writes nothing. Only that path reads them back.
 //
-// A writer killed between steps 1 and 2 leaves event documents above the
-// session's last_seq, which would block that position forever. So when an
-// insert meets a duplicate while the session's last_seq still equals
-// expectSeq, the holder is uncommitted: a live writer between its two steps,
-// or a dead one. If every document above last_seq was written more than
-// StaleAfter (30 s, on the real clock) ago, the appender raises the session's
-// fence to its own real-clock now, so that no append that began before can
-// still commit (a writer merely paused for 30 s fails its commit instead of
-// committing events that are gone), deletes those documents, and retries
-// once. Otherwise it returns ErrConflict, as for any lost race. This relies
-// on the writers' clocks agreeing to well within StaleAfter.
+// # An append that meets an uncommitted one
 //
-// A Store also remembers the tokens of its own failed appends: after a
-// broken connection their documents may outlive their removal. Its next
-// append treats them as stale at once (fence first). And when a commit
+// When an insert meets a duplicate while the session's last_seq still
+// equals expectSeq, another append holds the position and has not
+// committed: a live writer between its two steps, or a dead one. Until one
+// of them commits the race is undecided, and ErrConflict ("someone else
+// appended first") would name an append that no reader can see, and that
+// may never happen. So the append waits, at most CommitWait (2 s) and never
+// past its context, polling the session document and the documents above
+// its last_seq:
+//
+//   - the other append commits: the session has moved, so the answer is
+//     ErrConflict (or nil, if the committed events are this call's own,
+//     sent before);
+//   - the other append gives up (it removes its documents) or is found
+//     dead: this one tries again.
+//
+// If neither happens in time, the append returns an error that wraps
+// cairn.ErrUnavailable: nothing of the call was written, and whether it
+// would have conflicted is unknown, which is what an outage says.
+//
+// An uncommitted holder is dead when every document above last_seq was
+// written more than StaleAfter (30 s, on the real clock) ago, before the
+// session's fence, or by this Store's own failed appends. The appender then
+// raises the session's fence to its own real-clock now, so that no append
+// that began before can still commit (a writer merely paused for 30 s fails
+// its commit instead of committing events that are gone), deletes those
+// documents, and retries. This relies on the writers' clocks agreeing to
+// well within StaleAfter.
+//
+// A Store remembers the tokens of its own failed appends: after a broken
+// connection their documents may outlive their removal. And when a commit
 // fails with an error, so that it may have been applied, the fence is
 // raised (while the session is still at expectSeq) before the call's
 // documents are removed; if the session has moved on they stay. These
@@ -95,15 +120,39 @@
 //
 // # Create, Delete and the states between
 //
-// Create inserts the session document with last_seq -1 ("creating"),
-// deletes any event documents left under that ID by an earlier session of
-// the same ID (expired, swept or crashed), then sets last_seq 0: four round
-// trips with the purge of an expired document of the ID. Delete (and Sweep)
-// first set last_seq -2 ("erasing"), so late writers fail their commit and
-// readers see nothing, then delete the events, then the document. A new
-// Create of the ID meanwhile gets ErrExists rather than racing the erasure.
-// A document left in either state by a process that died is taken over by
-// Create, or finished by Sweep, once it is older than StaleAfter.
+// Create inserts the session document with last_seq -1 ("creating") and a
+// fence just past its real clock, deletes the documents left under that ID
+// by an earlier session of the ID (expired, swept, crashed or being
+// erased), all written before that fence, then sets last_seq 0: four round
+// trips with the purge of an expired document of the ID. Every commit of
+// the new session comes from an append that began after the fence, so its
+// documents are written after it and no removal aimed at an earlier
+// session reaches them. Each Create also gives the document a new random
+// incarnation ("inc"), by which a Load that lost events under it tells a
+// deletion from damage.
+//
+// Delete (and Sweep) first mark the document last_seq -2 ("erasing"), with
+// busy_since the eraser's real clock, so late writers fail their commit and
+// readers see nothing, then delete the event and lease documents written
+// up to that mark, then the document so marked, and nothing else.
+//
+// A Create that finds the ID held:
+//
+//   - by a live session: ErrExists;
+//   - by a session being erased (a Delete in progress, or one whose process
+//     died or whose connection broke): the session is gone for every
+//     reader, so Create takes the document over at once, with a fence past
+//     the erasure's mark. A slow erasure (or its requests reaching the
+//     server late) removes only what was written up to its mark, and its
+//     document only while it still bears the mark, so never the new
+//     session's;
+//   - by another Create in progress: it waits, like an append, at most
+//     CommitWait: ErrExists once the other commits, on with its own once
+//     the other fails; if neither happens in time, an error that wraps
+//     cairn.ErrUnavailable (ErrExists would name a session no reader sees).
+//
+// A document left in the creating state by a process that died is taken
+// over by Create, or removed by Sweep, once it is older than StaleAfter.
 //
 // # Expiry: MongoDB and FerretDB
 //

@@ -43,6 +43,7 @@ type sessionDoc struct {
 	Labels       []string       `bson:"labels"` // each a JSON array [key, value]
 	Fence        int64          `bson:"fence"`  // appends that began before this (real clock, ns) cannot commit
 	BusySince    *bson.DateTime `bson:"busy_since,omitempty"`
+	Incarnation  string         `bson:"inc,omitempty"` // random, new with each Create of the ID
 }
 
 // info returns the SessionInfo the document holds.

@@ -6,3 +6,6 @@ func Unavailable(err error) error {
 	unavailable(&err)
 	return err
 }
+
+// WrittenBefore is the filter of an erasure's removals (writtenBefore).
+var WrittenBefore = writtenBefore

@@ -50,12 +50,13 @@ var _ cairn.Leaser = (*Store)(nil)
 
 // leaseDoc is one generation of a session's lease.
 type leaseDoc struct {
-	Session  string `bson:"session"`
-	Seq      int64  `bson:"seq"` // -generation
-	Holder   string `bson:"holder"`
-	Token    int64  `bson:"lease_token"`
-	Expires  int64  `bson:"expires_ns"`
-	Released bool   `bson:"released"`
+	Session   string        `bson:"session"`
+	Seq       int64         `bson:"seq"` // -generation
+	Holder    string        `bson:"holder"`
+	Token     int64         `bson:"lease_token"`
+	Expires   int64         `bson:"expires_ns"`
+	Released  bool          `bson:"released"`
+	WrittenAt bson.DateTime `bson:"written_at"` // real clock, for the erasure's cut (see erase)
 }
 
 // readLease returns the latest lease document of a live session, or nil.
@@ -113,7 +114,8 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 			gen, tok = -cur.Seq+1, max(tok, cur.Token+1)
 		}
 		exp := now.Add(ttl)
-		_, err = s.events.InsertOne(ctx, leaseDoc{Session: id, Seq: -gen, Holder: holder, Token: tok, Expires: exp.UnixNano()})
+		_, err = s.events.InsertOne(ctx, leaseDoc{Session: id, Seq: -gen, Holder: holder, Token: tok, Expires: exp.UnixNano(),
+			WrittenAt: bson.NewDateTimeFromTime(time.Now())})
 		if mongo.IsDuplicateKeyError(err) {
 			// Another acquirer took this generation first.
 			var won leaseDoc
@@ -243,19 +245,16 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		}
 		docs[i] = eventDoc{Session: id, Seq: e.Seq, Event: b}
 	}
-	for attempt := 0; ; attempt++ {
+	for attempt := 1; ; attempt++ {
 		err := s.appendFencedOnce(ctx, id, lease, expectSeq, events, docs)
 		if errors.Is(err, errRetried) {
 			return nil
 		}
-		if errors.Is(err, errStrays) && attempt == 0 {
+		if again(err) && attempt < maxAttempts {
 			continue
 		}
-		if errors.Is(err, errStrays) {
-			err = cairn.ErrConflict
-		}
-		if err != nil && !isSentinel(err) && !errors.Is(err, cairn.ErrLeaseLost) {
-			return fmt.Errorf("append %s: %w", id, err)
+		if again(err) {
+			err = fmt.Errorf("%w: %w %d times", cairn.ErrUnavailable, err, attempt)
 		}
 		if err != nil {
 			return fmt.Errorf("append %s: %w", id, err)
@@ -308,7 +307,7 @@ func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lea
 	if _, err := s.mine(ctx, id, lease); err != nil {
 		return err
 	}
-	return s.whyNot(ctx, id)
+	return s.whyNot(ctx, id, expectSeq, start)
 }
 
 // clearFenced handles a fenced insert that met a position already held.
@@ -336,7 +335,7 @@ func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64, doc
 	res, err := s.events.DeleteMany(ctx, bson.D{
 		{Key: "session", Value: id},
 		{Key: "seq", Value: bson.D{{Key: "$gt", Value: doc.LastSeq}}},
-		{Key: "written_at", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(time.Unix(0, doc.Fence))}}},
+		{Key: "written_at", Value: bson.D{{Key: "$lt", Value: fencedBefore(doc.Fence)}}},
 	})
 	if err != nil {
 		return err

@@ -67,9 +67,14 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 	}
 	if want != doc.LastSeq+1 {
 		// Events are removed only after their session document is marked
-		// erased or is gone: the session was deleted while we read.
-		if _, err := s.find(ctx, id); err != nil {
+		// erased or is gone: the session was deleted while we read, and
+		// may have been created again since (another incarnation).
+		again, err := s.find(ctx, id)
+		if err != nil {
 			return nil, err
+		}
+		if again.Incarnation != doc.Incarnation || again.LastSeq < doc.LastSeq {
+			return nil, cairn.ErrNotFound
 		}
 		return nil, fmt.Errorf("load %s: history has a gap at seq %d (last seq %d)", id, want, doc.LastSeq)
 	}

@@ -2,6 +2,7 @@ package mongodb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,11 +13,19 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// Create implements cairn.Store. It takes up to four round trips: purge an
-// expired or abandoned document of the ID, insert the new one in the
-// creating state, remove event documents an earlier session of the ID left
-// behind, and commit last_seq 0. While the document is in the creating
-// state no Append can commit and no reader sees it.
+// Create implements cairn.Store. It takes four round trips when the ID is
+// free: purge an expired or abandoned document of the ID, insert the new
+// one in the creating state, remove documents an earlier session of the ID
+// left behind, and commit last_seq 0. While the document is in the
+// creating state no Append can commit and no reader sees it.
+//
+// The ID may be held by a document that no reader sees: a session being
+// erased (a Delete that has not finished, or died), which Create takes
+// over at once, or another Create in progress, which it waits for (at most
+// CommitWait, never past ctx): ErrExists once that one commits, on with
+// its own once that one fails. Should the other neither commit nor fail
+// in time, the error wraps cairn.ErrUnavailable, since ErrExists would
+// name a session that no reader can see and that may never be.
 func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) {
 	defer unavailable(&err)
 	if err := s.check(); err != nil {
@@ -26,10 +35,67 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 		return err
 	}
 	id := meta.ID
+	deadline := time.Now().Add(CommitWait)
+	pause := time.Millisecond
+	var floor int64 // the fence must pass an erasure taken over (see erase)
+	for {
+		created, err := s.createOnce(ctx, meta, floor)
+		if err != nil || created {
+			return err
+		}
+		cur, err := s.holder(ctx, id)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", id, err)
+		}
+		now := s.now().UnixNano()
+		switch {
+		case cur == nil:
+			continue // gone meanwhile
+		case cur.LastSeq >= 0 && cur.ExpiresNs > now:
+			return cairn.ErrExists
+		case cur.LastSeq >= 0:
+			continue // expired: the next purge removes it
+		case cur.LastSeq == seqErasing:
+			// A Delete marked the session erased and has not removed it
+			// (yet, or ever): it is gone for everyone, so take its place.
+			// Whatever that Delete still removes was written before its
+			// mark, and the new session's fence passes the mark.
+			mark := bson.E{Key: "busy_since", Value: bson.D{{Key: "$exists", Value: false}}}
+			if cur.BusySince != nil {
+				mark = bson.E{Key: "busy_since", Value: *cur.BusySince}
+				floor = max(floor, cur.BusySince.Time().UnixNano())
+			}
+			if _, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqErasing}, mark}); err != nil {
+				return fmt.Errorf("create %s: take over an erasure: %w", id, err)
+			}
+			continue
+		}
+		// Another Create is in progress: wait for it to commit or fail.
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("create %s: %w: another Create of the ID has not finished in %s", id, cairn.ErrUnavailable, CommitWait)
+		}
+		if err := sleep(ctx, min(pause, time.Until(deadline))); err != nil {
+			return fmt.Errorf("create %s: %w: another Create of the ID has not finished: %w", id, cairn.ErrUnavailable, err)
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// createOnce makes the session meta.ID if its ID is free, and reports
+// whether it did; false with no error: a document holds the ID.
+//
+// The new document's fence is a millisecond past both the creator's clock
+// and floor, so that the session's commits all come from appends that
+// began after it (a commit requires fence < start): their event documents
+// are written after every cut that an earlier session's erasure (floor) or
+// this Create's own cleanup takes, and no delayed removal of those can
+// reach them.
+func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor int64) (bool, error) {
+	id := meta.ID
 	now := s.now()
 	wall := time.Now()
 	stale := bson.NewDateTimeFromTime(wall.Add(-StaleAfter))
-	_, err = s.sessions.DeleteOne(ctx, bson.D{
+	_, err := s.sessions.DeleteOne(ctx, bson.D{
 		{Key: "_id", Value: id},
 		{Key: "$or", Value: bson.A{
 			bson.D{{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: 0}}}, {Key: "expires_ns", Value: bson.D{{Key: "$lte", Value: now.UnixNano()}}}},
@@ -37,7 +103,7 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 		}},
 	})
 	if err != nil {
-		return fmt.Errorf("create %s: purge expired: %w", id, err)
+		return false, fmt.Errorf("create %s: purge expired: %w", id, err)
 	}
 	created := meta.CreatedAt
 	if created.IsZero() {
@@ -45,49 +111,79 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 	}
 	expNs, expAt := s.expiry(now)
 	busy := bson.NewDateTimeFromTime(wall)
+	fence := max(wall.UnixNano(), floor) + int64(time.Millisecond)
 	doc := sessionDoc{
-		ID:        id,
-		LastSeq:   seqCreating,
-		CreatedNs: created.UnixNano(),
-		UpdatedNs: now.UnixNano(),
-		ExpiresNs: expNs,
-		CreatedAt: bson.NewDateTimeFromTime(created),
-		UpdatedAt: bson.NewDateTimeFromTime(now),
-		ExpiresAt: expAt,
-		Status:    string(cairn.StatusNew),
-		Labels:    encodeLabels(meta.Labels),
-		BusySince: &busy,
+		ID:          id,
+		LastSeq:     seqCreating,
+		CreatedNs:   created.UnixNano(),
+		UpdatedNs:   now.UnixNano(),
+		ExpiresNs:   expNs,
+		CreatedAt:   bson.NewDateTimeFromTime(created),
+		UpdatedAt:   bson.NewDateTimeFromTime(now),
+		ExpiresAt:   expAt,
+		Status:      string(cairn.StatusNew),
+		Labels:      encodeLabels(meta.Labels),
+		Fence:       fence,
+		BusySince:   &busy,
+		Incarnation: newToken(),
 	}
 	if _, err := s.sessions.InsertOne(ctx, doc); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
-			return cairn.ErrExists
+			return false, nil
 		}
-		return fmt.Errorf("create %s: %w", id, err)
+		return false, fmt.Errorf("create %s: %w", id, err)
 	}
+	mine := bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqCreating}, {Key: "fence", Value: fence}}
 	// From here on the document is ours: undo it if we cannot finish.
 	fail := func(err error) error {
 		_ = cleanup(ctx, func(ctx context.Context) error {
-			_, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqCreating}})
+			_, err := s.sessions.DeleteOne(ctx, mine)
 			return err
 		})
 		return fmt.Errorf("create %s: %w", id, err)
 	}
-	if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}}); err != nil {
-		return fail(fmt.Errorf("remove old events: %w", err))
+	// Documents an earlier session of the ID left: all were written
+	// before the fence (its events, its leases, strays of its appends).
+	if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "$or", Value: writtenBefore(fencedBefore(fence))}}); err != nil {
+		return false, fail(fmt.Errorf("remove old events: %w", err))
 	}
-	res, err := s.sessions.UpdateOne(ctx,
-		bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqCreating}},
+	res, err := s.sessions.UpdateOne(ctx, mine,
 		bson.D{
 			{Key: "$set", Value: bson.D{{Key: "last_seq", Value: 0}}},
 			{Key: "$unset", Value: bson.D{{Key: "busy_since", Value: ""}}},
 		})
 	if err != nil {
-		return fail(err)
+		return false, fail(err)
 	}
 	if res.MatchedCount == 0 {
-		return fmt.Errorf("create %s: deleted while being created: %w", id, cairn.ErrNotFound)
+		return false, fmt.Errorf("create %s: deleted while being created: %w", id, cairn.ErrNotFound)
 	}
-	return nil
+	return true, nil
+}
+
+// holder returns the document that holds the ID id, whatever its state,
+// or nil.
+func (s *Store) holder(ctx context.Context, id string) (*sessionDoc, error) {
+	var doc sessionDoc
+	err := s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: id}},
+		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "expires_ns", Value: 1}, {Key: "busy_since", Value: 1}})).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &doc, nil
+}
+
+// writtenBefore matches the documents of the events collection written
+// before cut, and those that carry no time (lease documents of earlier
+// versions), as the value of an $or.
+func writtenBefore(cut bson.DateTime) bson.A {
+	return bson.A{
+		bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: cut}}}},
+		bson.D{{Key: "written_at", Value: bson.D{{Key: "$exists", Value: false}}}},
+	}
 }
 
 // Delete implements cairn.Store. The session document is first marked as
@@ -113,11 +209,22 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 
 // erase removes session id, whose document must also match cond, with all
 // its events, and reports whether it matched.
+//
+// The mark (last_seq erasing, busy_since the eraser's real clock, to the
+// millisecond) is the erasure's cut: it removes the documents written up
+// to the mark, and then the document so marked, nothing else. A Create may
+// take the marked document over before the erasure ends (or if it never
+// does), and the new session's documents are all written after the mark
+// (see createOnce), so an erasure that is slow, or whose requests reach
+// the server late, never removes them. Documents of the old session
+// written after the mark (an append racing the Delete, which cannot
+// commit) are left to the next Create of the ID or to Sweep.
 func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error) {
+	mark := bson.NewDateTimeFromTime(time.Now())
 	res, err := s.sessions.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: id}}, cond...),
 		bson.D{{Key: "$set", Value: bson.D{
 			{Key: "last_seq", Value: seqErasing},
-			{Key: "busy_since", Value: bson.NewDateTimeFromTime(time.Now())},
+			{Key: "busy_since", Value: mark},
 		}}})
 	if err != nil {
 		return false, err
@@ -126,12 +233,12 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 		return false, nil
 	}
 	// Past this point the session is gone for readers and writers; if we
-	// fail here, Create or Sweep finishes the job after StaleAfter.
+	// fail here, Create or Sweep finishes the job.
 	return true, cleanup(ctx, func(ctx context.Context) error {
-		if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}}); err != nil {
+		if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "$or", Value: writtenBefore(mark + 1)}}); err != nil {
 			return err
 		}
-		_, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqErasing}})
+		_, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqErasing}, {Key: "busy_since", Value: mark}})
 		return err
 	})
 }

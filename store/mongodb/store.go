@@ -26,6 +26,13 @@ const DefaultDatabase = "cairn"
 // holds a session ID.
 const StaleAfter = 30 * time.Second
 
+// CommitWait is how long, at most, an Append whose insert meets the
+// uncommitted events of a live writer at its position waits for that
+// writer to commit or give up, and a Create that meets a Create in
+// progress waits for it to finish, before returning an error that wraps
+// cairn.ErrUnavailable. A call's context can end the wait sooner.
+const CommitWait = 2 * time.Second
+
 // maxEventBytes keeps every event document under MongoDB's 16 MiB limit,
 // with room for the document's other fields.
 const maxEventBytes = 16<<20 - 4<<10

@@ -146,22 +146,72 @@ func TestStore_StaleStrayDoesNotBlock(t *testing.T) {
 	appendOK(t, s, "a", 3, storetest.Custom(4, "w3"))
 }
 
+// TestStore_FreshUncommittedBlocks: a live writer between its insert and
+// its commit holds seq 2. An append at seq 1 cannot know yet whether it
+// conflicts: it waits, and when its context ends first it returns an
+// outage (nothing written, outcome of the race unknown), never ErrConflict
+// while the session is still at seq 1.
 func TestStore_FreshUncommittedBlocks(t *testing.T) {
 	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
 	_, events := collections(t, s)
 	create(t, s, "a")
 	appendOK(t, s, "a", 0, storetest.Custom(1, "w1"))
-	// A writer between its insert and its commit holds seq 2.
-	insertStray(t, events, "a", 2, time.Second)
-	err := s.Append(t.Context(), "a", 1, storetest.Custom(2, "w2"))
-	if !errors.Is(err, cairn.ErrConflict) {
-		t.Fatalf("Append over an in-flight writer's position: got %v, want ErrConflict", err)
+	insertStray(t, events, "a", 2, 0) // written after the session's fence: it can commit
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	err := s.Append(ctx, "a", 1, storetest.Custom(2, "w2"))
+	if errors.Is(err, cairn.ErrConflict) || !cairn.IsUnavailable(err) {
+		t.Fatalf("Append over an in-flight writer's position: got %v, want an outage (the race is undecided), not a conflict", err)
 	}
 	if got := tags(t, load(t, s, "a").Events); fmt.Sprint(got) != "[w1]" {
 		t.Fatalf("Load = %v, want [w1]", got)
 	}
 	if got := count(t, events, bson.D{{Key: "token", Value: "dead-writer"}}); got != 1 {
 		t.Errorf("the in-flight writer's document was touched: %d left, want 1", got)
+	}
+}
+
+// TestStore_UncommittedDecides: an append that meets a live writer's
+// uncommitted event waits for the race to be decided. The writer commits:
+// a conflict. The writer gives up and removes its event: the append goes
+// through.
+func TestStore_UncommittedDecides(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	sessions, events := collections(t, s)
+	for _, c := range []struct {
+		id, name string
+		decide   func(id string) error
+		want     func(error) bool
+		tags     string
+	}{
+		{"commits", "the writer commits", func(id string) error {
+			_, err := sessions.UpdateOne(t.Context(), bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: 1}},
+				bson.D{{Key: "$set", Value: bson.D{{Key: "last_seq", Value: 2}}}})
+			return err
+		}, func(err error) bool { return errors.Is(err, cairn.ErrConflict) }, ""},
+		{"gives-up", "the writer gives up", func(id string) error {
+			_, err := events.DeleteMany(t.Context(), bson.D{{Key: "session", Value: id}, {Key: "token", Value: "dead-writer"}})
+			return err
+		}, func(err error) bool { return err == nil }, "[w1 w2]"},
+	} {
+		t.Run(c.id, func(t *testing.T) {
+			create(t, s, c.id)
+			appendOK(t, s, c.id, 0, storetest.Custom(1, "w1"))
+			insertStray(t, events, c.id, 2, 0)
+			done := make(chan error, 1)
+			go func() { done <- s.Append(t.Context(), c.id, 1, storetest.Custom(2, "w2")) }()
+			if err := c.decide(c.id); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; !c.want(err) {
+				t.Fatalf("%s: Append got %v", c.name, err)
+			}
+			if c.tags != "" {
+				if got := fmt.Sprint(tags(t, load(t, s, c.id).Events)); got != c.tags {
+					t.Errorf("Load = %s, want %s", got, c.tags)
+				}
+			}
+		})
 	}
 }
 
@@ -212,10 +262,52 @@ func TestStore_InterruptedCreateAndDelete(t *testing.T) {
 	}
 	create(t, s, "creating-old")
 	create(t, s, "erasing-old")
-	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "creating-now"}); !errors.Is(err, cairn.ErrExists) {
-		t.Errorf("Create over a Create in progress: got %v, want ErrExists", err)
+	// A Create in progress that neither finishes nor fails: the new Create
+	// cannot say the session exists (no reader sees it) nor make it.
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := s.Create(ctx, cairn.SessionMeta{ID: "creating-now"}); errors.Is(err, cairn.ErrExists) || !cairn.IsUnavailable(err) {
+		t.Errorf("Create over a Create in progress: got %v, want an outage, not ErrExists", err)
 	}
 	appendOK(t, s, "creating-old", 0, storetest.Custom(1, "x"))
+}
+
+// TestStore_CreateOverErasure: a Delete marked the session erased and died
+// (or is slow) before removing it. Load says it is gone, so Create makes
+// it anew at once; the erasure's own removals, should they come late,
+// leave the new session's documents alone.
+func TestStore_CreateOverErasure(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	sessions, events := collections(t, s)
+	create(t, s, "e")
+	appendOK(t, s, "e", 0, storetest.Custom(1, "old"), storetest.Custom(2, "old"))
+	mark := bson.NewDateTimeFromTime(time.Now())
+	if _, err := sessions.UpdateOne(t.Context(), bson.D{{Key: "_id", Value: "e"}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "last_seq", Value: -2}, {Key: "busy_since", Value: mark}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(t.Context(), "e", 0); !errors.Is(err, cairn.ErrNotFound) {
+		t.Fatalf("Load of a session marked erased: got %v, want ErrNotFound", err)
+	}
+	create(t, s, "e")
+	appendOK(t, s, "e", 0, storetest.Custom(1, "new"))
+	l, err := s.Acquire(t.Context(), "e", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The erasure's removals arrive now, as the old Delete sends them.
+	if _, err := events.DeleteMany(t.Context(), bson.D{{Key: "session", Value: "e"}, {Key: "$or", Value: mongodb.WrittenBefore(mark + 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sessions.DeleteOne(t.Context(), bson.D{{Key: "_id", Value: "e"}, {Key: "last_seq", Value: -2}, {Key: "busy_since", Value: mark}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(tags(t, load(t, s, "e").Events)); got != "[new]" {
+		t.Errorf("after the old erasure's removals: Load = %s, want [new]", got)
+	}
+	if err := s.AppendFenced(t.Context(), "e", l, 1, storetest.Custom(2, "new")); err != nil {
+		t.Errorf("AppendFenced with the new session's lease after the old erasure's removals: %v", err)
+	}
 }
 
 func TestStore_TwoClientsRace(t *testing.T) {
