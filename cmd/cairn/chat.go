@@ -1,10 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
@@ -13,26 +15,74 @@ import (
 	"github.com/cairnhq/cairn/internal/cli"
 )
 
-const latest = "@latest"
+// resumeFlag is --resume, with or without an ID: "--resume", "--resume
+// ID" (the ID is then the command's argument) and "--resume=ID".
+type resumeFlag struct {
+	set bool
+	id  string
+}
+
+func (r *resumeFlag) String() string { return r.id }
+func (r *resumeFlag) Type() string   { return "bool" } // shown without a value in --help
+func (r *resumeFlag) IsBoolFlag() bool {
+	return true
+}
+func (r *resumeFlag) Set(v string) error {
+	r.set = true
+	if v != "true" {
+		r.id = v
+	}
+	return nil
+}
 
 func newChatCmd(app *cli.App) *cobra.Command {
-	var session, resume string
-	var force bool
+	var (
+		session string
+		resume  resumeFlag
+		force   bool
+	)
 	c := &cobra.Command{
 		Use:   "chat [--session ID | --resume [ID]]",
 		Short: "Chat with the agent; the conversation survives restarts",
-		Long: `Chat with the agent, one line per turn. Every turn is saved as it happens:
-stop with Ctrl+C (or Ctrl+D) and run ` + "`cairn chat --resume`" + ` to go on where you
-stopped. --resume without an ID picks the most recently updated session;
---session ID continues that session, or starts it with that name. Both take
-whole IDs, never prefixes. A session another process is running is
-refused, naming that process; --force takes it over.`,
-		Args: args(cobra.NoArgs),
-		RunE: func(c *cobra.Command, _ []string) error {
-			if session != "" && resume != "" {
+		Long: `Chat with the agent. Every turn is saved as it happens; a session is
+created with the first message, not before.
+
+At a terminal the prompt is a line editor: arrows and the usual Emacs keys
+edit the line, Up and Down walk the history (kept across chats), Tab
+completes commands, a line that ends in \ goes on on the next line. While
+the agent works, Ctrl+C cancels the turn (it is saved as interrupted) and
+the chat goes on; Ctrl+C again, at the prompt, or Ctrl+D quits.
+
+Commands: /help, /quit (or /exit), /sessions, /show, /fork [NEWID], /new;
+//text sends "/text" as a message.
+
+--resume goes on with the most recently updated session, --resume ID with
+that one (whole IDs, never prefixes): the last turns are shown, and an
+interrupted turn can be finished first. The session goes on with the model
+it was run with unless --model says otherwise. --session ID continues that
+session, or starts it with that name. A session another process is running
+is refused, naming that process; --force takes it over.`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			if len(a) == 1 {
+				if !resume.set || resume.id != "" {
+					return cli.Usage("chat takes no arguments but the ID after --resume", "unexpected argument %q", a[0])
+				}
+				resume.id = a[0]
+			}
+			if c.Flags().Changed("session") && resume.set {
 				return cli.Usage("use one of them", "--session and --resume cannot be used together")
 			}
-			ctx := c.Context()
+			if c.Flags().Changed("session") {
+				if err := cairn.ValidateID(session); err != nil {
+					return cli.BadID(fmt.Errorf("--session: %w", err))
+				}
+			}
+			if resume.id != "" {
+				if err := cairn.ValidateID(resume.id); err != nil {
+					return cli.BadID(fmt.Errorf("--resume: %w", err))
+				}
+			}
 			store, storeURL, err := openRunStore(c, app)
 			if err != nil {
 				return err
@@ -42,123 +92,330 @@ refused, naming that process; --force takes it over.`,
 			if err != nil {
 				return err
 			}
-			s, err := openChat(c, app, ag, store, session, resume)
-			if err != nil {
+			ch := &chat{app: app, ctx: c.Context(), store: store, storeURL: storeURL, ag: ag, force: force}
+			defer ch.release()
+			if err := ch.open(resume, session); err != nil {
 				return err
 			}
-			cl, err := claimSession(ctx, app, s, store, storeURL, force, "cairn chat --session "+s.ID()+" --force")
-			if err != nil {
-				return err
-			}
-			defer releaseClaim(ctx, app, cl)
-			return chatLoop(ctx, app, s)
+			ch.in = newLineReader(ch.ctx, app)
+			defer ch.in.Close()
+			return ch.loop()
 		},
 	}
 	c.Flags().StringVar(&session, "session", "", "continue (or start) the session with this ID")
-	c.Flags().StringVar(&resume, "resume", "", "resume a session (default: the most recently updated)")
-	c.Flags().Lookup("resume").NoOptDefVal = latest
+	c.Flags().Var(&resume, "resume", "go on with a session: the ID given after it, else the most recently updated")
+	c.Flags().Lookup("resume").NoOptDefVal = "true"
 	c.Flags().BoolVar(&force, "force", false, "take the session over from the process that runs it (its writes are refused from then on)")
 	return c
 }
 
-func openChat(c *cobra.Command, app *cli.App, ag *agent.Agent, store cairn.Store, session, resume string) (*agent.Session, error) {
-	ctx := c.Context()
+// chat is one `cairn chat`: the session it runs (made with the first
+// message when it is new), the claim on it, and the prompt.
+type chat struct {
+	app      *cli.App
+	ctx      context.Context
+	store    cairn.Store
+	storeURL string
+	ag       *agent.Agent
+	force    bool
+	in       lineReader
+
+	s      *agent.Session // nil until the first message of a new session
+	newID  string         // the ID a new session is to have ("" for a generated one)
+	claim  *agent.Claim
+	ctrlC  bool // the last key was Ctrl+C: another one quits
+	resume bool // offer to finish an interrupted turn before the first prompt
+}
+
+// open finds the session the flags name.
+func (ch *chat) open(resume resumeFlag, session string) error {
+	ctx := ch.ctx
+	id := resume.id
 	switch {
-	case resume == latest:
-		id, err := mostRecent(c, store)
+	case resume.set && id == "":
+		recent, err := mostRecentIn(ctx, ch.store)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return resumeChat(c, app, ag, id)
-	case resume != "":
-		loc, err := app.Locate(ctx, resume, cli.LocateOptions{Exact: true, Command: "cairn chat --resume"})
+		id = recent
+	case resume.set:
+		loc, err := ch.app.Locate(ctx, id, cli.LocateOptions{Exact: true, Command: "cairn chat --resume"})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		loc.Store.Close()
-		return resumeChat(c, app, ag, loc.ID)
+		id = loc.ID
 	case session != "":
-		if err := cairn.ValidateID(session); err != nil {
-			return nil, cli.Fail(err, "session IDs are 1-128 characters of A-Z a-z 0-9 _ -")
-		}
-		s, err := ag.Open(ctx, session)
-		if err != nil {
-			return nil, cli.StoreFail(session, err)
-		}
-		return s, nil
-	}
-	s, err := ag.Start(ctx)
-	if err != nil {
-		return nil, cli.StoreFail("", err)
-	}
-	return s, nil
-}
-
-func resumeChat(c *cobra.Command, app *cli.App, ag *agent.Agent, id string) (*agent.Session, error) {
-	s, err := ag.Resume(c.Context(), id)
-	if err != nil {
-		return nil, cli.StoreFail(id, err)
-	}
-	n := 0
-	for _, m := range s.State().Messages {
-		if m.Role == cairn.RoleUser || m.Role == cairn.RoleAssistant && m.Content != "" {
-			n++
-		}
-	}
-	app.Notef("resuming %s: %d message(s) so far", id, n)
-	return s, nil
-}
-
-func chatLoop(ctx context.Context, app *cli.App, s *agent.Session) error {
-	interactive := cli.IsTerminal(app.Stdin)
-	app.Notef("session %s — Ctrl+C or Ctrl+D to stop; `cairn chat --resume` to go on later", s.ID())
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(app.Stdin)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	for {
-		if interactive {
-			fmt.Fprint(app.Stderr, "> ")
-		}
-		var line string
-		var ok bool
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(app.Stderr)
-			return cli.Interrupted(fmt.Errorf("stopped; session %s is saved", s.ID()), "go on with `cairn chat --resume`")
-		case line, ok = <-lines:
-		}
-		if !ok {
-			if interactive {
-				fmt.Fprintln(app.Stderr)
-			}
+		s, err := ch.ag.Resume(ctx, session)
+		if errors.Is(err, cairn.ErrNotFound) {
+			ch.newID = session // created with the first message
 			return nil
 		}
+		if err != nil {
+			return cli.StoreFail(session, err)
+		}
+		return ch.take(s)
+	default:
+		return nil
+	}
+	s, err := ch.ag.Resume(ctx, id)
+	if err != nil {
+		return cli.StoreFail(id, err)
+	}
+	return ch.take(s)
+}
+
+// take makes s the chat's session: with the model it was run with, claimed,
+// its last turns shown.
+func (ch *chat) take(s *agent.Session) error {
+	if err := ch.app.UseRecorded(ch.ag, s.State()); err != nil {
+		return err
+	}
+	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.storeURL, ch.force, "cairn chat --session "+s.ID()+" --force")
+	if err != nil {
+		return err
+	}
+	ch.s, ch.claim = s, cl
+	ch.showRecent()
+	return nil
+}
+
+// release gives up the claim on the session.
+func (ch *chat) release() {
+	releaseClaim(ch.ctx, ch.app, ch.claim)
+	ch.claim = nil
+}
+
+// start creates the session with the first message.
+func (ch *chat) start() error {
+	if ch.s != nil {
+		return nil
+	}
+	var opts []agent.StartOption
+	if ch.newID != "" {
+		opts = append(opts, agent.WithID(ch.newID))
+	}
+	s, err := ch.ag.Start(ch.ctx, opts...)
+	if err != nil {
+		return cli.StoreFail(ch.newID, err)
+	}
+	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.storeURL, ch.force, "cairn chat --session "+s.ID()+" --force")
+	if err != nil {
+		return err
+	}
+	ch.s, ch.claim, ch.newID = s, cl, ""
+	ch.app.Notef("session %s", s.ID())
+	return nil
+}
+
+// recentTurns is how many of the last messages a resumed chat shows.
+const recentTurns = 6
+
+// showRecent shows the last turns of the session and offers to finish an
+// interrupted one.
+func (ch *chat) showRecent() {
+	st := ch.s.State()
+	var msgs []cairn.Message
+	for _, m := range st.Messages {
+		if m.Role == cairn.RoleUser || m.Role == cairn.RoleAssistant && m.Content != "" {
+			msgs = append(msgs, m)
+		}
+	}
+	ch.app.Notef("session %s: %d message(s) so far", ch.s.ID(), len(msgs))
+	if len(msgs) > recentTurns {
+		ch.app.Notef("  …")
+		msgs = msgs[len(msgs)-recentTurns:]
+	}
+	for _, m := range msgs {
+		who := "you"
+		if m.Role == cairn.RoleAssistant {
+			who = "assistant"
+		}
+		ch.app.Notef("  %s: %s", who, cli.OneLine(m.Content, 200))
+	}
+	switch st.Status {
+	case cairn.StatusInterrupted, cairn.StatusRunning:
+		ch.resume = true
+	case cairn.StatusAwaiting:
+		ch.app.Notef("the last turn waits for a decision on a tool call: `cairn sessions show %s` lists it; `cairn sessions resume %s --approve CALL_ID` (or --deny) decides",
+			ch.s.ID(), ch.s.ID())
+	}
+}
+
+// loop reads messages and commands until the person quits.
+func (ch *chat) loop() error {
+	if ch.in.Interactive() {
+		ch.app.Notef("Ctrl+C cancels a turn, Ctrl+D quits, /help lists the commands")
+	}
+	if ch.resume {
+		if err := ch.offerFinish(); err != nil {
+			return err
+		}
+	}
+	for {
+		line, err := ch.read()
+		switch {
+		case errors.Is(err, errCtrlC):
+			if ch.ctrlC {
+				return ch.quitInterrupted()
+			}
+			ch.ctrlC = true
+			ch.app.Notef("(Ctrl+C again or Ctrl+D to quit)")
+			continue
+		case errors.Is(err, io.EOF):
+			ch.saidBye()
+			return nil
+		case err != nil:
+			if ch.ctx.Err() != nil {
+				return ch.quitInterrupted()
+			}
+			return err
+		}
+		ch.ctrlC = false
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
-		if line == "/exit" || line == "/quit" {
-			return nil
-		}
-		opts := []agent.RunOption{}
-		if s.Memory().Len() > 0 {
-			opts = append(opts, agent.Continue())
-		}
-		out := app.NewRunOutput()
-		res, err := s.Run(ctx, line, append(opts, out.Options()...)...)
-		out.Finish(res)
-		app.ReportWarnings(res)
-		if err := cli.RunError(s.ID(), res, err); err != nil {
-			if ctx.Err() != nil {
-				return cli.Interrupted(fmt.Errorf("interrupted; session %s is saved", s.ID()), "go on with `cairn chat --resume`")
+		ch.in.AddHistory(line)
+		if strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "//") {
+			quit, err := ch.command(line)
+			if err != nil {
+				ch.report(err)
 			}
+			if quit {
+				ch.saidBye()
+				return nil
+			}
+			continue
+		}
+		line = strings.TrimPrefix(line, "/")
+		if err := ch.turn(func(ctx context.Context, opts []agent.RunOption) (*agent.Result, error) {
+			if ch.s.Memory().Len() > 0 {
+				opts = append(opts, agent.Continue())
+			}
+			return ch.s.Run(ctx, line, opts...)
+		}); err != nil {
 			return err
 		}
 	}
+}
+
+// read reads one message: lines that end in \ go on on the next line.
+func (ch *chat) read() (string, error) {
+	var b strings.Builder
+	prompt := "> "
+	for {
+		line, err := ch.in.Prompt(prompt)
+		if err != nil {
+			return "", err
+		}
+		if rest, ok := strings.CutSuffix(line, `\`); ok {
+			b.WriteString(rest)
+			b.WriteByte('\n')
+			prompt = "… "
+			continue
+		}
+		b.WriteString(line)
+		return b.String(), nil
+	}
+}
+
+// offerFinish asks whether to finish the interrupted turn of a resumed
+// session, and does.
+func (ch *chat) offerFinish() error {
+	if !ch.in.Interactive() {
+		ch.app.Notef("the last turn was interrupted; `cairn sessions resume %s` finishes it", ch.s.ID())
+		return nil
+	}
+	answer, err := ch.in.Prompt("The last turn was interrupted. Finish it now? [Y/n] ")
+	if err != nil && !errors.Is(err, errCtrlC) && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if err != nil || strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "n") {
+		ch.app.Notef("left as it is; your next message goes on from there")
+		return nil
+	}
+	return ch.turn(func(ctx context.Context, opts []agent.RunOption) (*agent.Result, error) {
+		return ch.s.ResumeRun(ctx, opts...)
+	})
+}
+
+// turn runs one turn of the agent: Ctrl+C cancels it (the agent records
+// run.interrupted) and the chat goes on; a second Ctrl+C quits once the
+// turn has stopped. It returns an error only when the chat must end.
+func (ch *chat) turn(run func(context.Context, []agent.RunOption) (*agent.Result, error)) error {
+	if err := ch.start(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ch.ctx)
+	defer cancel()
+	var cancelled atomic.Bool
+	restore := ch.app.OnInterrupt(func() bool {
+		if cancelled.Swap(true) {
+			return false // the second: quit
+		}
+		cancel()
+		return true
+	})
+	out := ch.app.NewRunOutput()
+	res, err := run(ctx, out.Options())
+	restore()
+	out.Finish(res)
+	ch.app.ReportWarnings(res)
+	rerr := cli.RunError(ch.s.ID(), res, err)
+	if rerr == nil {
+		return nil
+	}
+	if ch.ctx.Err() != nil {
+		return ch.quitInterrupted()
+	}
+	if cancelled.Load() {
+		ch.ctrlC = true
+		ch.app.Notef("interrupted: the turn is saved as interrupted; say what to do next (Ctrl+C again or Ctrl+D quits)")
+		return nil
+	}
+	if _, _, code := cli.Describe(rerr); code == cli.ExitUnsaved {
+		return rerr // events the store does not hold: stop and say so
+	}
+	ch.report(rerr)
+	return nil
+}
+
+// report prints an error that does not end the chat.
+func (ch *chat) report(err error) {
+	msg, hint, _ := cli.Describe(err)
+	fmt.Fprintf(ch.app.Stderr, "error: %s\nhint: %s\n", msg, hint)
+}
+
+// saidBye notes where the conversation is kept.
+func (ch *chat) saidBye() {
+	if ch.in.Interactive() {
+		fmt.Fprintln(ch.app.Stderr)
+	}
+	if ch.s != nil {
+		ch.app.Notef("session %s is saved; `cairn chat --resume %s` goes on", ch.s.ID(), ch.s.ID())
+	}
+}
+
+// quitInterrupted is the end of a chat stopped with Ctrl+C (or SIGTERM).
+func (ch *chat) quitInterrupted() error {
+	if ch.in != nil && ch.in.Interactive() {
+		fmt.Fprintln(ch.app.Stderr)
+	}
+	if ch.s == nil {
+		return cli.Interrupted(errors.New("stopped; nothing was said, so no session was saved"), "`cairn chat` starts a new one")
+	}
+	return cli.Interrupted(fmt.Errorf("stopped; session %s is saved", ch.s.ID()), "go on with `cairn chat --resume "+ch.s.ID()+"`")
+}
+
+// mostRecentIn returns the most recently updated session of store.
+func mostRecentIn(ctx context.Context, store cairn.Store) (string, error) {
+	page, err := store.List(ctx, cairn.ListOptions{Limit: 1})
+	if err != nil {
+		return "", cli.Fail(fmt.Errorf("list sessions: %w", err), "`cairn doctor` checks the store")
+	}
+	if len(page.Sessions) == 0 {
+		return "", cli.Fail(errors.New("there is no saved session to continue"), "start one with `cairn run \"…\"` or `cairn chat`")
+	}
+	return page.Sessions[0].ID, nil
 }

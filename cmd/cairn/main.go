@@ -27,9 +27,9 @@ func main() {
 }
 
 func run(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	app := cli.NewApp()
+	ctx, stop := signalContext(app)
+	defer stop()
 	defer app.Close() // the MCP servers the command started
 	root := newRoot(app)
 	root.SetArgs(args)
@@ -43,6 +43,28 @@ func run(args []string) int {
 	msg, hint, code := cli.Describe(err)
 	fmt.Fprintf(os.Stderr, "cairn: %s\nhint: %s\n", msg, hint)
 	return code
+}
+
+// signalContext returns the command's context: SIGTERM cancels it, and so
+// does SIGINT (Ctrl+C) unless the command deals with it (app.OnInterrupt:
+// a chat cancels the turn and goes on). Later signals are caught too, so
+// that the command can record how it stopped.
+func signalContext(app *cli.App) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range sigs {
+			if s == os.Interrupt && app.HandleInterrupt() {
+				continue
+			}
+			cancel()
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel()
+	}
 }
 
 // isUsage reports whether cobra refused the command line itself.

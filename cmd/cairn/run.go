@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -166,14 +165,7 @@ func openRunStore(c *cobra.Command, app *cli.App) (cairn.Store, string, error) {
 }
 
 func mostRecent(c *cobra.Command, store cairn.Store) (string, error) {
-	page, err := store.List(c.Context(), cairn.ListOptions{Limit: 1})
-	if err != nil {
-		return "", cli.Fail(fmt.Errorf("list sessions: %w", err), "`cairn doctor` checks the store")
-	}
-	if len(page.Sessions) == 0 {
-		return "", cli.Fail(errors.New("there is no saved session to continue"), "start one with `cairn run \"…\"` or `cairn chat`")
-	}
-	return page.Sessions[0].ID, nil
+	return mostRecentIn(c.Context(), store)
 }
 
 type runResult struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -70,7 +71,7 @@ With --json: {"info", "state", "events"}; with --json --transcript:
 			if transcript {
 				return cli.Transcript(app.Stdout, events)
 			}
-			return showState(app, rec.Info, st)
+			return showState(app.Stdout, rec.Info, st)
 		},
 	}
 	c.Flags().BoolVar(&transcript, "transcript", false, "print the conversation as a readable transcript")
@@ -78,8 +79,8 @@ With --json: {"info", "state", "events"}; with --json --transcript:
 	return c
 }
 
-func showState(app *cli.App, info cairn.SessionInfo, st *cairn.State) error {
-	p := app.Printf
+func showState(w io.Writer, info cairn.SessionInfo, st *cairn.State) error {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("session   %s\n", info.ID)
 	p("status    %s\n", st.Status)
 	p("steps     %d (last seq %d)\n", st.Steps, st.LastSeq)

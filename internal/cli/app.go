@@ -46,6 +46,9 @@ type App struct {
 	logger  *slog.Logger
 	logMu   sync.Mutex
 	printed map[string]bool // the warnings printed
+
+	intMu       sync.Mutex
+	onInterrupt func() bool
 }
 
 // NewApp returns an App on the process's standard streams and environment.

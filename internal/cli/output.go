@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
@@ -18,25 +20,41 @@ type RunOutput struct {
 	app      *App
 	live     bool
 	streamed bool
+	spin     *spinner // "thinking…" until the model's first words; nil when not live
 }
 
 // NewRunOutput returns the output for one run.
 func (a *App) NewRunOutput() *RunOutput {
-	return &RunOutput{app: a, live: a.Interactive() && !a.Flags.JSON}
+	o := &RunOutput{app: a, live: a.Interactive() && !a.Flags.JSON}
+	if o.live && IsTerminal(a.Stderr) {
+		o.spin = &spinner{w: a.Stderr}
+	}
+	return o
 }
 
-// Options returns the run options that feed this output.
+// Options returns the run options that feed this output, and shows
+// "thinking…" until the model's first words (and again while it thinks
+// after a tool).
 func (o *RunOutput) Options() []agent.RunOption {
 	if !o.live {
 		return nil
 	}
+	o.spin.start()
 	return []agent.RunOption{
-		agent.OnText(func(d string) { o.streamed = true; io.WriteString(o.app.Stdout, d) }),
+		agent.OnText(func(d string) {
+			o.spin.stop()
+			o.streamed = true
+			io.WriteString(o.app.Stdout, d)
+		}),
 		agent.ObserveTools(func(e agent.ToolEvent) {
+			o.spin.stop()
 			if !e.Done {
 				fmt.Fprintf(o.app.Stderr, "\n  ⚙ %s(%s)\n", e.Call.Name, OneLine(string(e.Call.Args), 60))
 			} else if e.IsError {
 				fmt.Fprintf(o.app.Stderr, "  ✗ %s: %s\n", e.Call.Name, OneLine(e.Output, 60))
+			}
+			if e.Done {
+				o.spin.start()
 			}
 		}),
 	}
@@ -45,6 +63,7 @@ func (o *RunOutput) Options() []agent.RunOption {
 // Finish prints the answer of a run if it was not streamed (nor under
 // --json, whose object holds it).
 func (o *RunOutput) Finish(res *agent.Result) {
+	o.spin.stop()
 	if res == nil {
 		return
 	}
@@ -56,6 +75,57 @@ func (o *RunOutput) Finish(res *agent.Result) {
 	if res.Output != "" && !o.app.Flags.JSON {
 		fmt.Fprintln(o.app.Stdout, res.Output)
 	}
+}
+
+// spinner shows "thinking…" with a turning mark on a terminal while the
+// model works, and erases it before anything else is written.
+type spinner struct {
+	w    io.Writer
+	mu   sync.Mutex
+	done chan struct{} // closed to stop the one running
+	gone chan struct{} // closed when it has erased its line
+}
+
+var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func (s *spinner) start() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil {
+		return
+	}
+	s.done, s.gone = make(chan struct{}), make(chan struct{})
+	go func(done, gone chan struct{}) {
+		defer close(gone)
+		t := time.NewTicker(120 * time.Millisecond)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			fmt.Fprintf(s.w, "\r\033[K%s thinking…", spinFrames[i%len(spinFrames)])
+			select {
+			case <-done:
+				fmt.Fprint(s.w, "\r\033[K")
+				return
+			case <-t.C:
+			}
+		}
+	}(s.done, s.gone)
+}
+
+func (s *spinner) stop() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		return
+	}
+	close(s.done)
+	<-s.gone
+	s.done, s.gone = nil, nil
 }
 
 // RunError turns how a run ended into the command's error, or nil. A run
