@@ -171,7 +171,9 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 		now := s.now()
 		exp := now.Add(ttl)
 		args[0], args[1] = nanos(now), nanos(exp)
-		res, err := claimScript.Run(ctx, s.client, []string{s.claims}, args...).StringSlice()
+		res, err := retry(ctx, func(ctx context.Context) ([]string, error) {
+			return claimScript.Run(ctx, s.client, []string{s.claims}, args...).StringSlice()
+		})
 		if err != nil {
 			return cairn.Lease{}, fmt.Errorf("claim in namespace %s: %w", s.opts.Namespace, err)
 		}

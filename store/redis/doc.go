@@ -25,6 +25,26 @@
 // serve (a network error, LOADING, MASTERDOWN, TRYAGAIN, CLUSTERDOWN, a
 // pool timeout) wrap cairn.ErrUnavailable.
 //
+// # Calls whose reply is lost
+//
+// The store sends calls again after an outage itself, three times at
+// most, backing off as go-redis does; ParseURL turns go-redis's own
+// retries off (MaxRetries -1), and clients passed to New should have them
+// off too. A read is simply sent again, and so is a write that surely did
+// not reach Redis (no connection could be made). A write whose reply was
+// lost may have been applied, and applying it again could do twice what
+// was asked once (delete a session created since), or answer that nothing
+// happened where the first try did it (the session exists, is gone, has
+// moved on, the lease is no longer the caller's). So it is never sent
+// again: the store asks Redis for the evidence that it was applied, its
+// events at their seqs for an append, or for Create, Acquire, Takeover,
+// Renew, Release and AppendFenced the random nonce each call carries,
+// which the script notes with its answer in the meta's "calls" field (the
+// last eight calls). Found, the call answers as its first try did (a
+// fenced append or a release whose lease was taken over since included);
+// not found, or for a Delete (which leaves no sign), the call returns an
+// error that wraps cairn.ErrUnavailable: its outcome is unknown.
+//
 // # Key layout
 //
 // Every key of a session carries the hash tag {<namespace>:<id>}, so all of
@@ -33,7 +53,10 @@
 //	cairn:<ns>:{<ns>:<id>}:meta     hash: created_at, updated_at (RFC 3339,
 //	                                UTC), expires_at (Unix ns, 0: never),
 //	                                status, steps, first_message, labels
-//	                                (JSON), last_seq
+//	                                (JSON), last_seq, lease_holder,
+//	                                lease_token, lease_expires, calls (the
+//	                                nonces of the last calls noted, with
+//	                                their answers)
 //	cairn:<ns>:{<ns>:<id>}:events   list: one JSON event envelope per event,
 //	                                in seq order; the data bytes exactly as
 //	                                appended, so a reload gives them back

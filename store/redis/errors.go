@@ -1,9 +1,12 @@
 package redis
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -39,4 +42,111 @@ func outage(err error) bool {
 		goredis.IsClusterDownError(err) ||
 		goredis.IsMaxClientsError(err) ||
 		cairn.IsUnavailable(err)
+}
+
+// The store sends its calls again after an outage itself, rather than
+// letting go-redis do it (ParseURL turns go-redis's own retries off): a
+// script whose reply was lost may have been applied, and a try that
+// follows cannot know it. Its answer (the session already exists, is gone,
+// has moved on, the lease is no longer the caller's) may be the first
+// try's own doing, and would tell the caller that nothing happened when
+// something did; and applied again, it would do twice what was asked once
+// (delete a session created since, say).
+//
+// So a read is sent again after an outage (retry), as a write that surely
+// did not reach Redis (no connection, or a server that refused to serve
+// it); a write whose reply was lost is never sent again (change): the
+// store asks Redis instead for the evidence that it was applied (probe):
+// its events at their seqs, or its nonce noted by the script with its
+// answer (see callHelpers). With the evidence, the call's answer is the
+// first try's; without it, whether the call took effect is unknown, and
+// the error wraps cairn.ErrUnavailable.
+
+// maxRetries is how many times the store sends a call again (or probes for
+// it) after an outage, backing off from minBackoff to maxBackoff between
+// tries, as go-redis does by default.
+const (
+	maxRetries = 3
+	minBackoff = 8 * time.Millisecond
+	maxBackoff = 512 * time.Millisecond
+)
+
+// retry runs call, and again while it fails with an outage (up to
+// maxRetries more times, never past ctx), for reads and writes that may be
+// applied twice.
+func retry[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
+	return again(ctx, call, func(error) bool { return true })
+}
+
+// again runs call, and again while it fails with an outage for which more
+// says to go on.
+func again[T any](ctx context.Context, call func(context.Context) (T, error), more func(error) bool) (v T, err error) {
+	pause := minBackoff
+	for try := 0; ; try++ {
+		v, err = call(ctx)
+		if err == nil || try == maxRetries || !outage(err) || !more(err) || ctx.Err() != nil {
+			return v, err
+		}
+		if !pauseFor(ctx, pause) {
+			return v, err
+		}
+		pause = min(2*pause, maxBackoff)
+	}
+}
+
+// pauseFor waits d, and reports false when ctx ends first.
+func pauseFor(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// change runs do, a script that changes the store, sent again only while
+// it fails before reaching Redis. When it fails in a way that may have
+// left it applied, probe asks for the evidence, up to maxRetries times:
+// found, its answer is the call's; not found, the call's outcome is
+// unknown (an error wrapping cairn.ErrUnavailable).
+func change[T any](ctx context.Context, do func(context.Context) (T, error), probe func(context.Context) (T, bool, error)) (T, error) {
+	var zero T
+	v, err := again(ctx, do, func(err error) bool { return !mayHaveApplied(err) })
+	if err == nil || !outage(err) || !mayHaveApplied(err) {
+		return v, err
+	}
+	lost := err
+	pause := minBackoff
+	for range maxRetries {
+		if !pauseFor(ctx, pause) {
+			break
+		}
+		pause = min(2*pause, maxBackoff)
+		v, found, err := probe(ctx)
+		switch {
+		case err == nil && found:
+			return v, nil
+		case err == nil:
+			return zero, fmt.Errorf("%w: the reply was lost (%v), and the store holds no sign that the call took effect, nor that it did not", cairn.ErrUnavailable, lost)
+		case !outage(err):
+			return zero, fmt.Errorf("%w: the reply was lost (%v), and asking whether the call took effect failed: %v", cairn.ErrUnavailable, lost, err)
+		}
+	}
+	return zero, lost
+}
+
+// mayHaveApplied reports whether a call that failed with the outage err
+// may have reached Redis and been applied: anything but a connection that
+// could not be made or taken from the pool, or an answer of the server
+// that refused to serve it (LOADING, MASTERDOWN, …).
+func mayHaveApplied(err error) bool {
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
+		return false
+	}
+	if _, ok := errors.AsType[goredis.Error](err); ok {
+		return false
+	}
+	return !errors.Is(err, goredis.ErrPoolTimeout) && !errors.Is(err, goredis.ErrPoolExhausted)
 }

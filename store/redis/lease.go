@@ -207,7 +207,13 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 	if force {
 		f = "1"
 	}
-	res, err := acquireScript.Run(ctx, s.client, []string{s.metaKey(id)}, nanos(now), nanos(exp), holder, f, nonce()).StringSlice()
+	n := nonce()
+	res, err := change(ctx, func(ctx context.Context) ([]string, error) {
+		return acquireScript.Run(ctx, s.client, []string{s.metaKey(id)}, nanos(now), nanos(exp), holder, f, n).StringSlice()
+	}, func(ctx context.Context) ([]string, bool, error) {
+		tok, found, err := s.probe(ctx, id, n, 0, nil)
+		return []string{replyOK, tok}, found, err
+	})
 	if err != nil || len(res) == 0 {
 		return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
 	}
@@ -261,7 +267,12 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 	}
 	now := s.now()
 	exp := now.Add(ttl)
-	res, err := renewScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(now), nanos(exp), token(lease.Token), nonce()).Text()
+	n := nonce()
+	res, err := change(ctx, func(ctx context.Context) (string, error) {
+		return renewScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(now), nanos(exp), token(lease.Token), n).Text()
+	}, func(ctx context.Context) (string, bool, error) {
+		return s.probe(ctx, lease.Session, n, 0, nil)
+	})
 	if err := leaseReply("renew", lease.Session, res, err); err != nil {
 		return cairn.Lease{}, err
 	}
@@ -288,7 +299,12 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 	if err := cairn.ValidateID(lease.Session); err != nil {
 		return err
 	}
-	res, err := releaseScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(s.now()), token(lease.Token), nonce()).Text()
+	n := nonce()
+	res, err := change(ctx, func(ctx context.Context) (string, error) {
+		return releaseScript.Run(ctx, s.client, []string{s.metaKey(lease.Session)}, nanos(s.now()), token(lease.Token), n).Text()
+	}, func(ctx context.Context) (string, bool, error) {
+		return s.probe(ctx, lease.Session, n, 0, nil)
+	})
 	return leaseReply("release", lease.Session, res, err)
 }
 
@@ -301,7 +317,9 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err
 	if err := cairn.ValidateID(id); err != nil {
 		return cairn.Lease{}, err
 	}
-	vals, err := s.client.HMGet(ctx, s.metaKey(id), "expires_at", "last_seq", "lease_holder", "lease_token", "lease_expires").Result()
+	vals, err := retry(ctx, func(ctx context.Context) ([]any, error) {
+		return s.client.HMGet(ctx, s.metaKey(id), "expires_at", "last_seq", "lease_holder", "lease_token", "lease_expires").Result()
+	})
 	if err != nil {
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, err)
 	}
@@ -341,19 +359,30 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if d.HasMessage {
 		hasMsg = "1"
 	}
+	n := nonce()
 	args := make([]any, 0, fencedAppendArgs+len(events))
 	args = append(args,
 		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
 		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
-		hasMsg, d.FirstMessage, formatTime(now), id, score(now), tok, nonce())
+		hasMsg, d.FirstMessage, formatTime(now), id, score(now), tok, n)
+	evs := make([]any, 0, len(events))
 	for _, e := range events {
 		b, err := encodeEvent(e)
 		if err != nil {
 			return fmt.Errorf("append %s: seq %d: %w", id, e.Seq, err)
 		}
-		args = append(args, b)
+		evs = append(evs, b)
 	}
-	res, err := fencedAppendScript.Run(ctx, s.client, s.scriptKeys(id), args...).Text()
+	args = append(args, evs...)
+	res, err := change(ctx, func(ctx context.Context) (string, error) {
+		return fencedAppendScript.Run(ctx, s.client, s.scriptKeys(id), args...).Text()
+	}, func(ctx context.Context) (string, bool, error) {
+		res, found, err := s.probe(ctx, id, n, expectSeq, evs)
+		if found {
+			res = replyOK // the first try's: it wrote, the index follows
+		}
+		return res, found, err
+	})
 	switch {
 	case err == nil && res == replyConflict:
 		return fmt.Errorf("append %s at seq %d: %w", id, expectSeq, cairn.ErrConflict)

@@ -139,8 +139,9 @@ func killClients(t *testing.T, name string) int {
 
 // TestStore_OutageClientKill kills the store's connections on the server.
 // Between calls, the next call goes on with a new connection (go-redis
-// notices the dead one, or sends the command again). During a call, with
-// go-redis's retries off, that call fails as an outage.
+// notices the dead one). During a call, that call fails as an outage: its
+// reply is lost, and the store finds no sign that it took effect (it did
+// not), nor that it did not.
 func TestStore_OutageClientKill(t *testing.T) {
 	name := "cairn_t_" + randHex(t)
 	s := openURL(t, fault.WithQuery(testURL(t), "client_name", name))
@@ -372,4 +373,91 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 		args[i] = string(buf[:size])
 	}
 	return args, nil
+}
+
+// TestStore_LostReplyAmbiguous: an append (and a delete, and a create)
+// lands, its reply is lost in a cut, and before the store sends it again
+// another client deletes (or creates) the session. The next try's answer
+// (not found, exists) would say the call did nothing although it did: the
+// store reports an outage instead, whose outcome is unknown.
+func TestStore_LostReplyAmbiguous(t *testing.T) {
+	ns := "t_" + randHex(t)
+	cleanNamespace(t, ns)
+	p := fault.StartProxy(t, testURL(t))
+	s, err := redis.Open(t.Context(), p.URL(testURL(t)), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other := openStore(t, cairn.StoreOptions{Namespace: ns})
+	ctx := t.Context()
+	// lost runs call on s with its reply lost, and then, before the
+	// store sends it again, between on the other client.
+	lost := func(call func(context.Context) error, between func() error) error {
+		t.Helper()
+		p.StallReplies()
+		done := make(chan error, 1)
+		go func() {
+			done <- testenv.Bounded(t, 20*time.Second, "call", call)
+		}()
+		fault.Until(t, 10*time.Second, "the server's reply", func() (bool, error) { return p.Held() > 0, nil })
+		if err := between(); err != nil {
+			t.Fatal(err)
+		}
+		p.Cut()
+		p.Heal()
+		return <-done
+	}
+	for _, c := range []struct {
+		name   string
+		call   func(context.Context) error
+		setup  func() error
+		rival  func() error
+		wrong  error
+		reason string
+	}{
+		{"append, then deleted", func(ctx context.Context) error { return s.Append(ctx, "a", 0, storetest.Custom(1, "a")) },
+			func() error { return other.Create(ctx, cairn.SessionMeta{ID: "a"}) },
+			func() error { return other.Delete(ctx, "a") }, cairn.ErrNotFound, "the append was applied before the delete"},
+		{"append, then deleted and created again", func(ctx context.Context) error { return s.Append(ctx, "b", 0, storetest.Custom(1, "b")) },
+			func() error { return other.Create(ctx, cairn.SessionMeta{ID: "b"}) },
+			func() error {
+				if err := other.Delete(ctx, "b"); err != nil {
+					return err
+				}
+				if err := other.Create(ctx, cairn.SessionMeta{ID: "b"}); err != nil {
+					return err
+				}
+				return other.Append(ctx, "b", 0, storetest.Custom(1, "other"))
+			}, cairn.ErrConflict, "the append was applied before the delete"},
+		{"create, then deleted and created again", func(ctx context.Context) error { return s.Create(ctx, cairn.SessionMeta{ID: "c"}) },
+			func() error { return nil },
+			func() error {
+				if err := other.Delete(ctx, "c"); err != nil {
+					return err
+				}
+				return other.Create(ctx, cairn.SessionMeta{ID: "c"})
+			}, cairn.ErrExists, "the create was applied before the delete"},
+		{"delete, then created again", func(ctx context.Context) error { return s.Delete(ctx, "d") },
+			func() error { return other.Create(ctx, cairn.SessionMeta{ID: "d"}) },
+			func() error { return other.Create(ctx, cairn.SessionMeta{ID: "d"}) }, nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.setup(); err != nil {
+				t.Fatal(err)
+			}
+			err := lost(c.call, c.rival)
+			t.Logf("%s: %v", c.name, err)
+			if c.wrong != nil && errors.Is(err, c.wrong) {
+				t.Errorf("got %v: %s, so that answer is false; want nil or an outage", err, c.reason)
+			}
+			if err != nil && !cairn.IsUnavailable(err) {
+				t.Errorf("got %v, want nil or an outage (cairn.IsUnavailable)", err)
+			}
+		})
+	}
+	// The delete took effect once: the session created after it is there.
+	if _, err := other.Load(ctx, "d", 0); err != nil {
+		t.Errorf("the session created after the delete whose reply was lost: %v (the delete was applied twice)", err)
+	}
 }

@@ -85,10 +85,12 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 		metaCmd *goredis.SliceCmd
 		evCmd   *goredis.StringSliceCmd
 	)
-	_, err = s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		metaCmd = p.HMGet(ctx, s.metaKey(id), metaFields...)
-		evCmd = p.LRange(ctx, s.eventsKey(id), from-1, -1)
-		return nil
+	_, err = retry(ctx, func(ctx context.Context) ([]goredis.Cmder, error) {
+		return s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			metaCmd = p.HMGet(ctx, s.metaKey(id), metaFields...)
+			evCmd = p.LRange(ctx, s.eventsKey(id), from-1, -1)
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", id, err)
@@ -148,7 +150,9 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.List
 	)
 	for offset := int64(0); ; {
 		rng.Offset, rng.Count = offset, batch
-		entries, err := s.client.ZRevRangeByScoreWithScores(ctx, s.index, &rng).Result()
+		entries, err := retry(ctx, func(ctx context.Context) ([]goredis.Z, error) {
+			return s.client.ZRevRangeByScoreWithScores(ctx, s.index, &rng).Result()
+		})
 		if err != nil {
 			return nil, fmt.Errorf("list: %w", err)
 		}
@@ -232,11 +236,13 @@ func settled(found map[string]cairn.SessionInfo, last float64) int {
 // is a session that no longer exists.
 func (s *Store) readMetas(ctx context.Context, entries []goredis.Z) ([]*meta, error) {
 	cmds := make([]*goredis.SliceCmd, len(entries))
-	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, e := range entries {
-			cmds[i] = p.HMGet(ctx, s.metaKey(e.Member.(string)), metaFields...)
-		}
-		return nil
+	_, err := retry(ctx, func(ctx context.Context) ([]goredis.Cmder, error) {
+		return s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i, e := range entries {
+				cmds[i] = p.HMGet(ctx, s.metaKey(e.Member.(string)), metaFields...)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err

@@ -53,7 +53,11 @@ var (
 // index outside the session's script (see the package documentation).
 // Make the client with ContextTimeoutEnabled, as ParseURL does: without it
 // go-redis waits for a silent server until its own read timeout, whatever
-// the context of the call.
+// the context of the call. And make it with MaxRetries -1, as ParseURL
+// does: the store sends a call again after an outage itself, knowing that
+// the reply to the first try was lost; go-redis's own retry of a script
+// cannot know it, and may answer that nothing happened (the session exists,
+// is gone or has moved on, the lease is lost) where the first try did it.
 func New(client goredis.UniversalClient, opts cairn.StoreOptions) (*Store, error) {
 	split := false
 	switch client.(type) {
@@ -131,6 +135,7 @@ func ParseURL(rawURL string) (*goredis.Options, error) {
 	}
 	ropts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	ropts.ContextTimeoutEnabled = true
+	ropts.MaxRetries = -1 // the store retries itself, knowing which answers a lost reply makes ambiguous
 	return ropts, nil
 }
 
@@ -207,5 +212,8 @@ func (s *Store) updateIndex(ctx context.Context, id string, updated time.Time, g
 	if gt {
 		g = "1"
 	}
-	return indexScript.Run(ctx, s.client, []string{s.index}, score(updated), id, s.ttl, g).Err()
+	_, err := retry(ctx, func(ctx context.Context) (any, error) {
+		return indexScript.Run(ctx, s.client, []string{s.index}, score(updated), id, s.ttl, g).Result()
+	})
+	return err
 }

@@ -21,7 +21,12 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 	if err := cairn.ValidateID(id); err != nil {
 		return err
 	}
-	res, err := removeScript.Run(ctx, s.client, s.scriptKeys(id), nanos(s.now()), id, "0").Text()
+	now := nanos(s.now())
+	res, err := change(ctx, func(ctx context.Context) (string, error) {
+		return removeScript.Run(ctx, s.client, s.scriptKeys(id), now, id, "0").Text()
+	}, func(context.Context) (string, bool, error) {
+		return "", false, nil // a deletion leaves no sign of whose it was
+	})
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", id, err)
 	}

@@ -1,6 +1,10 @@
 package redis
 
-import goredis "github.com/redis/go-redis/v9"
+import (
+	"context"
+
+	goredis "github.com/redis/go-redis/v9"
+)
 
 // The Lua scripts below run atomically inside Redis. Each takes the keys of
 // one session (meta hash, events list) and, when the store is not split,
@@ -122,9 +126,9 @@ end
 //
 //	KEYS: meta, events[, index, claims]
 //	ARGV: now, expires_at, ttl, id, score, created_at, updated_at, labels,
-//	      created_score
+//	      created_score, nonce
 //	returns "OK" or "EXISTS"
-var createScript = goredis.NewScript(luaHelpers + `
+var createScript = goredis.NewScript(luaHelpers + callHelpers + `
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local exp = redis.call('HGET', KEYS[1], 'expires_at')
   if not expired(exp, ARGV[1]) then return 'EXISTS' end
@@ -134,6 +138,7 @@ redis.call('HSET', KEYS[1],
   'created_at', ARGV[6], 'updated_at', ARGV[7], 'expires_at', ARGV[2],
   'status', 'new', 'steps', 0, 'first_message', '', 'labels', ARGV[8],
   'last_seq', 0)
+note(ARGV[10], 'OK')
 touch(ARGV[3])
 if KEYS[4] then
   if redis.call('EXISTS', KEYS[3]) == 0 then index(KEYS[4], '-inf', '', ARGV[3], '0') end
@@ -210,6 +215,35 @@ unindex()
 if gone then return 'EXPIRED' end
 return 'DELETED'
 `)
+
+// probeScript looks for the evidence that a call whose reply was lost was
+// applied (see change): the answer the script noted for its nonce (see
+// callHelpers), or, for an append, its events at their seqs.
+//
+//	KEYS: meta, events
+//	ARGV: nonce, expect_seq, new_last_seq, event...
+//	returns the noted answer, "DONE" or "UNKNOWN"
+var probeScript = goredis.NewScript(retryHelpers + callHelpers + `
+local done = seen(ARGV[1])
+if done then return done end
+if #ARGV > 3 then
+  local cur = redis.call('HGET', KEYS[1], 'last_seq')
+  if cur and retried(cur, ARGV[2], ARGV[3], 4) then return 'DONE' end
+end
+return 'UNKNOWN'
+`)
+
+// replyUnknown is probeScript's answer when it finds no evidence.
+const replyUnknown = "UNKNOWN"
+
+// probe runs probeScript for a call on session id whose nonce is n (""
+// for none) and, for an append at expectSeq, whose encoded events are
+// events. found is false when no evidence was found.
+func (s *Store) probe(ctx context.Context, id, n string, expectSeq int64, events []any) (res string, found bool, err error) {
+	args := append([]any{n, expectSeq, expectSeq + int64(len(events))}, events...)
+	res, err = probeScript.Run(ctx, s.client, []string{s.metaKey(id), s.eventsKey(id)}, args...).Text()
+	return res, err == nil && res != replyUnknown, err
+}
 
 // indexScript is the index update of a split store, run after a
 // successful Create or Append (gt "1": scores only rise, since updates of

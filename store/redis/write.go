@@ -35,9 +35,14 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 	if err != nil {
 		return fmt.Errorf("create %s: labels: %w", meta.ID, err)
 	}
-	res, err := createScript.Run(ctx, s.client, s.scriptKeys(meta.ID),
-		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl, meta.ID, score(now),
-		formatTime(created.UTC()), formatTime(now), lj, score(created)).Text()
+	n := nonce()
+	res, err := change(ctx, func(ctx context.Context) (string, error) {
+		return createScript.Run(ctx, s.client, s.scriptKeys(meta.ID),
+			nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl, meta.ID, score(now),
+			formatTime(created.UTC()), formatTime(now), lj, score(created), n).Text()
+	}, func(ctx context.Context) (string, bool, error) {
+		return s.probe(ctx, meta.ID, n, 0, nil)
+	})
 	if err != nil {
 		return fmt.Errorf("create %s: %w", meta.ID, err)
 	}
@@ -76,6 +81,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		hasMsg = "1"
 	}
 	args := make([]any, 0, appendArgs+len(events))
+	evs := make([]any, 0, len(events))
 	args = append(args,
 		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
 		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
@@ -85,9 +91,18 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		if err != nil {
 			return fmt.Errorf("append %s: seq %d: %w", id, e.Seq, err)
 		}
-		args = append(args, b)
+		evs = append(evs, b)
 	}
-	res, err := appendScript.Run(ctx, s.client, s.scriptKeys(id), args...).Text()
+	args = append(args, evs...)
+	res, err := change(ctx, func(ctx context.Context) (string, error) {
+		return appendScript.Run(ctx, s.client, s.scriptKeys(id), args...).Text()
+	}, func(ctx context.Context) (string, bool, error) {
+		res, found, err := s.probe(ctx, id, "", expectSeq, evs)
+		if found {
+			res = replyOK // the first try's: it wrote, the index follows
+		}
+		return res, found, err
+	})
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
