@@ -87,22 +87,32 @@ func randomOutage(t *testing.T, r *outageRig, mode, id string) {
 	cuts := <-cutter
 	took := time.Since(begin).Round(time.Millisecond)
 	resume := func() {
-		again, err := newAgent().Resume(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
+		for try := 1; ; try++ {
+			again, err := newAgent().Resume(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res2 *agent.Result
+			if again.State().Status == cairn.StatusNew {
+				// The cut hit the run's first append: nothing of it was
+				// stored, so there is no run to resume; run it again.
+				res2, err = again.Run(t.Context(), "Run the script.")
+			} else {
+				res2, err = again.ResumeRun(t.Context())
+			}
+			if errors.Is(err, cairn.ErrConflict) && try < 3 {
+				// The server applied the stopped run's last write, which
+				// was on the wire when the cut came, after this resume
+				// loaded the session: load it again.
+				t.Logf("%s: resume: %v; again", id, err)
+				continue
+			}
+			if err != nil || res2.Status != cairn.StatusCompleted {
+				t.Fatalf("%s: resume: %+v, %v", id, res2, err)
+			}
+			checkStored(t, r.direct, again)
+			return
 		}
-		var res2 *agent.Result
-		if again.State().Status == cairn.StatusNew {
-			// The cut hit the run's first append: nothing of it was
-			// stored, so there is no run to resume; run it again.
-			res2, err = again.Run(t.Context(), "Run the script.")
-		} else {
-			res2, err = again.ResumeRun(t.Context())
-		}
-		if err != nil || res2.Status != cairn.StatusCompleted {
-			t.Fatalf("%s: resume: %+v, %v", id, res2, err)
-		}
-		checkStored(t, r.direct, again)
 	}
 	switch {
 	case err == nil:
