@@ -257,16 +257,9 @@ func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, start ti
 // onDuplicate handles an insert of docs that met a position already held.
 // If the session moved past expectSeq (or is gone) that is a plain
 // conflict (or ErrNotFound), unless the session holds docs exactly at
-// their seqs (errRetried). If it has not, the holder is uncommitted: a
-// writer still between its insert and its commit, or one that died there.
-//
-// An uncommitted holder is dead when its documents are older than
-// StaleAfter, were written by this store's own failed appends (see
-// discard: the calls that wrote them have returned), or were written
-// before the session's fence (their commit cannot match). When every
-// holder is dead, the session's fence is raised to now, so that no append
-// that began before can still commit, those documents are removed and
-// errStrays asks the caller to try again.
+// their seqs (errRetried). If it has not, the position is held by another
+// call that has not committed (see clear): when that holder is dead, its
+// documents are removed and errStrays asks the caller to try again.
 //
 // While a live writer holds the position, the answer is not known yet:
 // ErrConflict would name an append that has not happened, and may never
@@ -277,62 +270,193 @@ func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, start ti
 // cairn.ErrUnavailable: nothing of the call was written, but whether it
 // conflicts is unknown.
 func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64, docs []eventDoc) error {
-	deadline := time.Now().Add(CommitWait)
-	pause := time.Millisecond
+	w := newWaiter()
 	for {
-		var doc struct {
-			LastSeq int64 `bson:"last_seq"`
-			Fence   int64 `bson:"fence"`
-		}
-		err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
-			options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}})).Decode(&doc)
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			return cairn.ErrNotFound
-		}
+		doc, err := s.head(ctx, liveFilter(id, s.now()))
 		if err != nil {
 			return err
 		}
 		if doc.LastSeq != expectSeq {
 			return s.retried(ctx, id, doc.LastSeq, expectSeq, docs)
 		}
-		wall := time.Now()
-		above := bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: doc.LastSeq}}}}
-		own := s.ownLeftovers(id)
-		dead := bson.A{
-			bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(wall.Add(-StaleAfter))}}}},
-			bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: fencedBefore(doc.Fence)}}}},
-		}
-		if len(own) > 0 {
-			dead = append(dead, bson.D{{Key: "token", Value: bson.D{{Key: "$in", Value: own}}}})
-		}
-		fresh, err := s.events.CountDocuments(ctx, append(slices.Clone(above), bson.E{Key: "$nor", Value: dead}))
+		free, err := s.clear(ctx, id, doc, "")
 		if err != nil {
 			return err
 		}
-		if fresh == 0 {
-			res, err := s.sessions.UpdateOne(ctx,
-				bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: doc.LastSeq}},
-				bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: wall.UnixNano()}}}})
-			if err != nil {
-				return err
-			}
-			if res.MatchedCount == 0 {
-				continue // the session moved meanwhile: look again
-			}
-			if _, err := s.events.DeleteMany(ctx, append(slices.Clone(above), bson.E{Key: "$or", Value: dead})); err != nil {
-				return err
-			}
-			s.forget(id, own)
+		if free {
 			return errStrays
 		}
-		// Another writer is between its insert and its commit.
-		if !time.Now().Before(deadline) {
-			return fmt.Errorf("%w: seq %d is held by another append that has not committed in %s", cairn.ErrUnavailable, expectSeq+1, CommitWait)
+		if err := w.wait(ctx); err != nil {
+			return fmt.Errorf("%w: seq %d is held by another call that has not committed: %w", cairn.ErrUnavailable, expectSeq+1, err)
 		}
-		if err := sleep(ctx, min(pause, time.Until(deadline))); err != nil {
-			return fmt.Errorf("%w: seq %d is held by another append that has not committed: %w", cairn.ErrUnavailable, expectSeq+1, err)
+	}
+}
+
+// headDoc is what the position rules read of a session document.
+type headDoc struct {
+	LastSeq int64 `bson:"last_seq"`
+	Fence   int64 `bson:"fence"`
+}
+
+// head reads the last seq and the fence of the session document filter
+// matches; ErrNotFound when none does.
+func (s *Store) head(ctx context.Context, filter bson.D) (headDoc, error) {
+	var doc headDoc
+	err := s.sessions.FindOne(ctx, filter,
+		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}})).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return doc, cairn.ErrNotFound
+	}
+	return doc, err
+}
+
+// clear looks at the documents above the last seq of session id (doc):
+// an uncommitted append's events, or a hold (see hold). It reports free
+// when none is left: there were none, or every one was dead and has been
+// removed. A holder is dead when its documents are older than StaleAfter,
+// were written by this store's own failed calls (see discard: the calls
+// that wrote them have returned), or are an append's written before the
+// session's fence (their commit cannot match; a hold commits nothing, so
+// the fence says nothing of it). Before removing dead documents the
+// session's fence is raised to now, so that no append that began before
+// can still commit.
+//
+// The documents of the token mine (a hold's own) are left out: neither in
+// the way, nor removed.
+func (s *Store) clear(ctx context.Context, id string, doc headDoc, mine string) (free bool, err error) {
+	above := bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: doc.LastSeq}}}}
+	if mine != "" {
+		above = append(above, bson.E{Key: "token", Value: bson.D{{Key: "$ne", Value: mine}}})
+	}
+	n, err := s.events.CountDocuments(ctx, above)
+	if err != nil || n == 0 {
+		return err == nil, err // the holder gave up: the position is free
+	}
+	wall := time.Now()
+	own := s.ownLeftovers(id)
+	dead := bson.A{
+		bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(wall.Add(-StaleAfter))}}}},
+		bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: fencedBefore(doc.Fence)}}}, {Key: "hold", Value: bson.D{{Key: "$ne", Value: true}}}},
+	}
+	if len(own) > 0 {
+		dead = append(dead, bson.D{{Key: "token", Value: bson.D{{Key: "$in", Value: own}}}})
+	}
+	fresh, err := s.events.CountDocuments(ctx, append(slices.Clone(above), bson.E{Key: "$nor", Value: dead}))
+	if err != nil || fresh > 0 {
+		return false, err // another call is between its insert and its commit
+	}
+	res, err := s.sessions.UpdateOne(ctx,
+		bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: doc.LastSeq}},
+		bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: wall.UnixNano()}}}})
+	if err != nil || res.MatchedCount == 0 {
+		return false, err // the session moved meanwhile: look again
+	}
+	if _, err := s.events.DeleteMany(ctx, append(slices.Clone(above), bson.E{Key: "$or", Value: dead})); err != nil {
+		return false, err
+	}
+	s.forget(id, own)
+	return true, nil
+}
+
+// waiter paces the polls of a call that waits for another to finish, for
+// at most CommitWait.
+type waiter struct {
+	deadline time.Time
+	pause    time.Duration
+}
+
+func newWaiter() *waiter {
+	return &waiter{deadline: time.Now().Add(CommitWait), pause: time.Millisecond}
+}
+
+// wait sleeps until the next poll; an error when CommitWait has passed or
+// ctx ended.
+func (w *waiter) wait(ctx context.Context) error {
+	if !time.Now().Before(w.deadline) {
+		return fmt.Errorf("not within %s", CommitWait)
+	}
+	if err := sleep(ctx, min(w.pause, time.Until(w.deadline))); err != nil {
+		return err
+	}
+	w.pause = min(2*w.pause, 50*time.Millisecond)
+	return nil
+}
+
+// hold takes the position after the last seq of session id, whose
+// document must match cond, the way an append's first event document
+// takes it, and returns that last seq and the release of the hold.
+//
+// FerretDB applies an update as a read of the whole document and a later
+// write of the whole document: two updates of one session document at
+// once can lose one (a takeover undid a commit that had been acknowledged;
+// a deletion's mark was undone). Appends are kept apart by their event
+// documents' positions; every other write of the session document while
+// the session lives (a lease taken, a deletion) first takes the position
+// with a hold document, so that no append commits meanwhile, and writes
+// with last_seq in its filter. An append that meets a hold waits for it,
+// as for any uncommitted append.
+//
+// When a live append holds the position, hold takes the one after it as
+// well, so that the appends that follow wait for the hold rather than
+// pass it again and again, and waits for that append to commit (the
+// position taken is then the next) or to give up (it takes that position
+// too). It waits at most CommitWait and never past ctx: then the error
+// wraps cairn.ErrUnavailable. ErrNotFound when no document matches cond.
+func (s *Store) hold(ctx context.Context, id string, cond bson.D) (int64, func(), error) {
+	w := newWaiter()
+	token := "hold-" + newToken()
+	release := func() { s.discard(ctx, id, token) }
+	take := func(seq int64) (bool, error) {
+		_, err := s.events.InsertOne(ctx, eventDoc{Session: id, Seq: seq, Token: token, WrittenAt: bson.NewDateTimeFromTime(time.Now()), Hold: true})
+		if mongo.IsDuplicateKeyError(err) {
+			return false, nil
 		}
-		pause = min(2*pause, 50*time.Millisecond)
+		return err == nil, err
+	}
+	held := map[int64]bool{} // the positions this hold has taken
+	seen := int64(-1)
+	for {
+		doc, err := s.head(ctx, append(bson.D{{Key: "_id", Value: id}}, cond...))
+		if err != nil {
+			release()
+			return 0, nil, err
+		}
+		if doc.LastSeq < 0 {
+			release()
+			return doc.LastSeq, func() {}, nil // no append can commit: nothing to hold
+		}
+		// The position after the next first: an append that comes
+		// meanwhile can take the next, commit, and then waits for the
+		// hold, so appends cannot pass it again and again.
+		next := doc.LastSeq + 1
+		for _, p := range []int64{next + 1, next} {
+			if !held[p] {
+				if held[p], err = take(p); err != nil {
+					release()
+					return 0, nil, err
+				}
+			}
+		}
+		if held[next] {
+			return doc.LastSeq, release, nil
+		}
+		// Another call holds the next position: wait for it, unless it
+		// is dead (then clear removes it).
+		free, err := s.clear(ctx, id, doc, token)
+		if err != nil {
+			release()
+			return 0, nil, err
+		}
+		if free {
+			continue
+		}
+		if doc.LastSeq != seen {
+			seen, w.pause = doc.LastSeq, time.Millisecond // the session moved on: look again soon
+		}
+		if err := w.wait(ctx); err != nil {
+			release()
+			return 0, nil, fmt.Errorf("%w: seq %d is held by another call that has not committed: %w", cairn.ErrUnavailable, next, err)
+		}
 	}
 }
 

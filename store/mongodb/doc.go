@@ -118,6 +118,25 @@
 // or stepping down) wraps cairn.ErrUnavailable; the server's other answers
 // do not.
 //
+// # Holds: the other writes of a session document
+//
+// FerretDB applies an update as a read of the whole document and a later
+// write of the whole document, with no lock between: two updates of one
+// document at once can lose one. A takeover's write of the session
+// document (its token and fence) that raced a commit undid the commit, an
+// append already acknowledged; a Delete's mark could be undone the same
+// way. Commits are kept apart from each other by their events' positions.
+// Every other write of a live session's document (Acquire and Takeover
+// recording their lease, Delete and Sweep marking it erased) first takes
+// the session's next position with a hold document ({session, seq: last
+// seq + 1, hold: true}), writes with last_seq in its filter, and removes
+// the hold. An append that meets a hold waits for it as for any
+// uncommitted append. A hold that meets an uncommitted append takes the
+// position after it too, so that the appends that follow wait for the hold
+// rather than pass it again and again, and waits (at most CommitWait) for
+// that append to commit or give up. A hold left by a process that died is
+// removed after StaleAfter, as a dead writer's events are.
+//
 // # Create, Delete and the states between
 //
 // Create inserts the session document with last_seq -1 ("creating") and a

@@ -94,9 +94,10 @@ func decodeLabels(pairs []string) map[string]string {
 type eventDoc struct {
 	Session   string        `bson:"session"`
 	Seq       int64         `bson:"seq"`
-	Token     string        `bson:"token"`      // the Append call that wrote it
-	WrittenAt bson.DateTime `bson:"written_at"` // real clock, for the stale rule
-	Event     []byte        `bson:"event"`      // the JSON envelope
+	Token     string        `bson:"token"`          // the Append call that wrote it
+	WrittenAt bson.DateTime `bson:"written_at"`     // real clock, for the stale rule
+	Event     []byte        `bson:"event"`          // the JSON envelope
+	Hold      bool          `bson:"hold,omitempty"` // a hold of the position, no event (see hold)
 }
 
 // liveFilter matches the live session id at now.
@@ -111,6 +112,12 @@ func live(now time.Time) bson.D {
 		{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: 0}}},
 		{Key: "expires_ns", Value: bson.D{{Key: "$gt", Value: now.UnixNano()}}},
 	}
+}
+
+// atSeq adds to filter, which may have conditions on last_seq of its own,
+// that last_seq is last.
+func atSeq(filter bson.D, last int64) bson.D {
+	return append(filter[:len(filter):len(filter)], bson.E{Key: "$and", Value: bson.A{bson.D{{Key: "last_seq", Value: last}}}})
 }
 
 // expiry returns the expires_ns and expires_at of a session updated at now.

@@ -128,19 +128,33 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 		if err != nil {
 			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
 		}
-		res, err := s.sessions.UpdateOne(ctx, liveFilter(id, now), bson.D{
-			{Key: "$max", Value: bson.D{{Key: "lease_token", Value: tok}, {Key: "fence", Value: time.Now().UnixNano()}}},
-			{Key: "$set", Value: bson.D{{Key: "lease_expires_ns", Value: exp.UnixNano()}}},
-		})
-		if err == nil && res.MatchedCount == 0 {
-			err = cairn.ErrNotFound
-		}
-		if err != nil {
+		if err := s.recordLease(ctx, id, now, tok, exp); err != nil {
 			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
 		}
 		return cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp}, nil
 	}
 	return cairn.Lease{}, fmt.Errorf("acquire %s: the lease changed hands five times; try again", id)
+}
+
+// recordLease records a lease just taken in the session document: its
+// token (raised with $max), a fence at the real clock's now, so that no
+// append that began before can commit, and the expiry hint. It holds the
+// session's next position meanwhile (see hold), so that no commit races
+// the write.
+func (s *Store) recordLease(ctx context.Context, id string, now time.Time, tok int64, exp time.Time) error {
+	last, release, err := s.hold(ctx, id, live(now))
+	if err != nil {
+		return err
+	}
+	defer release()
+	res, err := s.sessions.UpdateOne(ctx, atSeq(liveFilter(id, now), last), bson.D{
+		{Key: "$max", Value: bson.D{{Key: "lease_token", Value: tok}, {Key: "fence", Value: time.Now().UnixNano()}}},
+		{Key: "$set", Value: bson.D{{Key: "lease_expires_ns", Value: exp.UnixNano()}}},
+	})
+	if err == nil && res.MatchedCount == 0 {
+		err = cairn.ErrNotFound
+	}
+	return err
 }
 
 // mine returns the lease document if lease is still the session's, or an

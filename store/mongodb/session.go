@@ -210,6 +210,9 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 // erase removes session id, whose document must also match cond, with all
 // its events, and reports whether it matched.
 //
+// While the session lives, the mark is written under a hold of the
+// session's next position (see hold), so that no commit races it.
+//
 // The mark (last_seq erasing, busy_since the eraser's real clock, to the
 // millisecond) is the erasure's cut: it removes the documents written up
 // to the mark, and then the document so marked, nothing else. A Create may
@@ -220,8 +223,16 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 // written after the mark (an append racing the Delete, which cannot
 // commit) are left to the next Create of the ID or to Sweep.
 func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error) {
+	last, release, err := s.hold(ctx, id, cond)
+	if errors.Is(err, cairn.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	mark := bson.NewDateTimeFromTime(time.Now())
-	res, err := s.sessions.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: id}}, cond...),
+	res, err := s.sessions.UpdateOne(ctx, atSeq(append(bson.D{{Key: "_id", Value: id}}, cond...), last),
 		bson.D{{Key: "$set", Value: bson.D{
 			{Key: "last_seq", Value: seqErasing},
 			{Key: "busy_since", Value: mark},

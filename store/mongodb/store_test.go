@@ -433,3 +433,67 @@ func TestStore_ClosedNew(t *testing.T) {
 		t.Errorf("Sweep after Close: got %v, want ErrClosed", err)
 	}
 }
+
+// TestStore_LeaseKeepsCommits takes a session's lease over and over while
+// another store appends to it, and checks that every append acknowledged
+// is in the history. FerretDB writes an update as a whole document read
+// before: a takeover's write of the session document that raced a commit
+// undid the commit (an acknowledged append lost), until lease changes held
+// the session's next position as appends do.
+func TestStore_LeaseKeepsCommits(t *testing.T) {
+	ns := newNamespace()
+	a := openStore(t, cairn.StoreOptions{Namespace: ns})
+	b, err := mongodb.Open(t.Context(), serverURI(t), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	create(t, a, "k")
+	const rounds = 100
+	done, stop := make(chan struct{}), make(chan struct{})
+	var takeovers int
+	var terr error
+	go func() {
+		defer close(done)
+		for range rounds {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, terr = b.Takeover(t.Context(), "k", "taker", time.Minute); terr != nil {
+				return
+			}
+			takeovers++
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-done
+		if terr != nil {
+			t.Errorf("Takeover: %v", terr)
+		}
+	}()
+	var acked []string
+	for i := int64(0); ; i++ {
+		select {
+		case <-done:
+			if got := tags(t, load(t, a, "k").Events); fmt.Sprint(got) != fmt.Sprint(acked) {
+				t.Fatalf("after %d takeovers the history is %v, want the %d appends acknowledged: %v", takeovers, got, len(acked), acked)
+			}
+			return
+		default:
+		}
+		last := int64(len(acked))
+		tag := fmt.Sprintf("e%d", i)
+		err := a.Append(t.Context(), "k", last, storetest.Custom(last+1, tag))
+		switch {
+		case err == nil:
+			acked = append(acked, tag)
+		case errors.Is(err, cairn.ErrConflict):
+			t.Fatalf("append at seq %d, the last this writer saw: %v, and it is the only writer", last, err)
+		case !cairn.IsUnavailable(err):
+			t.Fatalf("append: %v", err)
+		}
+	}
+}
