@@ -228,19 +228,25 @@ func (s *Store) forget(id string, tokens []string) {
 // clock) matched nothing, from the session document as it is now:
 // ErrNotFound for a session that is missing, expired or being erased;
 // ErrConflict for one at another seq; errFenced for one at expectSeq
-// behind a fence raised since start. A session at expectSeq behind no such
-// fence was not live at expectSeq when the commit ran (the fence only
-// grows), and a session's seq never goes back: it was missing, being
-// created, or deleted and created again since, so the answer is
-// ErrNotFound, which takes effect at the commit, never a conflict with a
-// session that is at the seq expected.
+// behind a fence raised since start by a lease taken or a cleanup.
+//
+// A session at expectSeq whose Create began after the append did (born,
+// on the creator's real clock, is past start) was missing, or another
+// session, for a while since: ErrNotFound, which takes effect before that
+// Create, never a conflict with a session at the seq expected, nor an
+// append into a session that did not exist when it was asked for. Nor was
+// a session at expectSeq behind no fence raised since start live at
+// expectSeq when the commit ran (the fence only grows, and a session's seq
+// never goes back): it was being created or deleted and created again,
+// ErrNotFound too.
 func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, start time.Time) error {
 	var doc struct {
 		LastSeq int64 `bson:"last_seq"`
 		Fence   int64 `bson:"fence"`
+		Born    int64 `bson:"born"`
 	}
 	err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
-		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}})).Decode(&doc)
+		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}, {Key: "born", Value: 1}})).Decode(&doc)
 	switch {
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return cairn.ErrNotFound
@@ -248,6 +254,8 @@ func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, start ti
 		return err
 	case doc.LastSeq != expectSeq:
 		return cairn.ErrConflict
+	case doc.Born >= start.UnixNano():
+		return cairn.ErrNotFound
 	case doc.Fence >= start.UnixNano():
 		return errFenced
 	}

@@ -43,7 +43,8 @@ type sessionDoc struct {
 	Labels       []string       `bson:"labels"` // each a JSON array [key, value]
 	Fence        int64          `bson:"fence"`  // appends that began before this (real clock, ns) cannot commit
 	BusySince    *bson.DateTime `bson:"busy_since,omitempty"`
-	Incarnation  string         `bson:"inc,omitempty"` // random, new with each Create of the ID
+	Incarnation  string         `bson:"inc,omitempty"`  // random, new with each Create of the ID
+	Born         int64          `bson:"born,omitempty"` // when its Create began (real clock, ns)
 }
 
 // info returns the SessionInfo the document holds.

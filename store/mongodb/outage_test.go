@@ -172,3 +172,37 @@ func TestOutage_Codes(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_AppendBeforeCreate: an append to a session that does not
+// exist inserts its event documents, and before its commit runs the
+// session is created. The append was asked of a missing session: it
+// answers ErrNotFound (it takes effect before the Create), neither a
+// conflict with a session at the seq it expected nor events written into
+// the new session.
+func TestStore_AppendBeforeCreate(t *testing.T) {
+	p := fault.StartProxy(t, serverURI(t))
+	ns := newNamespace()
+	s, err := mongodb.Open(t.Context(), p.URL(serverURI(t)), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	direct := openStore(t, cairn.StoreOptions{Namespace: ns})
+	p.StallReplies()
+	done := make(chan error, 1)
+	go func() {
+		done <- testenv.Bounded(t, 20*time.Second, "Append", func(ctx context.Context) error {
+			return s.Append(ctx, "late", 0, storetest.Custom(1, "before the create"))
+		})
+	}()
+	fault.Until(t, 10*time.Second, "the insert's reply", func() (bool, error) { return p.Held() > 0, nil })
+	create(t, direct, "late")
+	p.Release()
+	err = <-done
+	if !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("Append to a session created while it ran: got %v, want ErrNotFound", err)
+	}
+	if rec := load(t, direct, "late"); len(rec.Events) != 0 {
+		t.Errorf("the session created after the append was asked holds %d events, want 0", len(rec.Events))
+	}
+}

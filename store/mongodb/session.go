@@ -124,6 +124,7 @@ func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor in
 		Status:      string(cairn.StatusNew),
 		Labels:      encodeLabels(meta.Labels),
 		Fence:       fence,
+		Born:        wall.UnixNano(),
 		BusySince:   &busy,
 		Incarnation: newToken(),
 	}
