@@ -41,7 +41,7 @@ func TestChat_PTY(t *testing.T) {
 	first.expect("cairn chat --resume")
 
 	second := startPTY(t, bin, work, "chat", "--resume")
-	second.expect("resuming")
+	second.expect("message(s) so far")
 	second.expect("> ")
 	second.send("What is my name?\r")
 	second.expect(`Before that you told me "Hello, my name is Ada"`)
@@ -62,13 +62,21 @@ type ptyProc struct {
 	done chan struct{}
 }
 
+// startPTY starts cairn in a pseudo-terminal that edits nothing itself
+// (TERM=dumb): the line editor stays off.
 func startPTY(t *testing.T, bin, dir string, args ...string) *ptyProc {
+	return startTerm(t, "dumb", bin, dir, args...)
+}
+
+// startTerm starts cairn in a pseudo-terminal of 24 rows and 100 columns
+// whose TERM is term.
+func startTerm(t *testing.T, term, bin, dir string, args ...string) *ptyProc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	home := filepath.Join(dir, ".home")
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "XDG_DATA_HOME="+home+"/.local/share", "TERM=dumb")
-	f, err := pty.Start(cmd)
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "XDG_DATA_HOME="+home+"/.local/share", "TERM="+term)
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 100})
 	if err != nil {
 		t.Fatalf("start %v in a pty: %v", args, err)
 	}
@@ -142,6 +150,12 @@ func (p *ptyProc) send(s string) {
 
 func (p *ptyProc) wait() int {
 	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second): // a guard against a hang, not a measure
+		_ = p.cmd.Process.Kill()
+		p.t.Fatalf("the process did not end; output:\n%s", p.output())
+	}
 	err := p.cmd.Wait()
 	<-p.done
 	var ee *exec.ExitError

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +23,13 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"cairn": func() { os.Exit(run(os.Args[1:])) },
+		// cairnexit N ARGS... runs cairn ARGS... and succeeds when it exits
+		// with status N, so that scripts check the documented statuses.
+		"cairnexit": cairnExit,
+		// jsonone FILE succeeds when FILE holds exactly one JSON document.
+		"jsonone": jsonOne,
+		// jsonlines FILE succeeds when every line of FILE is a JSON object.
+		"jsonlines": jsonLines,
 		// jsonfield FILE KEY prints one top-level field of a JSON object,
 		// canonicalised, so scripts can compare parts of --json output.
 		"jsonfield": jsonField,
@@ -164,6 +175,56 @@ func appendPlain() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func cairnExit() {
+	want, err := strconv.Atoi(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "usage: cairnexit N ARGS...")
+		os.Exit(2)
+	}
+	if got := run(os.Args[2:]); got != want {
+		fmt.Fprintf(os.Stderr, "cairnexit: cairn exited %d, want %d\n", got, want)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func jsonOne() {
+	data, err := os.ReadFile(os.Args[1])
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		var v any
+		if err = dec.Decode(&v); err == nil {
+			if _, more := dec.Token(); more != io.EOF {
+				err = fmt.Errorf("more than one JSON document (or text after it): %q", data)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jsonone:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func jsonLines() {
+	data, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jsonlines:", err)
+		os.Exit(1)
+	}
+	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if line == "" && i == 0 {
+			break // no line at all
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			fmt.Fprintf(os.Stderr, "jsonlines: line %d is not a JSON object: %q\n", i+1, line)
+			os.Exit(1)
+		}
 	}
 	os.Exit(0)
 }
