@@ -159,12 +159,24 @@ func (s *Store) recordLease(ctx context.Context, id string, now time.Time, tok i
 
 // mine returns the lease document if lease is still the session's, or an
 // error: ErrNotFound for a missing session, ErrLeaseLost otherwise.
+//
+// The lease documents are read after the session document: a lease that
+// is not the caller's may be a session deleted between the two reads
+// (Delete removes the lease documents after it marks the session), so the
+// session is looked at again before the lease is said to be lost.
 func (s *Store) mine(ctx context.Context, id string, lease cairn.Lease) (*leaseDoc, error) {
 	cur, err := s.readLease(ctx, id, s.now())
 	if err != nil {
 		return nil, err
 	}
 	if cur == nil || cur.Released || lease.Session != id || cur.Token != lease.Token {
+		n, err := s.sessions.CountDocuments(ctx, liveFilter(id, s.now()))
+		if err == nil && n == 0 {
+			err = cairn.ErrNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
 		return nil, cairn.ErrLeaseLost
 	}
 	return cur, nil
