@@ -108,7 +108,7 @@ func doctor(ctx context.Context, app *cli.App) []check {
 	if cfg.Enabled() && (st.OK || errors.Is(storeErr, cairn.ErrDamaged)) {
 		checks = append(checks, dataChecks(ctx, app, u)...)
 	}
-	checks = append(checks, modelCheck(app))
+	checks = append(checks, modelCheck(ctx, app))
 	checks = append(checks, mcpChecks(ctx, app)...)
 	return checks
 }
@@ -250,15 +250,16 @@ func lockCheck(ctx context.Context, s cairn.Store, u, ns string) (check, bool) {
 		Fix: "they lose nothing and hold nothing back; remove them (the ID.lock files named) when no cairn command runs on this store"}, true
 }
 
-func modelCheck(app *cli.App) check {
+func modelCheck(ctx context.Context, app *cli.App) check {
 	cfg, _ := app.Config()
 	ch := check{Name: "model", Detail: cfg.ModelSpec()}
-	if err := cli.CheckModel(cfg, app.Getenv); err != nil {
+	detail, err := cli.TryModel(ctx, cfg)
+	if err != nil {
 		_, hint, _ := cli.Describe(err)
-		ch.Detail, ch.Fix = err.Error(), hint
+		ch.Detail, ch.Fix = cfg.ModelSpec()+": "+err.Error(), hint
 		return ch
 	}
-	ch.OK = true
+	ch.OK, ch.Detail = true, cfg.ModelSpec()+": "+detail
 	return ch
 }
 

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -41,6 +42,11 @@ func run(args []string) int {
 		err = &cli.Error{Err: err, Hint: "see `" + commandPath(root, args) + " --help`", Code: cli.ExitUsage}
 	}
 	msg, hint, code := cli.Describe(err)
+	if app.Flags.JSON {
+		// Under --json stderr holds JSON lines: the error is one of them.
+		_ = json.NewEncoder(os.Stderr).Encode(map[string]any{"level": "ERROR", "msg": msg, "hint": hint, "exit": code})
+		return code
+	}
 	fmt.Fprintf(os.Stderr, "cairn: %s\nhint: %s\n", msg, hint)
 	return code
 }
@@ -113,8 +119,15 @@ the offline model answers, so cairn works with no API key and no server.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &cli.Error{Err: err, Hint: "see `" + c.CommandPath() + " --help`", Code: cli.ExitUsage}
 	})
-	root.AddCommand(newSessionsCmd(app))
+	root.AddCommand(newSessionsCmd(app), newVersionCmd(app))
 	addRuntimeCommands(root, app)
+	addCompletions(root, app)
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if app.Flags.JSON && !jsonCommand(c) {
+			return cli.Usage("run it without --json", "%s prints nothing for a program to read; --json does not apply", c.CommandPath())
+		}
+		return nil
+	}
 	return root
 }
 
@@ -126,4 +139,17 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// jsonCommand reports whether --json applies to a command: every command
+// that prints data, and the long-running ones whose logs it makes JSON;
+// not the chat (a conversation), the completion scripts nor help.
+func jsonCommand(c *cobra.Command) bool {
+	for p := c; p != nil; p = p.Parent() {
+		switch p.Name() {
+		case "chat", "completion", "help", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+			return false
+		}
+	}
+	return true
 }

@@ -11,8 +11,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/config"
@@ -140,7 +142,7 @@ func (a *App) OpenURL(ctx context.Context, rawURL string) (cairn.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := crypt.Open(ctx, rawURL, opts, ring)
+	s, err := crypt.Open(ctx, withTimeouts(rawURL), opts, ring)
 	if err != nil {
 		if errors.Is(err, crypt.ErrEncrypted) {
 			return nil, Fail(fmt.Errorf("open store %s: %w", cairn.RedactURL(rawURL), err), EncryptedHint(err))
@@ -182,11 +184,55 @@ func (a *App) Keyring() (*crypt.Keyring, error) {
 	return crypt.NewKeyring(k)
 }
 
+// connectTimeout bounds how long a command waits for a store server that
+// does not answer, unless its URL says otherwise.
+const connectTimeout = 5 * time.Second
+
+// withTimeouts adds to a server store's URL the timeouts that make a
+// command fail within seconds when the server is down or out of reach
+// (MongoDB's driver would wait 30 s for a server to select; pgx waits as
+// long as the network does), unless the URL sets them.
+func withTimeouts(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	var key, val string
+	switch strings.ToLower(u.Scheme) {
+	case "mongodb", "mongodb+srv":
+		key, val = "serverSelectionTimeoutMS", strconv.Itoa(int(connectTimeout.Milliseconds()))
+	case "postgres", "postgresql":
+		key, val = "connect_timeout", strconv.Itoa(int(connectTimeout.Seconds()))
+	default:
+		return rawURL
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.EqualFold(k, key) {
+			return rawURL
+		}
+	}
+	sep := "?"
+	if u.RawQuery != "" || strings.HasSuffix(rawURL, "?") {
+		sep = "&"
+	}
+	if strings.HasSuffix(rawURL, "?") || strings.HasSuffix(rawURL, "&") {
+		sep = ""
+	}
+	return rawURL + sep + key + "=" + val
+}
+
 func storeHint(rawURL string, err error) string {
 	if errors.Is(err, cairn.ErrInvalidID) {
 		return "a namespace is 1-128 characters of A-Z a-z 0-9 _ -"
 	}
 	scheme, _, _ := strings.Cut(rawURL, ":")
+	switch {
+	case errors.Is(err, cairn.ErrDamaged) && (scheme == "sqlite" || scheme == "file"):
+		return "that is not a cairn store, or it is damaged: give another path, or restore it from a backup; `cairn doctor` says what is wrong"
+	case errors.Is(err, os.ErrPermission):
+		return "check that the path is writable by you"
+	}
 	switch scheme {
 	case "postgres", "postgresql":
 		return "is PostgreSQL running and reachable at that address? `cairn doctor` checks"
@@ -195,7 +241,7 @@ func storeHint(rawURL string, err error) string {
 	case "mongodb", "mongodb+srv":
 		return "is the MongoDB server running and reachable at that address? `cairn doctor` checks"
 	case "sqlite", "file":
-		return "check that the path is writable"
+		return "check the path: its folder must be writable, and the file a SQLite database (sqlite) or a folder of sessions (file)"
 	}
 	return "store URLs look like sqlite:///.cairn/cairn.db, file:///path, postgres://…, redis://…, mongodb://…, memory:"
 }

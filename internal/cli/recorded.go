@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/config"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
 )
@@ -78,4 +81,51 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// modelTryTimeout bounds the call TryModel makes.
+const modelTryTimeout = 30 * time.Second
+
+// TryModel checks the configured model the way a run would use it: it
+// builds it (credentials present, script valid) and, for a model behind a
+// server (openai, anthropic), makes one short call, so that a wrong key,
+// model name or server is found now. It returns what it found.
+func TryModel(ctx context.Context, cfg *config.Config) (string, error) {
+	m, err := NewModel(cfg)
+	if err != nil {
+		return "", err
+	}
+	switch cfg.Model.Provider {
+	case "openai", "anthropic":
+	default:
+		return "ready (no server to reach)", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, modelTryTimeout)
+	defer cancel()
+	t0 := time.Now()
+	_, err = m.Generate(ctx, &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleUser, Content: "Reply with the word OK."}}})
+	if err != nil {
+		return "", Fail(fmt.Errorf("a test call failed: %w", err), tryHint(cfg.Model.Provider, err))
+	}
+	return fmt.Sprintf("answered a test call in %s", time.Since(t0).Round(time.Millisecond)), nil
+}
+
+// tryHint is the hint for a failed test call of a model.
+func tryHint(provider string, err error) string {
+	msg := strings.ToLower(err.Error())
+	keyVar, urlVar := "OPENAI_API_KEY", "OPENAI_BASE_URL"
+	if provider == "anthropic" {
+		keyVar, urlVar = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
+	}
+	switch {
+	case strings.Contains(msg, "401") || strings.Contains(msg, "403") || strings.Contains(msg, "api key") ||
+		strings.Contains(msg, "api_key") || strings.Contains(msg, "authentication") || strings.Contains(msg, "unauthorized"):
+		return "the server refused the key: check " + keyVar
+	case strings.Contains(msg, "404") || strings.Contains(msg, "not_found") || strings.Contains(msg, "does not exist"):
+		return "the server does not know that model: check the name (--model " + provider + ":NAME)"
+	case cairn.IsUnavailable(err) || strings.Contains(msg, "dial tcp") || strings.Contains(msg, "no such host") ||
+		strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline exceeded"):
+		return "the model's server did not answer: check the network, and " + urlVar + " or model.base_url if set"
+	}
+	return "check the model's name, key and server; --model offline works without any"
 }
