@@ -108,6 +108,12 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, translate(err))
 		}
+		if force {
+			// A takeover matches any live session: none was there when
+			// the UPDATE ran. Reading why would find a session created
+			// since, and its lease, and answer a takeover "held".
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, cairn.ErrNotFound)
+		}
 		var (
 			who   string
 			until *time.Time

@@ -252,3 +252,52 @@ func TestTranslate_Codes(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_TakeoverBeforeCreate: a takeover of a session that does not
+// exist matches no row, and before it reads why, the session is created
+// and its lease taken. The takeover was asked of a missing session: it
+// answers ErrNotFound (it takes effect before the Create), never "held",
+// which a takeover never is.
+func TestStore_TakeoverBeforeCreate(t *testing.T) {
+	p := fault.StartProxy(t, dsn(t))
+	ns := "t_" + randHex(t)
+	dropSchemaLater(t, ns)
+	s, err := postgres.Open(t.Context(), p.URL(dsn(t)), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	direct := open(t, cairn.StoreOptions{Namespace: ns})
+	ctx := t.Context()
+	// Warm the connection up: pgx prepares a statement the first time a
+	// connection runs it, and that round trip's reply must not be the one
+	// the proxy holds. A takeover, and one of a missing session.
+	if err := s.Create(ctx, cairn.SessionMeta{ID: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Takeover(ctx, "warm", "w", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Takeover(ctx, "nowhere", "w", time.Minute); !errors.Is(err, cairn.ErrNotFound) {
+		t.Fatalf("Takeover of a missing session: %v, want ErrNotFound", err)
+	}
+	p.StallReplies()
+	done := make(chan error, 1)
+	go func() {
+		done <- testenv.Bounded(t, 20*time.Second, "Takeover", func(ctx context.Context) error {
+			_, err := s.Takeover(ctx, "late", "taker", time.Minute)
+			return err
+		})
+	}()
+	fault.Until(t, 10*time.Second, "the UPDATE's reply", func() (bool, error) { return p.Held() > 0, nil })
+	if err := direct.Create(ctx, cairn.SessionMeta{ID: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.Acquire(ctx, "late", "other", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
+	if err := <-done; !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("Takeover of a session created while it ran: got %v, want ErrNotFound", err)
+	}
+}
