@@ -136,17 +136,19 @@ func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, even
 
 // undo removes the documents of an append whose commit did not match. A
 // commit that failed with an error (a broken connection, a timeout) may
-// have been applied, or be applied later: the session's fence is first
-// raised to now, while it is still at expectSeq, so that the commit can no
-// longer land. If the session has moved on, the commit landed and the
-// documents are its events: they stay.
+// have been applied, or be applied later: its request may still be on its
+// way. Its documents keep the position meanwhile, so that no other commit
+// races it (see hold), for LostAfter; then, while the session is still at
+// expectSeq, the session's fence is raised, so that the commit can no
+// longer land, and the documents are removed. If the session has moved
+// on, the commit landed and the documents are its events: they stay.
 func (s *Store) undo(ctx context.Context, id, token string, expectSeq int64, unknown bool) {
 	if !unknown {
 		s.discard(ctx, id, token)
 		return
 	}
-	s.remember(id, token) // if uncommitted and left, onDuplicate removes them
-	_ = cleanup(ctx, func(ctx context.Context) error {
+	s.rememberLost(id, token) // if left, clear removes them after LostAfter
+	s.later(func(ctx context.Context) error {
 		res, err := s.sessions.UpdateOne(ctx,
 			bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: expectSeq}},
 			bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: time.Now().UnixNano()}}}})
@@ -154,6 +156,25 @@ func (s *Store) undo(ctx context.Context, id, token string, expectSeq int64, unk
 			return err
 		}
 		return s.removeAppend(ctx, id, token)
+	})
+}
+
+// LostAfter is how long a write whose reply was lost (a broken
+// connection, a timeout) is taken to be on its way to the server: a
+// request the network delays longer than that is taken as lost. The
+// documents that keep its position (an append's events, a hold) stay that
+// long before they are removed: on FerretDB, which writes an update as a
+// whole document read before, a write that landed while another raced it
+// would undo the other's.
+const LostAfter = 3 * time.Second
+
+// later runs f, a cleanup, after LostAfter, on a context of its own, in
+// the background.
+func (s *Store) later(f func(context.Context) error) {
+	time.AfterFunc(LostAfter, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = f(ctx)
 	})
 }
 
@@ -194,29 +215,63 @@ func (s *Store) removeAppend(ctx context.Context, id, token string) error {
 // maxLeftovers bounds the tokens kept by session in s.leftovers.
 const maxLeftovers = 64
 
-// remember keeps the token of a failed append of session id.
-func (s *Store) remember(id, token string) {
+// leftover is the token of a failed call of this store, whose documents
+// may be left, dead from after on.
+type leftover struct {
+	token string
+	after time.Time
+}
+
+// remember keeps the token of a failed call of session id: its documents
+// are dead at once.
+func (s *Store) remember(id, token string) { s.keep(id, token, time.Now()) }
+
+// rememberLost keeps the token of a call of session id whose write's reply
+// was lost: its documents are dead after LostAfter.
+func (s *Store) rememberLost(id, token string) { s.keep(id, token, time.Now().Add(LostAfter)) }
+
+func (s *Store) keep(id, token string, after time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leftovers == nil {
-		s.leftovers = map[string][]string{}
+		s.leftovers = map[string][]leftover{}
 	}
-	own := append(s.leftovers[id], token)
+	own := s.leftovers[id]
+	if i := slices.IndexFunc(own, func(l leftover) bool { return l.token == token }); i >= 0 {
+		own[i].after = later(own[i].after, after)
+	} else {
+		own = append(own, leftover{token, after})
+	}
 	s.leftovers[id] = own[max(0, len(own)-maxLeftovers):]
 }
 
-// ownLeftovers returns the tokens of session id's failed appends.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// ownLeftovers returns the tokens of session id's failed calls whose
+// documents are dead now.
 func (s *Store) ownLeftovers(id string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.leftovers[id])
+	var out []string
+	now := time.Now()
+	for _, l := range s.leftovers[id] {
+		if !l.after.After(now) {
+			out = append(out, l.token)
+		}
+	}
+	return out
 }
 
 // forget drops tokens whose documents are gone.
 func (s *Store) forget(id string, tokens []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rest := slices.DeleteFunc(s.leftovers[id], func(t string) bool { return slices.Contains(tokens, t) })
+	rest := slices.DeleteFunc(s.leftovers[id], func(l leftover) bool { return slices.Contains(tokens, l.token) })
 	if len(rest) == 0 {
 		delete(s.leftovers, id)
 	} else {
@@ -410,10 +465,14 @@ func (w *waiter) wait(ctx context.Context) error {
 // position taken is then the next) or to give up (it takes that position
 // too). It waits at most CommitWait and never past ctx: then the error
 // wraps cairn.ErrUnavailable. ErrNotFound when no document matches cond.
-func (s *Store) hold(ctx context.Context, id string, cond bson.D) (int64, func(), error) {
+func (s *Store) hold(ctx context.Context, id string, cond bson.D) (int64, func(error), error) {
 	w := newWaiter()
 	token := "hold-" + newToken()
 	release := func() { s.discard(ctx, id, token) }
+	lost := func() { // the holder's write failed: it may still land
+		s.rememberLost(id, token)
+		s.later(func(ctx context.Context) error { return s.removeAppend(ctx, id, token) })
+	}
 	take := func(seq int64) (bool, error) {
 		_, err := s.events.InsertOne(ctx, eventDoc{Session: id, Seq: seq, Token: token, WrittenAt: bson.NewDateTimeFromTime(time.Now()), Hold: true})
 		if mongo.IsDuplicateKeyError(err) {
@@ -431,7 +490,7 @@ func (s *Store) hold(ctx context.Context, id string, cond bson.D) (int64, func()
 		}
 		if doc.LastSeq < 0 {
 			release()
-			return doc.LastSeq, func() {}, nil // no append can commit: nothing to hold
+			return doc.LastSeq, func(error) {}, nil // no append can commit: nothing to hold
 		}
 		// The position after the next first: an append that comes
 		// meanwhile can take the next, commit, and then waits for the
@@ -446,7 +505,13 @@ func (s *Store) hold(ctx context.Context, id string, cond bson.D) (int64, func()
 			}
 		}
 		if held[next] {
-			return doc.LastSeq, release, nil
+			return doc.LastSeq, func(err error) {
+				if err != nil && outage(err) {
+					lost()
+				} else {
+					release()
+				}
+			}, nil
 		}
 		// Another call holds the next position: wait for it, unless it
 		// is dead (then clear removes it).

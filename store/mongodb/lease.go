@@ -141,12 +141,12 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 // append that began before can commit, and the expiry hint. It holds the
 // session's next position meanwhile (see hold), so that no commit races
 // the write.
-func (s *Store) recordLease(ctx context.Context, id string, now time.Time, tok int64, exp time.Time) error {
+func (s *Store) recordLease(ctx context.Context, id string, now time.Time, tok int64, exp time.Time) (err error) {
 	last, release, err := s.hold(ctx, id, live(now))
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer func() { release(err) }()
 	res, err := s.sessions.UpdateOne(ctx, atSeq(liveFilter(id, now), last), bson.D{
 		{Key: "$max", Value: bson.D{{Key: "lease_token", Value: tok}, {Key: "fence", Value: time.Now().UnixNano()}}},
 		{Key: "$set", Value: bson.D{{Key: "lease_expires_ns", Value: exp.UnixNano()}}},

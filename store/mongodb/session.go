@@ -231,13 +231,13 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	defer release()
 	mark := bson.NewDateTimeFromTime(time.Now())
 	res, err := s.sessions.UpdateOne(ctx, atSeq(append(bson.D{{Key: "_id", Value: id}}, cond...), last),
 		bson.D{{Key: "$set", Value: bson.D{
 			{Key: "last_seq", Value: seqErasing},
 			{Key: "busy_since", Value: mark},
 		}}})
+	defer release(err)
 	if err != nil {
 		return false, err
 	}

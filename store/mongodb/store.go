@@ -61,7 +61,7 @@ type Store struct {
 	// appends, whose documents may have outlived their removal (the
 	// connection broke): no live writer holds them, so onDuplicate removes
 	// them at once instead of waiting until they are StaleAfter old.
-	leftovers map[string][]string
+	leftovers map[string][]leftover
 }
 
 var (
