@@ -104,12 +104,15 @@
 // well within StaleAfter.
 //
 // A Store remembers the tokens of its own failed appends: after a broken
-// connection their documents may outlive their removal. And when a commit
-// fails with an error, so that it may have been applied, the fence is
-// raised (while the session is still at expectSeq) before the call's
-// documents are removed; if the session has moved on they stay. These
-// cleanups have ten seconds of their own: a call whose context ends first
-// returns then, and its cleanup goes on without it.
+// connection their documents may outlive their removal. When a commit (or
+// a hold's write, see below) fails with an error, so that it may have been
+// applied, or be applied later, its request still on its way, its
+// documents keep the position for LostAfter (3 s): a request the network
+// delays longer than that is taken as lost. Then, while the session is
+// still at expectSeq, the fence is raised before the call's documents are
+// removed; if the session has moved on they stay. These cleanups have ten
+// seconds of their own: a call whose context ends first returns then, and
+// its cleanup goes on without it.
 //
 // # Outages
 //
