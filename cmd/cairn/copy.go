@@ -12,20 +12,31 @@ import (
 func newCopyCmd(app *cli.App) *cobra.Command {
 	var from, to string
 	c := &cobra.Command{
-		Use:   "copy --from URL --to URL [ID...]",
+		Use:   "copy [--from URL] --to URL [ID...]",
 		Short: "Copy sessions between stores, verifying each copy",
 		Long: `Copy sessions (all of them, or the IDs given) from one store to another,
 in the configured namespace. Each copy is verified: it must fold to the same
 snapshot as the original. An interrupted copy is completed when run again;
 sessions already copied are skipped; a session that differs at the
-destination is reported and left alone.`,
+destination is reported and left alone. --from defaults to the configured
+store (--store, CAIRN_STORE or cairn.toml); either may be a plain path, as
+--store may.`,
 		RunE: func(c *cobra.Command, ids []string) error {
-			if from == "" || to == "" {
-				return cli.Usage("give both --from URL and --to URL", "copy needs --from and --to")
+			if to == "" {
+				return cli.Usage("give the destination: --to URL (or a path)", "copy needs --to")
 			}
 			ctx := c.Context()
-			src, err := app.OpenURL(ctx, from)
+			var src cairn.Store
+			var err error
+			if from == "" {
+				src, from, err = app.OpenReadStore(ctx) // the configured store: --store, CAIRN_STORE, cairn.toml
+			} else if from, err = cli.StoreArg(from); err == nil {
+				src, err = app.OpenURL(ctx, from)
+			}
 			if err != nil {
+				return err
+			}
+			if to, err = cli.StoreArg(to); err != nil {
 				return err
 			}
 			defer src.Close()
@@ -92,7 +103,7 @@ destination is reported and left alone.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&from, "from", "", "source store URL")
+	c.Flags().StringVar(&from, "from", "", "source store URL (default: the configured store)")
 	c.Flags().StringVar(&to, "to", "", "destination store URL")
 	return c
 }

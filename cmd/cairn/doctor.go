@@ -86,9 +86,13 @@ func doctor(ctx context.Context, app *cli.App) []check {
 	u := cfg.StoreURL()
 	st := check{Name: "store", Detail: cairn.RedactURL(u)}
 	var storeErr error
-	if !cfg.Enabled() {
+	missing := app.StoreMissing()
+	switch {
+	case !cfg.Enabled():
 		st.OK, st.Detail = true, "persistence is disabled: sessions are volatile (persistence.enabled = false)"
-	} else {
+	case missing != "":
+		st.OK, st.Detail = true, fmt.Sprintf("%s: nothing saved yet (the first run creates %s)", cairn.RedactURL(u), missing)
+	default:
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		t0 := time.Now()
 		s, err := app.OpenURL(tctx, u)
@@ -105,7 +109,7 @@ func doctor(ctx context.Context, app *cli.App) []check {
 		}
 	}
 	checks = append(checks, st)
-	if cfg.Enabled() && (st.OK || errors.Is(storeErr, cairn.ErrDamaged)) {
+	if cfg.Enabled() && missing == "" && (st.OK || errors.Is(storeErr, cairn.ErrDamaged)) {
 		checks = append(checks, dataChecks(ctx, app, u)...)
 	}
 	checks = append(checks, modelCheck(ctx, app))

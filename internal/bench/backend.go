@@ -31,7 +31,20 @@ const (
 // CAIRN_TEST_POSTGRES, CAIRN_TEST_REDIS and CAIRN_TEST_MONGODB, or at their
 // default local addresses when something listens there.
 func Discover(ctx context.Context, dir string) []string {
+	urls, _ := discover(ctx, dir)
+	return urls
+}
+
+// Skip is a backend that Run did not measure, and why.
+type Skip struct {
+	Backend string `json:"backend"`
+	Reason  string `json:"reason"`
+}
+
+// discover is Discover, with the server backends it left out.
+func discover(ctx context.Context, dir string) ([]string, []Skip) {
 	urls := []string{"memory:", "file://" + filepath.Join(dir, "file"), "sqlite://" + filepath.Join(dir, "sqlite", "cairn.db")}
+	var skipped []Skip
 	for _, s := range []struct{ env, def string }{
 		{"CAIRN_TEST_POSTGRES", DefaultPostgres},
 		{"CAIRN_TEST_REDIS", DefaultRedis},
@@ -41,9 +54,13 @@ func Discover(ctx context.Context, dir string) []string {
 			urls = append(urls, u)
 		} else if reachable(ctx, s.def) {
 			urls = append(urls, s.def)
+		} else {
+			u, _ := url.Parse(s.def)
+			skipped = append(skipped, Skip{Backend: backendName(s.def),
+				Reason: fmt.Sprintf("nothing listens at %s and %s is not set", u.Host, s.env)})
 		}
 	}
-	return urls
+	return urls, skipped
 }
 
 // reachable reports whether something accepts connections at the URL's

@@ -31,6 +31,7 @@ type Options struct {
 // prints.
 type Report struct {
 	Results      []Result `json:"results"`
+	Skipped      []Skip   `json:"skipped"` // server backends found nowhere to measure
 	NaiveRewrite Naive    `json:"naive_rewrite"`
 	Quick        bool     `json:"quick"`
 }
@@ -111,10 +112,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer cleanup()
 	urls := opts.Stores
+	skipped := []Skip{}
 	if len(urls) == 0 {
-		urls = Discover(ctx, dir)
+		urls, skipped = discover(ctx, dir)
 	}
-	rep := &Report{Results: []Result{}, Quick: opts.Quick}
+	rep := &Report{Results: []Result{}, Skipped: skipped, Quick: opts.Quick}
 	for _, u := range urls {
 		if err := ctx.Err(); err != nil {
 			return nil, err
