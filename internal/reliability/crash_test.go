@@ -317,9 +317,12 @@ func lastLine(s, prefix string) string {
 }
 
 // staleBlock reports whether cairn refused to go on because another
-// writer's uncommitted append or create holds the session.
+// writer's uncommitted append or create holds the session (MongoDB: until
+// its documents are StaleAfter old; reported as a conflict before, as an
+// outage since the store waits for such a holder first).
 func staleBlock(stderr string) bool {
-	return strings.Contains(stderr, "changed by another process") || strings.Contains(stderr, "created and deleted concurrently")
+	return strings.Contains(stderr, "changed by another process") || strings.Contains(stderr, "created and deleted concurrently") ||
+		strings.Contains(stderr, "held by another call that has not committed")
 }
 
 func sortedCounts(m map[string]int) string {
