@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +28,9 @@ func TestMain(m *testing.M) {
 		// cairnexit N ARGS... runs cairn ARGS... and succeeds when it exits
 		// with status N, so that scripts check the documented statuses.
 		"cairnexit": cairnExit,
+		// shortids checks that each generated ID that sessions list shows
+		// in short form names its session for sessions show.
+		"shortids": shortIDs,
 		// jsonone FILE succeeds when FILE holds exactly one JSON document.
 		"jsonone": jsonOne,
 		// jsonlines FILE succeeds when every line of FILE is a JSON object.
@@ -225,6 +230,51 @@ func jsonLines() {
 			fmt.Fprintf(os.Stderr, "jsonlines: line %d is not a JSON object: %q\n", i+1, line)
 			os.Exit(1)
 		}
+	}
+	os.Exit(0)
+}
+
+func shortIDs() {
+	listed := func(args ...string) string {
+		var b bytes.Buffer
+		cmd := exec.Command("cairn", args...) // the binary testscript put on PATH
+		cmd.Stdout = &b
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "shortids:", args, err)
+			os.Exit(1)
+		}
+		return b.String()
+	}
+	var infos []struct{ ID string }
+	if err := json.Unmarshal([]byte(listed("--json", "sessions", "list")), &infos); err != nil {
+		fmt.Fprintln(os.Stderr, "shortids:", err)
+		os.Exit(1)
+	}
+	n := 0
+	for _, line := range strings.Split(listed("sessions", "list"), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) == 0 || slices.ContainsFunc(infos, func(i struct{ ID string }) bool { return i.ID == f[0] }) {
+			continue // shown whole
+		}
+		n++
+		var whole string
+		for _, i := range infos {
+			if strings.HasPrefix(i.ID, f[0]) {
+				if whole != "" {
+					fmt.Fprintf(os.Stderr, "shortids: %s starts %s and %s\n", f[0], whole, i.ID)
+					os.Exit(1)
+				}
+				whole = i.ID
+			}
+		}
+		if !strings.Contains(listed("--json", "sessions", "show", f[0]), `"id": "`+whole+`"`) {
+			fmt.Fprintf(os.Stderr, "shortids: show %s does not show %s\n", f[0], whole)
+			os.Exit(1)
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(os.Stderr, "shortids: no short ID listed")
+		os.Exit(1)
 	}
 	os.Exit(0)
 }
