@@ -103,8 +103,8 @@ func (c *cliEnv) show(id string) (*shown, bool) {
 }
 
 // TestRun_InterruptAndResume: Ctrl+C during a run saves run.interrupted and
-// exits 130; `cairn sessions resume ID` finishes the run without repeating
-// a completed step.
+// exits 130; `cairn sessions resume ID`, as the hint says it, finishes the
+// run with the session's own model without repeating a completed step.
 func TestRun_InterruptAndResume(t *testing.T) {
 	c := newCLIEnv(t)
 	var steps []string
@@ -156,9 +156,16 @@ func TestRun_InterruptAndResume(t *testing.T) {
 		t.Fatalf("last event = %s, want run.interrupted", last.Kind)
 	}
 
-	stdout, stderr, code := c.run("--model", model, "sessions", "resume", "long")
+	if !strings.Contains(out.String(), "with the session's own model") {
+		t.Errorf("the hint does not say that resume uses the session's model:\n%s", out.String())
+	}
+	// The hint as printed: no --model, the session's recorded model goes on.
+	stdout, stderr, code := c.run("sessions", "resume", "long")
 	if code != 0 {
 		t.Fatalf("resume exited %d:\n%s%s", code, stdout, stderr)
+	}
+	if strings.Contains(stderr, "different agent") {
+		t.Errorf("resume with the session's own model warns of a different agent:\n%s", stderr)
 	}
 	if !strings.Contains(stdout, "all done") {
 		t.Errorf("resume printed %q, want the final answer", stdout)
