@@ -129,9 +129,11 @@
 // document (its token and fence) that raced a commit undid the commit, an
 // append already acknowledged; a Delete's mark could be undone the same
 // way. Commits are kept apart from each other by their events' positions.
-// Every other write of a live session's document (Acquire and Takeover
-// recording their lease, Delete and Sweep marking it erased) first takes
-// the session's next position with a hold document ({session, seq: last
+// Every other write of a live session's document (Acquire and Takeover,
+// which also read and write the lease documents under it, so that one
+// that finds the session gone leaves no lease behind; Delete and Sweep
+// marking it erased) first takes the session's next position with a hold
+// document ({session, seq: last
 // seq + 1, hold: true}), writes with last_seq in its filter, and removes
 // the hold. An append that meets a hold waits for it as for any
 // uncommitted append. A hold that meets an uncommitted append takes the

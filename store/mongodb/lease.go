@@ -101,52 +101,66 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 		return cairn.Lease{}, err
 	}
 	for range 5 {
-		now := s.now()
-		cur, err := s.readLease(ctx, id, now)
-		if err != nil {
-			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
-		}
-		gen, tok := int64(1), time.Now().UnixNano()
-		if cur != nil {
-			if !cur.Released && cur.Expires > now.UnixNano() && !force {
-				return cairn.Lease{}, &cairn.LeaseHeldError{Session: id, Holder: cur.Holder, Expires: time.Unix(0, cur.Expires).UTC()}
-			}
-			gen, tok = -cur.Seq+1, max(tok, cur.Token+1)
-		}
-		exp := now.Add(ttl)
-		_, err = s.events.InsertOne(ctx, leaseDoc{Session: id, Seq: -gen, Holder: holder, Token: tok, Expires: exp.UnixNano(),
-			WrittenAt: bson.NewDateTimeFromTime(time.Now())})
-		if mongo.IsDuplicateKeyError(err) {
-			// Another acquirer took this generation first.
-			var won leaseDoc
-			err := s.events.FindOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: -gen}}).Decode(&won)
-			if err == nil && !force {
-				return cairn.Lease{}, &cairn.LeaseHeldError{Session: id, Holder: won.Holder, Expires: time.Unix(0, won.Expires).UTC()}
-			}
+		lease, err := s.acquireOnce(ctx, id, holder, ttl, force)
+		if errors.Is(err, errLeaseRace) {
 			continue
 		}
 		if err != nil {
+			if _, ok := errors.AsType[*cairn.LeaseHeldError](err); ok {
+				return cairn.Lease{}, err
+			}
 			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
 		}
-		if err := s.recordLease(ctx, id, now, tok, exp); err != nil {
-			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
-		}
-		return cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp}, nil
+		return lease, nil
 	}
 	return cairn.Lease{}, fmt.Errorf("acquire %s: the lease changed hands five times; try again", id)
 }
 
-// recordLease records a lease just taken in the session document: its
-// token (raised with $max), a fence at the real clock's now, so that no
-// append that began before can commit, and the expiry hint. It holds the
-// session's next position meanwhile (see hold), so that no commit races
-// the write.
-func (s *Store) recordLease(ctx context.Context, id string, now time.Time, tok int64, exp time.Time) (err error) {
+// errLeaseRace says that another acquirer took the lease generation an
+// Acquire or Takeover was about to take: it looks again.
+var errLeaseRace = errors.New("another acquirer took the lease's generation first")
+
+// acquireOnce takes the lease under a hold of the session's next position
+// (see hold): the live session, its lease documents and the lease
+// recorded in the session document are read and written with no Delete,
+// no other lease change and no commit between, and a lease document is
+// written only while the session lives, so that an Acquire that finds the
+// session gone leaves no lease behind for another to find held.
+func (s *Store) acquireOnce(ctx context.Context, id, holder string, ttl time.Duration, force bool) (lease cairn.Lease, err error) {
+	now := s.now()
 	last, release, err := s.hold(ctx, id, live(now))
 	if err != nil {
-		return err
+		return lease, err
 	}
 	defer func() { release(err) }()
+	cur, err := s.readLease(ctx, id, now)
+	if err != nil {
+		return lease, err
+	}
+	gen, tok := int64(1), time.Now().UnixNano()
+	if cur != nil {
+		if !cur.Released && cur.Expires > now.UnixNano() && !force {
+			return lease, &cairn.LeaseHeldError{Session: id, Holder: cur.Holder, Expires: time.Unix(0, cur.Expires).UTC()}
+		}
+		gen, tok = -cur.Seq+1, max(tok, cur.Token+1)
+	}
+	exp := now.Add(ttl)
+	_, err = s.events.InsertOne(ctx, leaseDoc{Session: id, Seq: -gen, Holder: holder, Token: tok, Expires: exp.UnixNano(),
+		WrittenAt: bson.NewDateTimeFromTime(time.Now())})
+	if mongo.IsDuplicateKeyError(err) {
+		// Another acquirer took this generation first.
+		var won leaseDoc
+		err := s.events.FindOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: -gen}}).Decode(&won)
+		if err == nil && !force {
+			return lease, &cairn.LeaseHeldError{Session: id, Holder: won.Holder, Expires: time.Unix(0, won.Expires).UTC()}
+		}
+		return lease, errLeaseRace
+	}
+	if err != nil {
+		return lease, err
+	}
+	// The token (raised with $max), a fence at the real clock's now, so
+	// that no append that began before can commit, and the expiry hint.
 	res, err := s.sessions.UpdateOne(ctx, atSeq(liveFilter(id, now), last), bson.D{
 		{Key: "$max", Value: bson.D{{Key: "lease_token", Value: tok}, {Key: "fence", Value: time.Now().UnixNano()}}},
 		{Key: "$set", Value: bson.D{{Key: "lease_expires_ns", Value: exp.UnixNano()}}},
@@ -154,7 +168,10 @@ func (s *Store) recordLease(ctx context.Context, id string, now time.Time, tok i
 	if err == nil && res.MatchedCount == 0 {
 		err = cairn.ErrNotFound
 	}
-	return err
+	if err != nil {
+		return lease, err
+	}
+	return cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp}, nil
 }
 
 // mine returns the lease document if lease is still the session's, or an
