@@ -86,7 +86,9 @@ func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, err
 	}
 	s, err := New(ctx, client.Database(dbName), opts)
 	if err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = client.Disconnect(dctx)
+		cancel()
 		unavailable(&err)
 		return nil, fmt.Errorf("open mongodb %s: %w (is the server running and reachable?)", cairn.RedactURL(uri), err)
 	}
