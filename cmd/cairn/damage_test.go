@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,14 +95,22 @@ func TestDamage_UnreadableMeta(t *testing.T) {
 		}
 	}
 
-	out := mustRun(t, c, append(base, "sessions", "list")...)
+	out := mustRun(t, c, append(base, "--json", "sessions", "list")...)
+	var listed []struct{ ID, Status string }
+	if err := json.Unmarshal([]byte(out), &listed); err != nil {
+		t.Fatalf("sessions list --json: %v\n%s", err, out)
+	}
+	status := map[string]string{}
+	for _, l := range listed {
+		status[l.ID] = l.Status
+	}
 	for _, id := range ids {
-		want := "new"
+		want := "queued" // run --detach, not started yet
 		if id == bad {
 			want = "damaged"
 		}
-		if !strings.Contains(out, id) || !strings.Contains(lineOf(out, id), want) {
-			t.Errorf("sessions list shows %s as %q, want %s:\n%s", id, lineOf(out, id), want, out)
+		if status[id] != want {
+			t.Errorf("sessions list shows %s as %q, want %s:\n%s", id, status[id], want, out)
 		}
 	}
 
