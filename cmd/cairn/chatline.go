@@ -49,9 +49,6 @@ type editor struct {
 	history string // the history file, "" when there is none
 }
 
-// maxHistory bounds the history kept across chats.
-const maxHistory = 1000
-
 func newEditor(app *cli.App) *editor {
 	st := liner.NewLiner()
 	st.SetCtrlCAborts(true)

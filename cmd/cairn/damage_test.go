@@ -202,13 +202,3 @@ func mustRun(t *testing.T, c *cliEnv, args ...string) string {
 	}
 	return out
 }
-
-// lineOf returns the line of out that holds s.
-func lineOf(out, s string) string {
-	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, s) {
-			return line
-		}
-	}
-	return ""
-}
