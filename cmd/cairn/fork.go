@@ -22,6 +22,11 @@ func newForkCmd(app *cli.App) *cobra.Command {
 forked_from=ID. ID is the whole ID, never a prefix.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
+			if as != "" {
+				if err := cairn.ValidateID(as); err != nil {
+					return cli.BadID(fmt.Errorf("--as: %w", err))
+				}
+			}
 			loc, err := app.Locate(c.Context(), a[0], cli.LocateOptions{Exact: true, Command: "cairn sessions fork"})
 			if err != nil {
 				return err

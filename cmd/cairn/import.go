@@ -31,6 +31,11 @@ incomplete; if the import is killed, importing the same file again finishes
 it, and cairn sessions gc removes it.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
+			if as != "" {
+				if err := cairn.ValidateID(as); err != nil {
+					return cli.BadID(fmt.Errorf("--as: %w", err))
+				}
+			}
 			var f formats.Format
 			if format != "" {
 				var err error

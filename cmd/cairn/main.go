@@ -105,15 +105,21 @@ Every model call, tool call and variable change is saved as an event; any
 process can load a session, rebuild its state and go on.
 
 With no configuration, sessions are stored in SQLite at .cairn/cairn.db and
-the offline model answers, so cairn works with no API key and no server.`,
+the offline model answers, so cairn works with no API key and no server. The
+project's .cairn/ and cairn.toml are looked for from the working directory
+upward, as git looks for its repository.
+
+Exit status: 0 success, 1 failure, 2 bad usage, 3 a run ended with events
+the store could not save, 130 interrupted (Ctrl+C). With --json, stdout
+holds one JSON document and stderr JSON lines.`,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	f := root.PersistentFlags()
-	f.StringVar(&app.Flags.Store, "store", "", "store URL (sqlite:///path, file:///dir, postgres://…, redis://…, mongodb://…, memory:)")
+	f.StringVar(&app.Flags.Store, "store", "", "store URL (sqlite:///path, file:///dir, postgres://…, redis://…, mongodb://…, memory:) or path (./x.db, ./dir/)")
 	f.StringVar(&app.Flags.Namespace, "namespace", "", "namespace of the sessions")
-	f.StringVar(&app.Flags.Config, "config", "", "config file (default: ./cairn.toml, then ~/.config/cairn/cairn.toml)")
+	f.StringVar(&app.Flags.Config, "config", "", "config file (default: cairn.toml here or in the nearest folder above, then ~/.config/cairn/cairn.toml)")
 	f.StringVar(&app.Flags.Model, "model", "", "model as PROVIDER:NAME (offline, openai:NAME, anthropic:NAME, script:FILE)")
 	f.BoolVar(&app.Flags.JSON, "json", false, "print machine-readable JSON")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
