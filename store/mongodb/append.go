@@ -380,9 +380,11 @@ func (s *Store) head(ctx context.Context, filter bson.D) (headDoc, error) {
 // were written by this store's own failed calls (see discard: the calls
 // that wrote them have returned), or are an append's written before the
 // session's fence (their commit cannot match; a hold commits nothing, so
-// the fence says nothing of it). Before removing dead documents the
-// session's fence is raised to now, so that no append that began before
-// can still commit.
+// the fence says nothing of it). Before removing documents dead only by
+// their age the session's fence is raised to now, so that no append that
+// began before can still commit; the others are removed as they are, with
+// no write of the session document, which on FerretDB could undo a commit
+// that their removal let through while it was on its way.
 //
 // The documents of the token mine (a hold's own) are left out: neither in
 // the way, nor removed.
@@ -397,22 +399,36 @@ func (s *Store) clear(ctx context.Context, id string, doc headDoc, mine string) 
 	}
 	wall := time.Now()
 	own := s.ownLeftovers(id)
-	dead := bson.A{
-		bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(wall.Add(-StaleAfter))}}}},
+	stale := bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(wall.Add(-StaleAfter))}}}}
+	// Dead for sure: an append's documents written before the fence, and
+	// this store's own, whose calls have returned (and whose commit, if
+	// its reply was lost, is taken as lost after LostAfter).
+	sure := bson.A{
 		bson.D{{Key: "written_at", Value: bson.D{{Key: "$lt", Value: fencedBefore(doc.Fence)}}}, {Key: "hold", Value: bson.D{{Key: "$ne", Value: true}}}},
 	}
 	if len(own) > 0 {
-		dead = append(dead, bson.D{{Key: "token", Value: bson.D{{Key: "$in", Value: own}}}})
+		sure = append(sure, bson.D{{Key: "token", Value: bson.D{{Key: "$in", Value: own}}}})
 	}
+	dead := append(slices.Clone(sure), stale)
 	fresh, err := s.events.CountDocuments(ctx, append(slices.Clone(above), bson.E{Key: "$nor", Value: dead}))
 	if err != nil || fresh > 0 {
 		return false, err // another call is between its insert and its commit
 	}
-	res, err := s.sessions.UpdateOne(ctx,
-		bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: doc.LastSeq}},
-		bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: wall.UnixNano()}}}})
-	if err != nil || res.MatchedCount == 0 {
-		return false, err // the session moved meanwhile: look again
+	// Stale documents only may belong to a writer merely paused, whose
+	// commit could still come: the fence is raised first, so that it
+	// cannot. Documents dead for sure need no fence: no write of the
+	// session document races a commit that their removal lets through.
+	paused, err := s.events.CountDocuments(ctx, append(slices.Clone(above), bson.E{Key: "$nor", Value: sure}))
+	if err != nil {
+		return false, err
+	}
+	if paused > 0 {
+		res, err := s.sessions.UpdateOne(ctx,
+			bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: doc.LastSeq}},
+			bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: wall.UnixNano()}}}})
+		if err != nil || res.MatchedCount == 0 {
+			return false, err // the session moved meanwhile: look again
+		}
 	}
 	if _, err := s.events.DeleteMany(ctx, append(slices.Clone(above), bson.E{Key: "$or", Value: dead})); err != nil {
 		return false, err
