@@ -96,12 +96,16 @@
 //
 // An uncommitted holder is dead when every document above last_seq was
 // written more than StaleAfter (30 s, on the real clock) ago, before the
-// session's fence, or by this Store's own failed appends. The appender then
-// raises the session's fence to its own real-clock now, so that no append
-// that began before can still commit (a writer merely paused for 30 s fails
-// its commit instead of committing events that are gone), deletes those
-// documents, and retries. This relies on the writers' clocks agreeing to
-// well within StaleAfter.
+// session's fence (an append's, whose commit cannot match), or by this
+// Store's own failed calls. The appender deletes those documents and
+// retries. When some are dead only by their age, it first raises the
+// session's fence to its own real-clock now, so that no append that began
+// before can still commit (a writer merely paused for 30 s fails its
+// commit instead of committing events that are gone); the others need no
+// fence, and no write of the session document is made for them (on
+// FerretDB such a write could undo a commit that their removal let
+// through). This relies on the writers' clocks agreeing to well within
+// StaleAfter.
 //
 // A Store remembers the tokens of its own failed appends: after a broken
 // connection their documents may outlive their removal. When a commit (or
