@@ -149,8 +149,12 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 
 // jsonCommand reports whether --json applies to a command: every command
 // that prints data, and the long-running ones whose logs it makes JSON;
-// not the chat (a conversation), the completion scripts nor help.
+// not the chat (a conversation), the completion scripts nor help (nor a
+// group of commands, which prints its help).
 func jsonCommand(c *cobra.Command) bool {
+	if c.HasSubCommands() {
+		return false // it prints its help
+	}
 	for p := c; p != nil; p = p.Parent() {
 		switch p.Name() {
 		case "chat", "completion", "help", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
