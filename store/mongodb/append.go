@@ -481,7 +481,10 @@ func (w *waiter) wait(ctx context.Context) error {
 // position taken is then the next) or to give up (it takes that position
 // too). It waits at most CommitWait and never past ctx: then the error
 // wraps cairn.ErrUnavailable. ErrNotFound when no document matches cond.
-func (s *Store) hold(ctx context.Context, id string, cond bson.D) (int64, func(error), error) {
+//
+// While it waits, hold calls quit, if not nil: an error from it ends the
+// wait, and is hold's.
+func (s *Store) hold(ctx context.Context, id string, cond bson.D, quit func(context.Context) error) (int64, func(error), error) {
 	w := newWaiter()
 	token := "hold-" + newToken()
 	release := func() { s.discard(ctx, id, token) }
@@ -541,6 +544,12 @@ func (s *Store) hold(ctx context.Context, id string, cond bson.D) (int64, func(e
 		}
 		if doc.LastSeq != seen {
 			seen, w.pause = doc.LastSeq, time.Millisecond // the session moved on: look again soon
+		}
+		if quit != nil {
+			if err := quit(ctx); err != nil {
+				release()
+				return 0, nil, err
+			}
 		}
 		if err := w.wait(ctx); err != nil {
 			release()

@@ -126,9 +126,26 @@ var errLeaseRace = errors.New("another acquirer took the lease's generation firs
 // no other lease change and no commit between, and a lease document is
 // written only while the session lives, so that an Acquire that finds the
 // session gone leaves no lease behind for another to find held.
+//
+// An Acquire that finds a live lease, before it takes the hold or while it
+// waits for it, answers that it is held at once: the lease documents are
+// written under the hold, while the session lives.
 func (s *Store) acquireOnce(ctx context.Context, id, holder string, ttl time.Duration, force bool) (lease cairn.Lease, err error) {
 	now := s.now()
-	last, release, err := s.hold(ctx, id, live(now))
+	var quit func(context.Context) error
+	if !force {
+		quit = func(ctx context.Context) error {
+			cur, err := s.readLease(ctx, id, now)
+			if err == nil && cur != nil && !cur.Released && cur.Expires > now.UnixNano() {
+				err = &cairn.LeaseHeldError{Session: id, Holder: cur.Holder, Expires: time.Unix(0, cur.Expires).UTC()}
+			}
+			return err
+		}
+		if err := quit(ctx); err != nil {
+			return lease, err
+		}
+	}
+	last, release, err := s.hold(ctx, id, live(now), quit)
 	if err != nil {
 		return lease, err
 	}

@@ -224,7 +224,7 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 // written after the mark (an append racing the Delete, which cannot
 // commit) are left to the next Create of the ID or to Sweep.
 func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error) {
-	last, release, err := s.hold(ctx, id, cond)
+	last, release, err := s.hold(ctx, id, cond, nil)
 	if errors.Is(err, cairn.ErrNotFound) {
 		return false, nil
 	}
