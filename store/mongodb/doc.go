@@ -182,6 +182,16 @@
 // A document left in the creating state by a process that died is taken
 // over by Create, or removed by Sweep, once it is older than StaleAfter.
 //
+// FerretDB removes a document as a query, then a deletion by _id: a
+// session document put in place of the one the query found, in between,
+// would be deleted instead. So every removal of a session document (a
+// Delete's last step, Create's purge or takeover, Sweep) first takes a
+// claim on that document, a document of the sessions collection named
+// after the ID and the document's incarnation: of two removers only one
+// removes it, and a Create waits for it to be gone before it puts its own
+// there. A claim left by a remover that died is taken over after
+// StaleAfter, and removed by Sweep.
+//
 // # Expiry: MongoDB and FerretDB
 //
 // Expiry is always a read filter: a session whose expires_ns has passed on

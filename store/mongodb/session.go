@@ -13,19 +13,20 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// Create implements cairn.Store. It takes four round trips when the ID is
-// free: purge an expired or abandoned document of the ID, insert the new
-// one in the creating state, remove documents an earlier session of the ID
-// left behind, and commit last_seq 0. While the document is in the
-// creating state no Append can commit and no reader sees it.
+// Create implements cairn.Store. It takes three round trips when the ID is
+// free: insert the new document in the creating state, remove documents
+// an earlier session of the ID left behind, and commit last_seq 0. While
+// the document is in the creating state no Append can commit and no
+// reader sees it.
 //
-// The ID may be held by a document that no reader sees: a session being
-// erased (a Delete that has not finished, or died), which Create takes
-// over at once, or another Create in progress, which it waits for (at most
-// CommitWait, never past ctx): ErrExists once that one commits, on with
-// its own once that one fails. Should the other neither commit nor fail
-// in time, the error wraps cairn.ErrUnavailable, since ErrExists would
-// name a session that no reader can see and that may never be.
+// The ID may be held by a document that no reader sees: an expired
+// session, or one being erased (a Delete that has not finished, or died),
+// which Create removes at once (see removeDoc), or another Create in
+// progress, which it waits for (at most CommitWait, never past ctx):
+// ErrExists once that one commits, on with its own once that one fails.
+// Should the other neither commit nor fail in time, the error wraps
+// cairn.ErrUnavailable, since ErrExists would name a session that no
+// reader can see and that may never be.
 func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) {
 	defer unavailable(&err)
 	if err := s.check(); err != nil {
@@ -35,54 +36,62 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 		return err
 	}
 	id := meta.ID
-	deadline := time.Now().Add(CommitWait)
-	pause := time.Millisecond
+	w := newWaiter()
 	var floor int64 // the fence must pass an erasure taken over (see erase)
 	for {
-		created, err := s.createOnce(ctx, meta, floor)
-		if err != nil || created {
-			return err
-		}
 		cur, err := s.holder(ctx, id)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", id, err)
 		}
 		now := s.now().UnixNano()
+		stale := time.Now().Add(-StaleAfter)
+		wait := false
 		switch {
 		case cur == nil:
-			continue // gone meanwhile
+			created, err := s.createOnce(ctx, meta, floor)
+			if err != nil || created {
+				return err
+			}
+			continue // taken meanwhile: look again
 		case cur.LastSeq >= 0 && cur.ExpiresNs > now:
 			return cairn.ErrExists
 		case cur.LastSeq >= 0:
-			continue // expired: the next purge removes it
-		case cur.LastSeq == seqErasing:
+			// Expired: invisible to every reader, and its ID free.
+			removed, err := s.removeDoc(ctx, id, cur.Incarnation, bson.D{
+				{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: 0}}}, {Key: "expires_ns", Value: bson.D{{Key: "$lte", Value: now}}}})
+			if err != nil {
+				return fmt.Errorf("create %s: purge expired: %w", id, err)
+			}
+			wait = !removed
+		case cur.LastSeq == seqErasing || cur.BusySince == nil || cur.BusySince.Time().Before(stale):
 			// A Delete marked the session erased and has not removed it
-			// (yet, or ever): it is gone for everyone, so take its place.
-			// Whatever that Delete still removes was written before its
-			// mark, and the new session's fence passes the mark.
-			mark := bson.E{Key: "busy_since", Value: bson.D{{Key: "$exists", Value: false}}}
+			// (yet, or ever), or a Create died in the middle: the session
+			// is gone for everyone, so take its place. Whatever that
+			// Delete still removes was written before its mark, and the
+			// new session's fence passes the mark.
 			if cur.BusySince != nil {
-				mark = bson.E{Key: "busy_since", Value: *cur.BusySince}
 				floor = max(floor, cur.BusySince.Time().UnixNano())
 			}
-			if _, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqErasing}, mark}); err != nil {
-				return fmt.Errorf("create %s: take over an erasure: %w", id, err)
+			removed, err := s.removeDoc(ctx, id, cur.Incarnation, bson.D{{Key: "last_seq", Value: cur.LastSeq}})
+			if err != nil {
+				return fmt.Errorf("create %s: take over an unfinished document: %w", id, err)
 			}
+			wait = !removed
+		default:
+			wait = true // another Create is in progress: wait for it to commit or fail
+		}
+		if !wait {
 			continue
 		}
-		// Another Create is in progress: wait for it to commit or fail.
-		if !time.Now().Before(deadline) {
-			return fmt.Errorf("create %s: %w: another Create of the ID has not finished in %s", id, cairn.ErrUnavailable, CommitWait)
+		if err := w.wait(ctx); err != nil {
+			return fmt.Errorf("create %s: %w: another call on the ID has not finished: %w", id, cairn.ErrUnavailable, err)
 		}
-		if err := sleep(ctx, min(pause, time.Until(deadline))); err != nil {
-			return fmt.Errorf("create %s: %w: another Create of the ID has not finished: %w", id, cairn.ErrUnavailable, err)
-		}
-		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
 
 // createOnce makes the session meta.ID if its ID is free, and reports
-// whether it did; false with no error: a document holds the ID.
+// whether it did; false with no error: a document took the ID first, or
+// another remover removed the new one before its commit (see removeDoc).
 //
 // The new document's fence is a millisecond past both the creator's clock
 // and floor, so that the session's commits all come from appends that
@@ -94,17 +103,6 @@ func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor in
 	id := meta.ID
 	now := s.now()
 	wall := time.Now()
-	stale := bson.NewDateTimeFromTime(wall.Add(-StaleAfter))
-	_, err := s.sessions.DeleteOne(ctx, bson.D{
-		{Key: "_id", Value: id},
-		{Key: "$or", Value: bson.A{
-			bson.D{{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: 0}}}, {Key: "expires_ns", Value: bson.D{{Key: "$lte", Value: now.UnixNano()}}}},
-			bson.D{{Key: "last_seq", Value: bson.D{{Key: "$lt", Value: 0}}}, {Key: "busy_since", Value: bson.D{{Key: "$lt", Value: stale}}}},
-		}},
-	})
-	if err != nil {
-		return false, fmt.Errorf("create %s: purge expired: %w", id, err)
-	}
 	created := meta.CreatedAt
 	if created.IsZero() {
 		created = now
@@ -112,6 +110,7 @@ func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor in
 	expNs, expAt := s.expiry(now)
 	busy := bson.NewDateTimeFromTime(wall)
 	fence := max(wall.UnixNano(), floor) + int64(time.Millisecond)
+	inc := newToken()
 	doc := sessionDoc{
 		ID:          id,
 		LastSeq:     seqCreating,
@@ -126,7 +125,7 @@ func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor in
 		Fence:       fence,
 		Born:        wall.UnixNano(),
 		BusySince:   &busy,
-		Incarnation: newToken(),
+		Incarnation: inc,
 	}
 	if _, err := s.sessions.InsertOne(ctx, doc); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
@@ -134,11 +133,11 @@ func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor in
 		}
 		return false, fmt.Errorf("create %s: %w", id, err)
 	}
-	mine := bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqCreating}, {Key: "fence", Value: fence}}
+	mine := bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqCreating}, {Key: "inc", Value: inc}}
 	// From here on the document is ours: undo it if we cannot finish.
 	fail := func(err error) error {
 		_ = cleanup(ctx, func(ctx context.Context) error {
-			_, err := s.sessions.DeleteOne(ctx, mine)
+			_, err := s.removeDoc(ctx, id, inc, bson.D{{Key: "last_seq", Value: seqCreating}})
 			return err
 		})
 		return fmt.Errorf("create %s: %w", id, err)
@@ -156,10 +155,7 @@ func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor in
 	if err != nil {
 		return false, fail(err)
 	}
-	if res.MatchedCount == 0 {
-		return false, fmt.Errorf("create %s: deleted while being created: %w", id, cairn.ErrNotFound)
-	}
-	return true, nil
+	return res.MatchedCount == 1, nil
 }
 
 // holder returns the document that holds the ID id, whatever its state,
@@ -167,7 +163,7 @@ func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor in
 func (s *Store) holder(ctx context.Context, id string) (*sessionDoc, error) {
 	var doc sessionDoc
 	err := s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: id}},
-		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "expires_ns", Value: 1}, {Key: "busy_since", Value: 1}})).Decode(&doc)
+		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "expires_ns", Value: 1}, {Key: "busy_since", Value: 1}, {Key: "inc", Value: 1}})).Decode(&doc)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}
@@ -175,6 +171,47 @@ func (s *Store) holder(ctx context.Context, id string) (*sessionDoc, error) {
 		return nil, err
 	}
 	return &doc, nil
+}
+
+// removeDoc removes the session document of id, of the incarnation inc
+// ("" for a document of an earlier version, which has none), when it also
+// matches cond, and reports whether this call did (or found it gone).
+//
+// On FerretDB a removal is a query, then a deletion by _id: a document put
+// in place of the one the query found, in between, would be deleted
+// instead, a new session lost. So every removal of a session document
+// first takes a claim on it, a document of the sessions collection whose
+// _id names the ID and its incarnation: of two removers, the one that
+// takes the claim removes the document; the other reports false, and a
+// Create waits for the document to be gone before it puts its own there.
+// A claim older than StaleAfter (its remover died) is taken over. The
+// claim is removed after the document.
+func (s *Store) removeDoc(ctx context.Context, id, inc string, cond bson.D) (bool, error) {
+	cid := "claim/" + id + "/" + inc
+	now := time.Now()
+	for range 2 {
+		_, err := s.sessions.InsertOne(ctx, bson.D{{Key: "_id", Value: cid}, {Key: "claim", Value: true}, {Key: "busy_since", Value: bson.NewDateTimeFromTime(now)}})
+		if err == nil {
+			break
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return false, err
+		}
+		res, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: cid},
+			{Key: "busy_since", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(now.Add(-StaleAfter))}}}})
+		if err != nil || res.DeletedCount == 0 {
+			return false, err // another remover holds the claim
+		}
+	}
+	match := bson.E{Key: "inc", Value: inc}
+	if inc == "" {
+		match = bson.E{Key: "inc", Value: bson.D{{Key: "$exists", Value: false}}}
+	}
+	_, err := s.sessions.DeleteOne(ctx, append(bson.D{{Key: "_id", Value: id}, match}, cond...))
+	if err == nil {
+		_, err = s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: cid}})
+	}
+	return err == nil, err
 }
 
 // writtenBefore matches the documents of the events collection written
@@ -250,7 +287,11 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 		if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "$or", Value: writtenBefore(mark + 1)}}); err != nil {
 			return err
 		}
-		_, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: seqErasing}, {Key: "busy_since", Value: mark}})
+		cur, err := s.holder(ctx, id)
+		if err != nil || cur == nil || cur.LastSeq != seqErasing || cur.BusySince == nil || *cur.BusySince != mark {
+			return err // taken over by a Create, or removed
+		}
+		_, err = s.removeDoc(ctx, id, cur.Incarnation, bson.D{{Key: "last_seq", Value: seqErasing}, {Key: "busy_since", Value: mark}})
 		return err
 	})
 }
@@ -293,6 +334,10 @@ func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
 		}
 	}
 	if err := s.sweepOrphans(ctx, stale); err != nil {
+		return n, fmt.Errorf("sweep: %w", err)
+	}
+	// Claims of removers that died (see removeDoc).
+	if _, err := s.sessions.DeleteMany(ctx, bson.D{{Key: "claim", Value: true}, {Key: "busy_since", Value: bson.D{{Key: "$lt", Value: stale}}}}); err != nil {
 		return n, fmt.Errorf("sweep: %w", err)
 	}
 	return n, nil
