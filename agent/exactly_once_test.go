@@ -29,18 +29,11 @@ type faultStore struct {
 	// appendFault decides, for each Append, whether the inner store
 	// applies it and what error the caller sees.
 	appendFault func(events []cairn.Event) (apply bool, err error)
-	loadErr     error // every Load fails with it when set
 }
 
 func (f *faultStore) setAppendFault(fn func([]cairn.Event) (bool, error)) {
 	f.mu.Lock()
 	f.appendFault = fn
-	f.mu.Unlock()
-}
-
-func (f *faultStore) setLoadErr(err error) {
-	f.mu.Lock()
-	f.loadErr = err
 	f.mu.Unlock()
 }
 
@@ -58,16 +51,6 @@ func (f *faultStore) Append(ctx context.Context, id string, seq int64, events ..
 		}
 	}
 	return err
-}
-
-func (f *faultStore) Load(ctx context.Context, id string, from int64) (*cairn.Record, error) {
-	f.mu.Lock()
-	err := f.loadErr
-	f.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return f.Store.Load(ctx, id, from)
 }
 
 var errCut = fmt.Errorf("dial tcp 127.0.0.1:5432: %w", syscall.ECONNREFUSED)
