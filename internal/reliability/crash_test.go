@@ -183,7 +183,7 @@ func crashResume(t *testing.T, b *fault.Backend) {
 	r.refDur = time.Since(begin)
 	r.ref, _ = checkCompleted(t, r.st, "ref", refSide, nil)
 
-	seed := uint64(time.Now().UnixNano())
+	seed := testSeed(t)
 	begin = time.Now()
 	t.Run("workers", func(t *testing.T) {
 		for w := range crashWorkers {

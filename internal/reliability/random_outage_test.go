@@ -59,7 +59,7 @@ func randomOutage(t *testing.T, r *outageRig, mode, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := uint64(time.Now().UnixNano())
+	seed := testSeed(t)
 	stop, cutter := make(chan struct{}), make(chan int)
 	go func() {
 		rng := rand.New(rand.NewPCG(seed, 3))
