@@ -43,19 +43,34 @@ Every request needs the token (Authorization: Bearer TOKEN). With
 least 16 characters, # comments), for a deployment shared by several
 people or programs; CAIRN_SERVE_TOKEN_FILE names the same file.
 
---read-only refuses every change to the store. Resuming a run from the
+--read-only refuses every change to the store. The [serve] table of
+cairn.toml sets addr, token_file and read_only for a deployment that
+starts the same way each time; a flag overrides its key. Resuming a run from the
 inspector uses the agent the configuration describes, as cairn sessions
 resume does. Stop the server with Ctrl+C: runs it started are interrupted
 and can be resumed.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
+			cfg, err := app.Config()
+			if err != nil {
+				return err
+			}
+			if !c.Flags().Changed("addr") && cfg.Serve.Addr != "" {
+				addr = cfg.Serve.Addr
+			}
+			if !c.Flags().Changed("read-only") && cfg.Serve.ReadOnly {
+				readOnly = true
+			}
 			host, _, err := net.SplitHostPort(addr)
 			if err != nil {
 				return cli.Usage("give --addr as HOST:PORT, such as 127.0.0.1:7420", "--addr %q: %v", addr, err)
 			}
 			if tokenFile == "" {
 				tokenFile = app.Getenv("CAIRN_SERVE_TOKEN_FILE")
+			}
+			if tokenFile == "" {
+				tokenFile = cfg.Serve.TokenFile
 			}
 			tokens, generated, err := serveTokens(tokenFile)
 			if err != nil {

@@ -215,6 +215,53 @@ func TestServe_TokenFile(t *testing.T) {
 	}
 }
 
+// TestServe_ConfigTable starts cairn serve from the [serve] table of
+// cairn.toml alone: its address, its token file (relative to the file's
+// folder, run from a folder below it) and read-only; a flag overrides a key.
+func TestServe_ConfigTable(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "tokens"), []byte("team-0123456789abcdef\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "cairn.toml"), []byte("[serve]\naddr = \"127.0.0.1:0\"\ntoken_file = \"tokens\"\nread_only = true\n"), 0o600)
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	p := start(t, sub, "serve", "--json")
+	fault.Until(t, 60*time.Second, "cairn serve to print its address", func() (bool, error) {
+		select {
+		case <-p.Done():
+			t.Fatalf("cairn serve ended: %s", p.Wait())
+		default:
+		}
+		return strings.Contains(p.Stdout(), "\n"), nil
+	})
+	var s server
+	var out struct {
+		ReadOnly bool `json:"read_only"`
+	}
+	if err := json.Unmarshal([]byte(p.Stdout()), &s); err != nil {
+		t.Fatalf("cairn serve --json printed %q: %v", p.Stdout(), err)
+	}
+	json.Unmarshal([]byte(p.Stdout()), &out)
+	defer func() {
+		p.Terminate()
+		p.Wait()
+	}()
+	if s.Token != "" || !out.ReadOnly || strings.HasSuffix(s.URL, ":7420") {
+		t.Errorf("cairn serve printed %s; want no token (the file's), read_only and the port of addr", p.Stdout())
+	}
+	if status, b := s.request(t, "GET", "/api/sessions", "team-0123456789abcdef", ""); status != http.StatusOK {
+		t.Errorf("the token of token_file: %d %s", status, b)
+	}
+	if status, _ := s.request(t, "POST", "/api/sessions", "team-0123456789abcdef", `{"id":"x"}`); status != http.StatusForbidden {
+		t.Errorf("create with read_only = true: %d, want 403", status)
+	}
+
+	os.WriteFile(filepath.Join(dir, "cairn.toml"), []byte("[serve]\naddr = \"nonsense\"\n"), 0o600)
+	e := start(t, sub, "serve").Wait()
+	if e.Code != 1 || !strings.Contains(e.Stderr, "cairn.toml:2: serve.addr") || !strings.Contains(e.Stderr, "HOST:PORT") {
+		t.Errorf("a bad serve.addr: %s", e)
+	}
+}
+
 func TestServe_BadAddr(t *testing.T) {
 	p := start(t, t.TempDir(), "serve", "--addr", "nonsense")
 	if e := p.Wait(); e.Code != 2 || !strings.Contains(e.Stderr, "--addr") {

@@ -8,7 +8,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -28,6 +30,7 @@ type Config struct {
 	Agent       Agent                 `toml:"agent"`
 	Model       Model                 `toml:"model"`
 	MCP         MCP                   `toml:"mcp"`
+	Serve       Serve                 `toml:"serve"`
 
 	// Source is the file the configuration was read from, "" if none.
 	Source string `toml:"-"`
@@ -67,6 +70,19 @@ type Agent struct {
 // Tools are the names of the built-in tools, the ones
 // agent.require_approval may name.
 var Tools = []string{"calc", "clock", "remember", "recall", "append_file"}
+
+// Serve configures cairn serve, for a deployment that starts it the same
+// way each time; its flags override each key.
+type Serve struct {
+	// Addr is the HOST:PORT to listen on ("" means 127.0.0.1:7420).
+	Addr string `toml:"addr"`
+	// TokenFile names a file of access tokens, one per line, so that the
+	// tokens stay the same across restarts ("" means a new token at each
+	// start).
+	TokenFile string `toml:"token_file"`
+	// ReadOnly refuses every change to the store.
+	ReadOnly bool `toml:"read_only"`
+}
 
 // Model chooses the model.
 type Model struct {
@@ -128,6 +144,14 @@ func Load(path string) (*Config, error) {
 		return nil, err
 	}
 	cfg.Source = path
+	// A file named by the config file is found from the config file's
+	// folder, as its store is, wherever cairn runs.
+	dir := filepath.Dir(path)
+	for _, p := range []*string{&cfg.Persistence.EncryptionKeyFile, &cfg.Serve.TokenFile} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
 	return cfg, nil
 }
 
@@ -173,7 +197,7 @@ var lineRe = regexp.MustCompile(`line (\d+) \(last key "([^"]*)"\)`)
 
 func hint(k toml.Key) string {
 	if len(k) == 1 {
-		return " (known tables: [persistence], [connections.NAME], [agent], [model], [mcp.servers.NAME])"
+		return " (known tables: [persistence], [connections.NAME], [agent], [model], [mcp.servers.NAME], [serve])"
 	}
 	return ""
 }
@@ -229,6 +253,11 @@ func (c *Config) Validate(file string) error {
 	case "", "offline", "openai", "anthropic", "script":
 	default:
 		return &Error{File: file, Key: "model.provider", Msg: fmt.Sprintf("unknown provider %q (want offline, openai, anthropic or script)", c.Model.Provider)}
+	}
+	if a := c.Serve.Addr; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return &Error{File: file, Key: "serve.addr", Msg: fmt.Sprintf("is %q; want HOST:PORT, such as 127.0.0.1:7420", a)}
+		}
 	}
 	if c.Agent.MaxSteps < 0 {
 		return &Error{File: file, Key: "agent.max_steps", Msg: "must not be negative"}

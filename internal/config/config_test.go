@@ -213,3 +213,28 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("disabled persistence uses %q, want memory:", cfg.StoreURL())
 	}
 }
+
+// TestLoad_ServeTable: [serve] is read, its bad address refused with its
+// line, and the files it and [persistence] name are found from the config
+// file's folder.
+func TestLoad_ServeTable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cairn.toml")
+	os.WriteFile(file, []byte("[persistence]\nencryption_key_file = \"keys/master\"\n\n[serve]\naddr = \"0.0.0.0:8080\"\ntoken_file = \"tokens\"\nread_only = true\n"), 0o600)
+	cfg, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Serve{Addr: "0.0.0.0:8080", TokenFile: filepath.Join(dir, "tokens"), ReadOnly: true}
+	if cfg.Serve != want {
+		t.Errorf("serve = %+v, want %+v", cfg.Serve, want)
+	}
+	if got := cfg.Persistence.EncryptionKeyFile; got != filepath.Join(dir, "keys/master") {
+		t.Errorf("encryption_key_file = %q, want it in the config file's folder", got)
+	}
+	err = Parse(Default(), "cairn.toml", []byte("[serve]\nread_only = true\naddr = \"7420\"\n"))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "serve.addr" || ce.Line != 3 || !strings.Contains(err.Error(), "HOST:PORT") {
+		t.Errorf("addr = \"7420\": %v", err)
+	}
+}
