@@ -138,7 +138,7 @@ func RunError(id string, res *agent.Result, err error) error {
 	if err != nil {
 		var ut *agent.UnknownToolError
 		if errors.As(err, &ut) {
-			return Fail(err, "resume it with the tools it was run with (built-in tools here: "+strings.Join(ut.Tools, ", ")+
+			return Fail(err, "resume it with the tools it was run with (tools here: "+strings.Join(ut.Tools, ", ")+
 				"), or give the call an error result with `cairn sessions resume "+id+" --deny "+ut.Call.ID+"`")
 		}
 		if errors.Is(err, agent.ErrLeaseExpired) {
