@@ -4,11 +4,160 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
-// ParseEnvelope decodes an event envelope in the exact form json.Marshal
-// writes for an Event ({"v":…,"seq":…,"at":"…","kind":"…","run":"…","data":{…}}:
+// AppendEnvelope appends the envelope of e to dst, in the one form every
+// store writes, and returns the extended buffer:
+//
+//	{"v":V,"seq":SEQ,"at":"AT","kind":KIND,"run":RUN,"data":DATA}
+//
+// in that order, with no white space outside the strings of DATA, where
+//
+//   - V and SEQ are decimal integers;
+//   - AT is e.At in UTC in RFC 3339 with nanoseconds, trailing zeros of
+//     the fraction left out (time.RFC3339Nano): "2026-01-02T03:04:05.12Z";
+//   - KIND and RUN are JSON strings escaped as encoding/json escapes them
+//     with HTML escaping off: `"`, `\` and the control characters
+//     (\b \f \n \r \t, the others as \u00XX), U+2028 and U+2029 as
+//     \u2028 and \u2029, invalid UTF-8 as \ufffd; <, > and & and all other
+//     UTF-8 are written as they are;
+//   - DATA is e.Data with the white space outside its strings removed,
+//     every other byte as given (escapes inside strings included), or null
+//     when e.Data is empty.
+//
+// These are the bytes json.Marshal writes for an Event, less its HTML
+// escaping and with the time in UTC. ParseEnvelope reads them in one pass
+// (kind and run without escapes; others take its fallback).
+//
+// e.Data must be one valid JSON value, as CheckAppend makes sure; the
+// encoder does not check it again. The one error is a time whose year is
+// outside 0 to 9999, which RFC 3339 cannot write; it wraps
+// ErrInvalidEvent, and dst comes back as it was. Appending to a buffer
+// with room for the envelope allocates nothing; with a nil dst, it
+// allocates once.
+func AppendEnvelope(dst []byte, e Event) ([]byte, error) {
+	start := len(dst)
+	dst = slices.Grow(dst, len(e.Data)+len(e.Kind)+len(e.Run)+envelopeOverhead)
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, int64(e.V), 10)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, e.Seq, 10)
+	dst = append(dst, `,"at":"`...)
+	b, err := e.At.UTC().AppendText(dst)
+	if err != nil {
+		return dst[:start], fmt.Errorf("%w: seq %d: time \"at\": %v", ErrInvalidEvent, e.Seq, err)
+	}
+	dst = append(b, `","kind":`...)
+	dst = appendJSONString(dst, string(e.Kind))
+	dst = append(dst, `,"run":`...)
+	dst = appendJSONString(dst, e.Run)
+	dst = append(dst, `,"data":`...)
+	if len(e.Data) == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendCompact(dst, e.Data)
+	}
+	return append(dst, '}'), nil
+}
+
+// envelopeOverhead is the most an envelope takes beyond its data, kind and
+// run when they need no escapes: the names and punctuation, a V and a SEQ
+// of up to 20 digits, a time of 30 bytes.
+const envelopeOverhead = len(`{"v":,"seq":,"at":"","kind":"","run":"","data":}`) + 20 + 20 + 30
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it with HTML escaping off.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(append(dst, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendCompact appends the JSON value data without the white space
+// outside its strings. It runs through strings to their closing quote with
+// bytes.IndexByte, so text costs little more than a copy.
+func appendCompact(dst, data []byte) []byte {
+	start := 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case ' ', '\t', '\r', '\n':
+			dst = append(dst, data[start:i]...)
+			start = i + 1
+		case '"':
+			i = stringEnd(data, i+1)
+		}
+	}
+	return append(dst, data[start:]...)
+}
+
+// stringEnd returns the index of the quote that ends the JSON string whose
+// first byte after the opening quote is at i, or len(data) when none does.
+func stringEnd(data []byte, i int) int {
+	for from := i; ; {
+		j := bytes.IndexByte(data[from:], '"')
+		if j < 0 {
+			return len(data)
+		}
+		j += from
+		k := j // the quote is escaped when an odd number of backslashes leads to it
+		for k > i && data[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 {
+			return j
+		}
+		from = j + 1
+	}
+}
+
+// ParseEnvelope decodes an event envelope in the exact form AppendEnvelope
+// and json.Marshal write for an Event ({"v":…,"seq":…,"at":"…","kind":"…","run":"…","data":{…}}:
 // that member order, no white space outside the data, no escapes in at,
 // kind and run), in one pass, with the decoder every event goes through:
 // the data must be a JSON object with no name twice in any of its objects
