@@ -164,6 +164,22 @@ func (s *Store) lockAny(ctx context.Context, ss *session, id string, exclusive b
 // A session folder whose lock file or log is missing is damaged: a session
 // is created whole, and deleted by renaming its folder away.
 func (s *Store) openFiles(ss *session, id string) error {
+	for try := 0; ; try++ {
+		err := s.openFilesOnce(ss, id)
+		if !errors.Is(err, errReplaced) {
+			return err
+		}
+		if try == 100 {
+			return fmt.Errorf("%w: session %s was deleted and created again %d times while it was being opened", cairn.ErrUnavailable, id, try+1)
+		}
+	}
+}
+
+// errReplaced says that a session's folder was replaced (deleted and
+// created again) while its files were being opened: open them again.
+var errReplaced = errors.New("the session's folder was replaced")
+
+func (s *Store) openFilesOnce(ss *session, id string) error {
 	lockF, err := s.ns.OpenFile(id+"/"+lockName, os.O_RDWR, 0)
 	if err != nil {
 		return s.missing(id, lockName, err)
@@ -206,15 +222,27 @@ func (s *Store) openFiles(ss *session, id string) error {
 // missing returns cairn.ErrNotFound when a session's file could not be
 // opened because its folder is not there, and a *cairn.DamagedError when
 // the folder is there without the file.
+//
+// A folder is created whole and deleted whole (each by a rename), so a
+// file missing from a folder that is there is damage only if the same
+// folder, looked at twice, lacks it. Otherwise the folder the open went
+// through was deleted and another took its place meanwhile: errReplaced,
+// and the caller opens the new one.
 func (s *Store) missing(id, name string, err error) error {
 	err = notFound(err)
 	if !errors.Is(err, cairn.ErrNotFound) {
 		return err
 	}
-	if fi, serr := s.ns.Lstat(id); serr == nil && fi.IsDir() {
-		return &cairn.DamagedError{Session: id, Where: id + "/" + name, Msg: "the session's folder has no " + name}
+	before, serr := s.ns.Lstat(id)
+	if serr != nil || !before.IsDir() {
+		return err
 	}
-	return err
+	_, ferr := s.ns.Lstat(id + "/" + name)
+	after, aerr := s.ns.Lstat(id)
+	if ferr == nil || aerr != nil || !os.SameFile(before, after) {
+		return errReplaced
+	}
+	return &cairn.DamagedError{Session: id, Where: id + "/" + name, Msg: "the session's folder has no " + name}
 }
 
 // fileID is what makes a file itself: its device and inode.
