@@ -5,20 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/envsum"
 )
 
 // The log holds one event envelope per line, led by its checksum (see
-// checksum.go). The events of one Append are written together; every line
+// checksum.go and package envsum). The events of one Append are written together; every line
 // of an append but its last ends with a space before the newline
 // ("continued"), so that recovery can tell a whole append from the start
 // of one that a crash cut short.
 
-// encodeEvents returns the lines of one append. The data of each event is
-// written byte for byte as given, unless it spans lines, in which case it is
-// compacted (which leaves every value as it was).
+// encodeEvents returns the lines of one append: each event's envelope as
+// cairn.AppendEnvelope writes it, led by its checksum.
 func encodeEvents(events []cairn.Event) ([]byte, error) {
 	n := 0
 	for _, e := range events {
@@ -26,34 +25,10 @@ func encodeEvents(events []cairn.Event) ([]byte, error) {
 	}
 	buf := make([]byte, 0, n)
 	for i, e := range events {
-		at, err := e.At.MarshalJSON()
-		if err != nil {
-			return nil, fmt.Errorf("%w: seq %d: %v", cairn.ErrInvalidEvent, e.Seq, err)
+		var err error
+		if buf, err = envsum.Append(buf, e); err != nil {
+			return nil, err
 		}
-		start := len(buf)
-		buf = append(buf, sumPrefix+`00000000",`...) // the checksum's place
-		buf = append(buf, `"v":`...)
-		buf = strconv.AppendInt(buf, int64(e.V), 10)
-		buf = append(buf, `,"seq":`...)
-		buf = strconv.AppendInt(buf, e.Seq, 10)
-		buf = append(buf, `,"at":`...)
-		buf = append(buf, at...)
-		buf = append(buf, `,"kind":`...)
-		buf = appendString(buf, string(e.Kind))
-		buf = append(buf, `,"run":`...)
-		buf = appendString(buf, e.Run)
-		buf = append(buf, `,"data":`...)
-		if bytes.ContainsAny(e.Data, "\r\n") {
-			var c bytes.Buffer
-			if err := json.Compact(&c, e.Data); err != nil {
-				return nil, fmt.Errorf("%w: seq %d: data: %v", cairn.ErrInvalidEvent, e.Seq, err)
-			}
-			buf = append(buf, c.Bytes()...)
-		} else {
-			buf = append(buf, e.Data...)
-		}
-		buf = append(buf, '}')
-		seal(buf, start)
 		if i < len(events)-1 {
 			buf = append(buf, ' ')
 		}

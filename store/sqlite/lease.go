@@ -204,15 +204,11 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if err := s.writable(id); err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
-	bodies := make([]string, len(events))
-	for i, e := range events {
-		b, err := envelope(e)
-		if err != nil {
-			return fmt.Errorf("append %s: %w", id, err)
-		}
-		bodies[i] = b
+	bodies, err := envelopes(events)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		if err := s.held(ctx, tx, id, lease); err != nil {
 			return err
 		}

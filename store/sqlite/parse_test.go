@@ -11,7 +11,7 @@ import (
 )
 
 // TestParseEnvelope checks the one-pass reader of stored envelopes against
-// json.Unmarshal on what envelope writes, and that it hands anything else
+// json.Unmarshal on what Append stores, and that it hands anything else
 // back.
 func TestParseEnvelope(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
@@ -20,7 +20,7 @@ func TestParseEnvelope(t *testing.T) {
 		{V: 1, Seq: 2, At: at, Kind: cairn.KindCustom, Run: "r\"1", Data: json.RawMessage(`{"type":"a.b","payload":null}`)},
 		{V: 1, Seq: 10, At: at, Kind: cairn.KindCustom, Run: "", Data: json.RawMessage("  {\"type\":\"a.b\",\n\"payload\":1} ")},
 	} {
-		stored, err := envelope(e)
+		stored, err := storedOf(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestParseEnvelope(t *testing.T) {
 func TestStoredEvent_Damage(t *testing.T) {
 	e := cairn.Event{V: 1, Seq: 3, At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Kind: cairn.KindCustom, Run: "r",
 		Data: json.RawMessage(`{"type":"a.b","payload":"the quick brown fox"}`)}
-	stored, err := envelope(e)
+	stored, err := storedOf(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +94,17 @@ func BenchmarkEnvelope(b *testing.B) {
 		Data: json.RawMessage(`{"type":"bench.pad","payload":"` + strings.Repeat("x", 1000) + `"}`)}
 	b.SetBytes(int64(len(e.Data)))
 	for b.Loop() {
-		if _, err := envelope(e); err != nil {
+		if _, err := envelopes([]cairn.Event{e}); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// storedOf returns the stored envelope of e, as Append writes it.
+func storedOf(e cairn.Event) (string, error) {
+	bodies, err := envelopes([]cairn.Event{e})
+	if err != nil {
+		return "", err
+	}
+	return bodies[0], nil
 }

@@ -1,15 +1,14 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/envsum"
 )
 
 // Create implements cairn.Store. A session whose TTL has passed but that
@@ -68,13 +67,9 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
-	bodies := make([]string, len(events))
-	for i, e := range events {
-		b, err := envelope(e)
-		if err != nil {
-			return fmt.Errorf("append %s: %w", id, err)
-		}
-		bodies[i] = b
+	bodies, err := envelopes(events)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -82,7 +77,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if err := s.writable(id); err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
-	err := s.submit(&appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
+	err = s.submit(&appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
 		delta: cairn.Summarize(events)})
 	return s.fail("append", id, err)
 }
@@ -169,31 +164,31 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	return int(n), nil
 }
 
-// envelope returns the event's JSON envelope as stored: its checksum,
-// then the envelope with its data kept byte for byte as given (CheckAppend
-// has made sure it is a valid JSON object). See checksum.go.
-func envelope(e cairn.Event) (string, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	head := struct {
-		V    int        `json:"v"`
-		Seq  int64      `json:"seq"`
-		At   time.Time  `json:"at"`
-		Kind cairn.Kind `json:"kind"`
-		Run  string     `json:"run"`
-	}{e.V, e.Seq, e.At.UTC(), e.Kind, e.Run}
-	if err := enc.Encode(head); err != nil {
-		return "", fmt.Errorf("event seq %d: %w", e.Seq, err)
+// envelopes returns the events' envelopes as stored: each as
+// cairn.AppendEnvelope writes it, led by its checksum (see checksum.go).
+// They are cut from one string, so that encoding an append allocates
+// about twice, however many events it has.
+func envelopes(events []cairn.Event) ([]string, error) {
+	n := 0
+	for _, e := range events {
+		n += len(e.Data) + len(e.Kind) + len(e.Run) + 112 + envsum.Len
 	}
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	b = b[1 : len(b)-1] // without its braces
-	out := make([]byte, sumLen, sumLen+len(b)+len(e.Data)+10)
-	out = append(out, b...)
-	out = append(out, `,"data":`...)
-	out = append(out, bytes.TrimSpace(e.Data)...)
-	out = append(out, '}')
-	return string(seal(out)), nil
+	buf := make([]byte, 0, n)
+	ends := make([]int, len(events))
+	for i, e := range events {
+		var err error
+		if buf, err = envsum.Append(buf, e); err != nil {
+			return nil, err
+		}
+		ends[i] = len(buf)
+	}
+	all := string(buf)
+	bodies := make([]string, len(events))
+	start := 0
+	for i, end := range ends {
+		bodies[i], start = all[start:end], end
+	}
+	return bodies, nil
 }
 
 func cloneLabels(l map[string]string) map[string]string {
