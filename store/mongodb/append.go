@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,13 +41,9 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	docs := make([]eventDoc, len(events))
-	for i, e := range events {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("append %s: encode seq %d: %w", id, e.Seq, err)
-		}
-		docs[i] = eventDoc{Session: id, Seq: e.Seq, Event: b}
+	docs, err := eventDocs(id, events)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
 	}
 	for attempt := 1; ; attempt++ {
 		err := s.appendOnce(ctx, id, expectSeq, events, docs)
@@ -632,4 +627,24 @@ func (s *Store) commitFields(events []cairn.Event, last int64, now time.Time) (s
 		set = append(set, bson.E{Key: "status", Value: string(delta.Status)})
 	}
 	return set, update, delta
+}
+
+// eventDocs returns the documents of session id's events, each holding its
+// envelope as cairn.AppendEnvelope writes it, all cut from one buffer.
+func eventDocs(id string, events []cairn.Event) ([]eventDoc, error) {
+	n := 0
+	for _, e := range events {
+		n += len(e.Data) + len(e.Kind) + len(e.Run) + 112
+	}
+	buf := make([]byte, 0, n)
+	docs := make([]eventDoc, len(events))
+	for i, e := range events {
+		start := len(buf)
+		var err error
+		if buf, err = cairn.AppendEnvelope(buf, e); err != nil {
+			return nil, err
+		}
+		docs[i] = eventDoc{Session: id, Seq: e.Seq, Event: buf[start:len(buf):len(buf)]}
+	}
+	return docs, nil
 }

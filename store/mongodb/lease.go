@@ -2,7 +2,6 @@ package mongodb
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -297,13 +296,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	docs := make([]eventDoc, len(events))
-	for i, e := range events {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("append %s: encode seq %d: %w", id, e.Seq, err)
-		}
-		docs[i] = eventDoc{Session: id, Seq: e.Seq, Event: b}
+	docs, err := eventDocs(id, events)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
 	}
 	for attempt := 1; ; attempt++ {
 		err := s.appendFencedOnce(ctx, id, lease, expectSeq, events, docs)

@@ -53,8 +53,14 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 		e, ok := cairn.ParseEnvelope(env)
 		if ok {
 			e.Data = bytes.Clone(e.Data)
-		} else if err := json.Unmarshal(env, &e); err != nil {
-			return nil, fmt.Errorf("load %s: event seq %d: %w", id, seq, err)
+		} else {
+			// From zero, so that json.Unmarshal copies the data rather
+			// than decode it into what ParseEnvelope left in e.Data,
+			// which aliases the batch.
+			e = cairn.Event{}
+			if err := json.Unmarshal(env, &e); err != nil {
+				return nil, fmt.Errorf("load %s: event seq %d: %w", id, seq, err)
+			}
 		}
 		if seq != want || e.Seq != want {
 			break // a gap: checked below

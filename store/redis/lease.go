@@ -365,13 +365,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
 		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
 		hasMsg, d.FirstMessage, formatTime(now), id, score(now), tok, n)
-	evs := make([]any, 0, len(events))
-	for _, e := range events {
-		b, err := encodeEvent(e)
-		if err != nil {
-			return fmt.Errorf("append %s: seq %d: %w", id, e.Seq, err)
-		}
-		evs = append(evs, b)
+	evs, err := encodeEvents(events)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
 	}
 	args = append(args, evs...)
 	res, err := change(ctx, func(ctx context.Context) (string, error) {

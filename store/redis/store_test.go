@@ -1,7 +1,6 @@
 package redis_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -295,7 +294,9 @@ func TestStore_TwoClientsRace(t *testing.T) {
 }
 
 // TestStore_SameBytes checks that an event's data is stored and reloaded
-// exactly as given, whitespace and characters JSON could escape included.
+// as given less the white space outside its strings (as
+// cairn.AppendEnvelope writes it): characters JSON could escape, escapes
+// and the spaces inside strings stay as they are.
 func TestStore_SameBytes(t *testing.T) {
 	ns := "t_" + randHex(t)
 	s := openStore(t, cairn.StoreOptions{Namespace: ns})
@@ -307,14 +308,15 @@ func TestStore_SameBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.Events[0].Data; !bytes.Equal(got, e.Data) {
-		t.Errorf("reloaded data:\n got %s\nwant %s", got, e.Data)
+	want := `{"type":"t.raw","payload":{"html":"<b>&amp;</b>","u":"日本 \u2713"}}`
+	if got := rec.Events[0].Data; string(got) != want {
+		t.Errorf("reloaded data:\n got %s\nwant %s", got, want)
 	}
 	raw, err := adminClient(t).LIndex(t.Context(), "cairn:"+ns+":{"+ns+":a}:events", 0).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(raw, string(e.Data)) {
-		t.Errorf("stored envelope %s does not hold the data as given", raw)
+	if !strings.Contains(raw, `,"data":`+want+`}`) {
+		t.Errorf("stored envelope %s does not hold the data %s", raw, want)
 	}
 }

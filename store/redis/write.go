@@ -1,11 +1,9 @@
 package redis
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/cairnhq/cairn"
 )
@@ -80,19 +78,15 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if d.HasMessage {
 		hasMsg = "1"
 	}
+	evs, err := encodeEvents(events)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
+	}
 	args := make([]any, 0, appendArgs+len(events))
-	evs := make([]any, 0, len(events))
 	args = append(args,
 		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
 		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
 		hasMsg, d.FirstMessage, formatTime(now), id, score(now))
-	for _, e := range events {
-		b, err := encodeEvent(e)
-		if err != nil {
-			return fmt.Errorf("append %s: seq %d: %w", id, e.Seq, err)
-		}
-		evs = append(evs, b)
-	}
 	args = append(args, evs...)
 	res, err := change(ctx, func(ctx context.Context) (string, error) {
 		return appendScript.Run(ctx, s.client, s.scriptKeys(id), args...).Text()
@@ -125,36 +119,22 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	return nil
 }
 
-// encodeEvent writes an event's JSON envelope with its data exactly as
-// given, so a reload returns the same bytes. The data was validated by
-// cairn.CheckAppend, so it is one well-formed JSON object.
-func encodeEvent(e cairn.Event) ([]byte, error) {
-	at, err := e.At.MarshalJSON()
-	if err != nil {
-		return nil, err
+// encodeEvents returns the events' envelopes, for the script's arguments:
+// each as cairn.AppendEnvelope writes it, all cut from one buffer.
+func encodeEvents(events []cairn.Event) ([]any, error) {
+	n := 0
+	for _, e := range events {
+		n += len(e.Data) + len(e.Kind) + len(e.Run) + 112
 	}
-	kind, err := json.Marshal(e.Kind)
-	if err != nil {
-		return nil, err
+	buf := make([]byte, 0, n)
+	evs := make([]any, len(events))
+	for i, e := range events {
+		start := len(buf)
+		var err error
+		if buf, err = cairn.AppendEnvelope(buf, e); err != nil {
+			return nil, err
+		}
+		evs[i] = buf[start:len(buf):len(buf)]
 	}
-	run, err := json.Marshal(e.Run)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	b.Grow(len(e.Data) + len(kind) + len(run) + 80)
-	b.WriteString(`{"v":`)
-	b.WriteString(strconv.Itoa(e.V))
-	b.WriteString(`,"seq":`)
-	b.WriteString(strconv.FormatInt(e.Seq, 10))
-	b.WriteString(`,"at":`)
-	b.Write(at)
-	b.WriteString(`,"kind":`)
-	b.Write(kind)
-	b.WriteString(`,"run":`)
-	b.Write(run)
-	b.WriteString(`,"data":`)
-	b.Write(e.Data)
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return evs, nil
 }
