@@ -14,10 +14,32 @@
 //
 // Open accepts redis:// and rediss:// (TLS) URLs with go-redis's query
 // parameters, pings the server, and owns the connection it makes. To bring
-// your own client (a *goredis.ClusterClient for Redis Cluster, a Sentinel
-// failover client, custom TLS or pooling), call New; the caller then owns
+// your own client (custom TLS or pooling), call New; the caller then owns
 // the client and Close leaves it open. Importing the package registers the
-// "redis" and "rediss" schemes with cairn.Open. The store turns off
+// "redis" and "rediss" schemes with cairn.Open, so the same URLs work in
+// the CLI's --store, cairn.toml and its [connections], sessions copy and
+// the worker.
+//
+// # URLs
+//
+// One URL form per kind of deployment, all go-redis's own:
+//
+//	redis://HOST:PORT/DB                            a single server
+//	redis://HOST:PORT?addr=HOST2:PORT2&addr=...     Redis Cluster: the seed nodes
+//	redis://HOST:PORT?cluster=true                  Redis Cluster from one seed node
+//	redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379
+//	                                                the master a Sentinel names
+//
+// Several addr parameters, or cluster=true, make a *goredis.ClusterClient
+// (database 0 only); master_name makes a Sentinel failover client, whose
+// addresses are the sentinels' (password= and username= give the master's
+// credentials, the URL's user info the sentinels'). A single-server URL
+// that reaches a cluster node is refused by Open with ErrClusterNode, and
+// a MOVED, ASK or CROSSSLOT reply met through a client passed to New says
+// the same. The store's own parameters, in any form: min_replicas and
+// replica_timeout (see Replication). ParseStoreURL reads a URL without
+// connecting; Store.Kind and Store.Topology say what a store reached
+// (`cairn doctor` prints it). The store turns off
 // go-redis's maintenance notifications, which plain servers do not know,
 // and turns on ContextTimeoutEnabled, so that every call ends with its
 // context; do the same in clients you pass to New (ParseURL does it for
@@ -44,6 +66,30 @@
 // fenced append or a release whose lease was taken over since included);
 // not found, or for a Delete (which leaves no sign), the call returns an
 // error that wraps cairn.ErrUnavailable: its outcome is unknown.
+//
+// # Replication
+//
+// Redis replicates asynchronously: a master acknowledges a write before
+// its replicas have it, and when the master dies a replica promoted in its
+// place has lost whatever had not reached it. With min_replicas=N in the
+// URL an append waits, with Redis WAIT sent on the same connection right
+// after the append's script, until N replicas acknowledge it, for
+// replica_timeout at most (default 2s; a bare number is milliseconds). If
+// fewer did, the append was applied on the master but returns a
+// *ReplicaError that wraps cairn.ErrUnavailable: a run degrades or fails
+// by its on_error rule, and a non-idempotent tool does not run on a
+// tool.started that only the master holds. Sent again, the same append
+// answers as a retry and waits again. Append and AppendFenced wait;
+// Create, the lease calls and Delete do not.
+//
+// What WAIT promises, and what it does not: it is not consensus. An append
+// that returned holds on N replicas' memory, so the death of its master
+// alone does not lose it as long as one of those replicas is the one
+// promoted (Redis Cluster and Sentinel prefer the most up-to-date
+// replica, but do not guarantee it). It does not survive every replica
+// and the master dying at once (no fsync is implied; that is WAITAOF and
+// persistence settings), and an append that returned a ReplicaError may
+// be kept or lost by a failover. docs/RELIABILITY.md measures it.
 //
 // # Key layout
 //

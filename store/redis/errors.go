@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -13,11 +14,76 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
+// ErrClusterNode is returned by Open for a standalone URL that reaches a
+// Redis Cluster node, and wrapped by the error of a call that meets a
+// MOVED, ASK or CROSSSLOT reply: the store was given a single-server
+// client where it needs a cluster client.
+var ErrClusterNode = errors.New("a Redis Cluster needs the cluster URL form: redis://HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3 (the addresses of some of its nodes), or redis://HOST:PORT?cluster=true")
+
 // unavailable makes *errp, the error of a store method, wrap
-// cairn.ErrUnavailable when it is an outage.
+// cairn.ErrUnavailable when it is an outage, and ErrClusterNode when it
+// is a reply that only a cluster node gives.
 func unavailable(errp *error) {
-	if err := *errp; outage(err) && !errors.Is(err, cairn.ErrUnavailable) {
+	err := *errp
+	if outage(err) && !errors.Is(err, cairn.ErrUnavailable) {
 		*errp = fmt.Errorf("%w: %w", cairn.ErrUnavailable, err)
+	} else if clusterReply(err) && !errors.Is(err, ErrClusterNode) {
+		*errp = fmt.Errorf("%w (the server is a Redis Cluster node: %w)", err, ErrClusterNode)
+	}
+}
+
+// clusterReply reports whether err is a reply only a Redis Cluster node
+// gives to a client that does not follow the cluster's slots: MOVED, ASK,
+// CROSSSLOT, or the EXECABORT of a transaction one of whose commands got
+// such a reply.
+func clusterReply(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"MOVED ", "ASK ", "CROSSSLOT ", "EXECABORT "} {
+		if strings.HasPrefix(msg, p) || strings.Contains(msg, ": "+p) {
+			return true
+		}
+	}
+	return false
+}
+
+// lostReplyError is the error a cluster node's hook returns for a script
+// whose reply was lost (lostReplyHook). It hides its cause from go-redis,
+// which would send the script again, and the store takes it for the outage
+// it is.
+type lostReplyError struct{ err error }
+
+func (e *lostReplyError) Error() string { return e.err.Error() }
+
+// lostReplyHook is added to every node client of a cluster client that
+// Open makes. A cluster client sends a command again when its reply was
+// lost (its redirect loop retries on another try whatever go-redis's
+// MaxRetries says); for a script that may have been applied, the store's
+// change and probe must decide instead, so the hook turns such an error
+// into a *lostReplyError, which go-redis does not retry.
+type lostReplyHook struct{}
+
+func (lostReplyHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (lostReplyHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
+}
+
+func (lostReplyHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		switch cmd.Name() {
+		case "evalsha", "eval":
+			if outage(err) && mayHaveApplied(err) {
+				return &lostReplyError{err: err}
+			}
+		}
+		return err
 	}
 }
 
@@ -31,6 +97,12 @@ func unavailable(errp *error) {
 func outage(err error) bool {
 	if err == nil || errors.Is(err, cairn.ErrClosed) {
 		return false
+	}
+	if _, ok := errors.AsType[*ReplicaError](err); ok {
+		return false // the write was applied: a retry or a probe changes nothing
+	}
+	if _, ok := errors.AsType[*lostReplyError](err); ok {
+		return true
 	}
 	return errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) ||

@@ -371,11 +371,11 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	}
 	args = append(args, evs...)
 	res, err := change(ctx, func(ctx context.Context) (string, error) {
-		return fencedAppendScript.Run(ctx, s.client, s.scriptKeys(id), args...).Text()
+		return s.runAppend(ctx, id, fencedAppendScript, args) // with min_replicas, WAIT too (replicas.go)
 	}, func(ctx context.Context) (string, bool, error) {
 		res, found, err := s.probe(ctx, id, n, expectSeq, evs)
 		if found {
-			res = replyOK // the first try's: it wrote, the index follows
+			res, err = replyOK, s.replicated(ctx, id) // the first try's: it wrote, the index follows
 		}
 		return res, found, err
 	})

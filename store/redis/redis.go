@@ -31,8 +31,9 @@ func init() {
 type Store struct {
 	client goredis.UniversalClient
 	opts   cairn.StoreOptions
-	owned  bool // Close closes the client: Open made it
-	split  bool // the index lives in another slot: updated after the scripts
+	owned  bool   // Close closes the client: Open made it
+	kind   string // KindSentinel for a client Open made from a Sentinel URL, else ""
+	split  bool   // the index lives in another slot: updated after the scripts
 	prefix string
 	index  string
 	claims string // the claimable sessions, oldest first (see claim.go)
@@ -40,6 +41,9 @@ type Store struct {
 	closed atomic.Bool
 
 	rebuildMu sync.Mutex // one rebuild of the claim set at a time
+
+	minReplicas    int           // an append waits until this many replicas hold it (see replicas.go)
+	replicaTimeout time.Duration // how long it waits
 }
 
 var (
@@ -91,32 +95,43 @@ func newStore(client goredis.UniversalClient, opts cairn.StoreOptions, split boo
 	}, nil
 }
 
-// Open connects to the Redis server a redis:// or rediss:// URL names,
-// such as "redis://user:password@127.0.0.1:6379/0", pings it, and returns a
-// store that owns the connection: Close closes it. The URL takes go-redis's
-// query parameters (dial_timeout, pool_size, …). For Redis Cluster, make a
-// cluster client and call New.
+// Open connects to the Redis deployment a redis:// or rediss:// URL names,
+// pings it, and returns a store that owns the connection: Close closes it.
+// The URL takes go-redis's query parameters (dial_timeout, pool_size, …)
+// and the store's own (min_replicas, replica_timeout); its three forms,
+// standalone, Redis Cluster and Sentinel, are described in the package
+// documentation. A standalone URL that reaches a Redis Cluster node is
+// refused with an error that names the cluster form.
 func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions) (*Store, error) {
-	ropts, err := ParseURL(rawURL)
+	uo, err := ParseStoreURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	client := goredis.NewClient(ropts)
+	client := uo.client()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
 		unavailable(&err)
-		return nil, fmt.Errorf("open redis store at %s (db %d): %w (is Redis running there, and are the URL's credentials right?)", ropts.Addr, ropts.DB, err)
+		return nil, fmt.Errorf("open redis store at %s: %w (is Redis running there, and are the URL's credentials right?)", uo.where(), err)
 	}
-	s, err := newStore(client, opts, false)
+	if uo.Kind == KindStandalone && clusterNode(ctx, client) {
+		_ = client.Close()
+		return nil, fmt.Errorf("open redis store at %s: the server is a Redis Cluster node: %w", uo.where(), ErrClusterNode)
+	}
+	s, err := newStore(client, opts, uo.Kind == KindCluster)
 	if err != nil {
 		_ = client.Close()
 		return nil, err
 	}
 	s.owned = true
+	if uo.Kind == KindSentinel {
+		s.kind = KindSentinel
+	}
+	s.minReplicas, s.replicaTimeout = uo.MinReplicas, uo.ReplicaTimeout
 	return s, nil
 }
 
-// ParseURL turns a redis:// or rediss:// URL into go-redis options with
+// ParseURL turns a standalone redis:// or rediss:// URL into go-redis
+// options (ParseStoreURL reads the other forms too) with
 // maintenance notifications turned off (plain Redis servers do not know
 // them) and ContextTimeoutEnabled set, so that a call ends with its
 // context even while the server does not answer. Errors never repeat the

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/rediscluster"
 	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -51,6 +52,7 @@ func TestMain(m *testing.M) {
 	if admin != nil {
 		admin.Close()
 	}
+	rediscluster.StopShared()
 	os.Exit(code)
 }
 

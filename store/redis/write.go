@@ -89,11 +89,11 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		hasMsg, d.FirstMessage, formatTime(now), id, score(now))
 	args = append(args, evs...)
 	res, err := change(ctx, func(ctx context.Context) (string, error) {
-		return appendScript.Run(ctx, s.client, s.scriptKeys(id), args...).Text()
+		return s.runAppend(ctx, id, appendScript, args) // with min_replicas, WAIT too (replicas.go)
 	}, func(ctx context.Context) (string, bool, error) {
 		res, found, err := s.probe(ctx, id, "", expectSeq, evs)
 		if found {
-			res = replyOK // the first try's: it wrote, the index follows
+			res, err = replyOK, s.replicated(ctx, id) // the first try's: it wrote, the index follows
 		}
 		return res, found, err
 	})

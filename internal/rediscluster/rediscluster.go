@@ -1,0 +1,374 @@
+// Package rediscluster starts a small Redis Cluster on loopback ports for
+// tests: masters and their replicas, each a redis-server process in a
+// folder of its own, with no persistence and a short node timeout, so that
+// a replica takes over a killed master within seconds.
+//
+// Tests find their cluster through CAIRN_TEST_REDIS_CLUSTER: "auto" starts
+// one per test binary (Shared), a redis:// URL names a running one. Locally
+// a missing variable skips the test with a message naming it; under CI
+// (CI=true) it fails the test, as testenv.URL does for the other servers.
+package rediscluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Env is the variable that names the test cluster: "auto", or a URL.
+const Env = "CAIRN_TEST_REDIS_CLUSTER"
+
+// Node is one redis-server of a Cluster.
+type Node struct {
+	Addr string // 127.0.0.1:PORT
+	Port int
+	dir  string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+}
+
+// Cluster is a running local Redis Cluster.
+type Cluster struct {
+	Nodes []*Node
+	dir   string
+	own   bool // Stop removes dir
+}
+
+// Start starts masters masters with replicas replicas each under dir (a
+// fresh temporary folder when dir is ""), creates the cluster with
+// redis-cli --cluster create, and waits until every node says it is ok and
+// every replica has synced. On an error it stops what it started.
+func Start(ctx context.Context, dir string, masters, replicas int) (*Cluster, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, fmt.Errorf("start a Redis Cluster: %w", err)
+	}
+	c := &Cluster{dir: dir}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "rediscluster")
+		if err != nil {
+			return nil, err
+		}
+		c.dir, c.own = d, true
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Stop()
+		}
+	}()
+	for i := range masters * (1 + replicas) {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		n := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, dir: filepath.Join(c.dir, strconv.Itoa(i))}
+		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+		if err := n.start(); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := waitPing(ctx, n.Addr); err != nil {
+			return nil, err
+		}
+	}
+	args := []string{"--cluster", "create"}
+	for _, n := range c.Nodes {
+		args = append(args, n.Addr)
+	}
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+// start runs the node's redis-server.
+func (n *Node) start() error {
+	cmd := exec.Command("redis-server",
+		"--port", strconv.Itoa(n.Port), "--bind", "127.0.0.1",
+		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0",
+		"--save", "", "--appendonly", "no",
+		"--dir", n.dir, "--logfile", filepath.Join(n.dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server on port %d: %w", n.Port, err)
+	}
+	n.cmd, n.done = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(n.done)
+	return nil
+}
+
+// freePort returns a loopback port where nothing listens, whose cluster bus
+// port (the port plus 10000) is free too.
+func freePort() (int, error) {
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		if port >= 55000 {
+			ln.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		bus.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free pair of loopback ports for a cluster node")
+}
+
+// client returns a plain client on one node.
+func client(addr string) *goredis.Client {
+	return goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+}
+
+func waitPing(ctx context.Context, addr string) error {
+	c := client(addr)
+	defer c.Close()
+	var err error
+	for range 100 {
+		if err = c.Ping(ctx).Err(); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("redis-server at %s did not answer: %w", addr, err)
+}
+
+// WaitHealthy waits (up to 30 s) until every running node says
+// cluster_state:ok, every slot is served, and every replica's link to its
+// master is up.
+func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var why string
+	for {
+		if why = c.unhealthy(ctx); why == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the Redis Cluster in %s is not healthy: %s", c.dir, why)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// unhealthy says why the cluster is not healthy yet, or "".
+func (c *Cluster) unhealthy(ctx context.Context) string {
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		cl := client(n.Addr)
+		info, err := cl.ClusterInfo(ctx).Result()
+		if err != nil {
+			cl.Close()
+			return n.Addr + ": " + err.Error()
+		}
+		repl, err := cl.Info(ctx, "replication").Result()
+		cl.Close()
+		if err != nil {
+			return n.Addr + ": " + err.Error()
+		}
+		if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384") {
+			return n.Addr + " says its cluster is not ok"
+		}
+		if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
+			return n.Addr + " is a replica whose link to its master is down"
+		}
+	}
+	return ""
+}
+
+// URL returns the cluster's store URL: one node in the host, the others
+// in addr parameters.
+func (c *Cluster) URL() string {
+	var running []string
+	for _, n := range c.Nodes {
+		if n.Running() {
+			running = append(running, n.Addr)
+		}
+	}
+	if len(running) == 0 {
+		return ""
+	}
+	u := "redis://" + running[0]
+	for i, a := range running[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + a
+	}
+	return u
+}
+
+// Running reports whether the node's process is alive.
+func (n *Node) Running() bool {
+	if n.done == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends the node SIGKILL and waits for it to be gone.
+func (n *Node) Kill() error {
+	if !n.Running() {
+		return nil
+	}
+	if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-n.done
+	return nil
+}
+
+// Restart starts a stopped node again, on its port and folder: it rejoins
+// the cluster from its nodes.conf, as a replica if another took its place.
+func (n *Node) Restart(ctx context.Context) error {
+	if n.Running() {
+		return nil
+	}
+	if err := n.start(); err != nil {
+		return err
+	}
+	return waitPing(ctx, n.Addr)
+}
+
+// MasterOf returns the node that serves key as master now, asking the
+// running nodes.
+func (c *Cluster) MasterOf(ctx context.Context, key string) (*Node, error) {
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		cl := client(n.Addr)
+		slot, err := cl.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			cl.Close()
+			continue
+		}
+		shards, err := cl.ClusterSlots(ctx).Result()
+		cl.Close()
+		if err != nil {
+			continue
+		}
+		for _, s := range shards {
+			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+				for _, m := range c.Nodes {
+					if m.Addr == s.Nodes[0].Addr {
+						return m, nil
+					}
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("no running node knows the master of %q", key)
+}
+
+// Stop ends every node and removes the cluster's folder if Start made it.
+func (c *Cluster) Stop() {
+	for _, n := range c.Nodes {
+		if n.Running() {
+			_ = n.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-n.done:
+			case <-time.After(5 * time.Second):
+				_ = n.Kill()
+			}
+		}
+	}
+	if c.own {
+		_ = os.RemoveAll(c.dir)
+	}
+}
+
+var (
+	sharedMu  sync.Mutex
+	shared    *Cluster
+	sharedErr error
+)
+
+// URL returns the URL of the test cluster CAIRN_TEST_REDIS_CLUSTER names:
+// with "auto", a cluster of 3 masters and 3 replicas that this test binary
+// starts at the first call and StopShared stops. When the variable is empty
+// the test is skipped, or failed under CI.
+func URL(tb testing.TB) string {
+	tb.Helper()
+	v := os.Getenv(Env)
+	switch {
+	case v == "" && os.Getenv("CI") == "true":
+		tb.Fatalf("%s is not set: CI must run the Redis Cluster tests (see .ci/run)", Env)
+	case v == "":
+		tb.Skipf("%s is not set: set it to auto (redis-server and redis-cli on the PATH) or to a cluster's URL to run these tests", Env)
+	case v != "auto":
+		return v
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared == nil && sharedErr == nil {
+		shared, sharedErr = Start(context.Background(), "", 3, 1)
+	}
+	if sharedErr != nil {
+		tb.Fatal(sharedErr)
+	}
+	return shared.URL()
+}
+
+// Auto reports whether CAIRN_TEST_REDIS_CLUSTER asks the tests to start
+// clusters themselves, as a failover test needs (it kills nodes), and skips
+// the test otherwise (failing it under CI).
+func Auto(tb testing.TB) {
+	tb.Helper()
+	if os.Getenv(Env) == "auto" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("%s is not auto: CI must run the Redis Cluster failover tests (see .ci/run)", Env)
+	}
+	tb.Skipf("%s is not auto: set it to auto (redis-server and redis-cli on the PATH) to run the failover tests", Env)
+}
+
+// StopShared stops the cluster URL started, if it did; call it from
+// TestMain after m.Run.
+func StopShared() {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared != nil {
+		shared.Stop()
+		shared = nil
+	}
+}
