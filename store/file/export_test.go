@@ -1,7 +1,34 @@
 package file
 
+import (
+	"bytes"
+	"io"
+	"os"
+)
+
 // For the tests of package file_test.
 var (
 	JournalDir      = journalDir
 	JournalsHolding = journalsHolding
 )
+
+// StoredEnvelopes returns the envelopes of session id's log as written,
+// without their checksums, continued marks and newlines (for
+// storetest.Abilities.Envelopes).
+func StoredEnvelopes(s *Store, id string) ([][]byte, error) {
+	f, err := s.ns.OpenFile(id+"/"+logName, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	var envs [][]byte
+	for line := range bytes.Lines(buf) {
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte(" "))
+		envs = append(envs, append([]byte("{"), envelopeOf(line)...))
+	}
+	return envs, nil
+}

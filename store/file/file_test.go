@@ -27,7 +27,15 @@ func openIn(t testing.TB, dir string, opts cairn.StoreOptions) *file.Store {
 func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	dirs := map[*testing.T]string{}
-	storetest.Run(t, storetest.Abilities{Leases: true, Sweep: true, Check: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true,
+		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
+			envs, err := file.StoredEnvelopes(s.(*file.Store), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return envs
+		}}
+	storetest.Run(t, abilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		mu.Lock()
 		dir, ok := dirs[t]
 		if !ok {

@@ -1,11 +1,13 @@
 package mongodb_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
@@ -74,7 +76,29 @@ func dropCollections(tb testing.TB, s *mongodb.Store) {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	abilities := storetest.Abilities{Leases: true, Claims: true, Sweep: true,
+		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
+			_, events := s.(*mongodb.Store).Collections()
+			cur, err := client(t).Collection(events).Find(t.Context(), bson.D{{Key: "session", Value: id}},
+				options.Find().SetSort(bson.D{{Key: "seq", Value: 1}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cur.Close(t.Context())
+			var envs [][]byte
+			for cur.Next(t.Context()) {
+				_, env, ok := cur.Current.Lookup("event").BinaryOK()
+				if !ok {
+					t.Fatalf("an event document without its binary envelope: %s", cur.Current)
+				}
+				envs = append(envs, bytes.Clone(env))
+			}
+			if err := cur.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return envs
+		}}
+	storetest.Run(t, abilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return openStore(t, opts)
 	})
 }

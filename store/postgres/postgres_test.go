@@ -103,7 +103,21 @@ func randHex(tb testing.TB) string {
 
 func TestConformance(t *testing.T) {
 	dsn(t)
-	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	abilities := storetest.Abilities{Leases: true, Claims: true, Sweep: true,
+		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
+			ps := s.(*postgres.Store)
+			rows, err := ps.Pool().Query(t.Context(), "SELECT envelope FROM "+
+				pgx.Identifier{ps.Schema(), "events"}.Sanitize()+" WHERE session_id = $1 ORDER BY seq", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			envs, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return envs
+		}}
+	storetest.Run(t, abilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return open(t, opts)
 	})
 }

@@ -100,9 +100,23 @@ func openStore(tb testing.TB, opts cairn.StoreOptions) *redis.Store {
 	return s
 }
 
+// conformanceAbilities are the store's, with the hook that reads its envelopes.
+var conformanceAbilities = storetest.Abilities{Leases: true, Claims: true, Sweep: true,
+	Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
+		raw, err := adminClient(t).LRange(t.Context(), redis.EventsKey(s.(*redis.Store), id), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs := make([][]byte, len(raw))
+		for i, r := range raw {
+			envs[i] = []byte(r)
+		}
+		return envs
+	}}
+
 func TestConformance(t *testing.T) {
 	testURL(t)
-	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, conformanceAbilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return openStore(t, opts)
 	})
 }
@@ -111,7 +125,7 @@ func TestConformance(t *testing.T) {
 // index outside the session scripts, as they do on Redis Cluster.
 func TestConformanceSplit(t *testing.T) {
 	c := adminClient(t)
-	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, conformanceAbilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		cleanNamespace(t, opts.Namespace)
 		s, err := redis.NewSplit(c, opts)
 		if err != nil {

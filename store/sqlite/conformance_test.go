@@ -15,7 +15,15 @@ import (
 func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	paths := map[*testing.T]string{}
-	storetest.Run(t, storetest.Abilities{Leases: true, Sweep: true, Check: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true,
+		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
+			envs, err := sqlite.StoredEnvelopes(t.Context(), s.(*sqlite.Store), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return envs
+		}}
+	storetest.Run(t, abilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		mu.Lock()
 		path, ok := paths[t]
 		if !ok {

@@ -16,6 +16,17 @@ type Abilities struct {
 	Claims bool // cairn.Claimer: ClaimNext (a store with claims has leases too)
 	Sweep  bool // cairn.Sweeper: Sweep
 	Check  bool // cairn.Checker: Check
+
+	// Envelopes is not an ability but a test hook into the backend's
+	// storage: it returns the envelopes of session id as s stored them,
+	// in seq order, without what the backend keeps around each (a
+	// checksum field, a line's end). The Envelopes test then checks
+	// that they are byte for byte cairn.AppendEnvelope's, and that Load
+	// returns them as stored. A backend that stores no envelope bytes of
+	// its own (memory, a wrapper over another backend) leaves it nil,
+	// and the test checks only that Load returns events that encode to
+	// the same envelopes.
+	Envelopes func(t *testing.T, s cairn.Store, id string) [][]byte
 }
 
 // ability is one optional interface: its name in Abilities, whether a

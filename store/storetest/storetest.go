@@ -63,6 +63,7 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 		{"ConcurrentAppend", testConcurrentAppend},
 		{"ConcurrentSessions", testConcurrentSessions},
 		{"ReplayEquality", testReplayEquality},
+		{"Envelopes", testEnvelopes},
 		{"LongHistory", testLongHistory},
 		{"List", testList},
 		{"ListPaging", testListPaging},
