@@ -194,12 +194,15 @@ func storeArgs(store []string) []string {
 // untilSettled runs cairn with args while its output says that a killed
 // writer's last append is still pending: the mongodb store takes an
 // append's place only once it is older than mongodb.StaleAfter (30 s), as
-// it cannot tell a dead writer from a slow one. Other stores never say so.
+// it cannot tell a dead writer from a slow one, and answers an append
+// that meets such a position "held by another call that has not
+// committed", an outage. Other stores never say so.
 func (c *cliEnv) untilSettled(store []string, pending string, args ...string) (string, string, int) {
 	c.t.Helper()
 	for try := 0; ; try++ {
 		out, errOut, code := c.run(append(store, args...)...)
-		if !strings.Contains(out+errOut, pending) || try == 30 {
+		held := strings.Contains(out+errOut, pending) || strings.Contains(out+errOut, "has not committed")
+		if !held || try == 30 {
 			return out, errOut, code
 		}
 		time.Sleep(3 * time.Second)
