@@ -63,10 +63,12 @@ func AppendEnvelope(dst []byte, e Event) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// envelopeOverhead is the most an envelope takes beyond its data, kind and
-// run when they need no escapes: the names and punctuation, a V and a SEQ
-// of up to 20 digits, a time of 30 bytes.
-const envelopeOverhead = len(`{"v":,"seq":,"at":"","kind":"","run":"","data":}`) + 20 + 20 + 30
+// envelopeOverhead is what an envelope takes beyond its data, kind and
+// run when they need no escapes, with a V of one digit, a SEQ of up to ten
+// and a time of up to 30 bytes (all times in UTC are): the room
+// AppendEnvelope makes at once. Longer envelopes grow the buffer as they
+// are written.
+const envelopeOverhead = len(`{"v":,"seq":,"at":"","kind":"","run":"","data":}`) + 1 + 10 + 30
 
 // appendJSONString appends s as a JSON string, escaped as encoding/json
 // escapes it with HTML escaping off.
