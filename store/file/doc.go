@@ -44,9 +44,9 @@
 //
 // Each line of events.jsonl is an event envelope led by its checksum,
 // {"crc32c":"1a2b3c4d","v":1,"seq":N,"at":"…","kind":"…","run":"…","data":{…}}:
-// the CRC-32C of the envelope without that field. The data is written
-// byte for byte as given (data spanning several lines is compacted
-// first). The lines of one Append are written with a single write call;
+// the CRC-32C of the envelope without that field, which is as
+// cairn.AppendEnvelope writes it (compact, so one line whatever the data's
+// spacing). The lines of one Append are written with a single write call;
 // every line of an append but its last ends with a space before its
 // newline, which marks the append as continued. Seqs are dense from 1.
 // Lines written before the checksum existed start with {"v": and are read
