@@ -96,8 +96,22 @@ func doctor(ctx context.Context, app *cli.App) []check {
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		t0 := time.Now()
 		s, err := app.OpenURL(tctx, u)
+		kind := ""
 		if err == nil {
 			_, err = s.List(tctx, cairn.ListOptions{Limit: 1})
+			// A server store may say what it reached: a single server,
+			// a cluster and its nodes, a Sentinel's master.
+			var inner cairn.Store = s
+			if w, ok := s.(interface{ Inner() cairn.Store }); ok {
+				inner = w.Inner() // the encryption layer's store
+			}
+			if t, ok := inner.(interface {
+				Topology(context.Context) (string, error)
+			}); ok && err == nil {
+				if kind, err = t.Topology(tctx); err == nil {
+					kind = ", " + kind
+				}
+			}
 			s.Close()
 		}
 		cancel()
@@ -105,7 +119,7 @@ func doctor(ctx context.Context, app *cli.App) []check {
 			st.Detail, st.Fix, storeErr = err.Error(), storeFix(u, err), err
 		} else {
 			st.OK = true
-			st.Detail = fmt.Sprintf("%s, namespace %q, reachable in %s", cairn.RedactURL(u), cfg.Persistence.Namespace, time.Since(t0).Round(time.Millisecond))
+			st.Detail = fmt.Sprintf("%s%s, namespace %q, reachable in %s", cairn.RedactURL(u), kind, cfg.Persistence.Namespace, time.Since(t0).Round(time.Millisecond))
 		}
 	}
 	checks = append(checks, st)

@@ -237,6 +237,9 @@ func storeHint(rawURL string, err error) string {
 	case "postgres", "postgresql":
 		return "is PostgreSQL running and reachable at that address? `cairn doctor` checks"
 	case "redis", "rediss":
+		if strings.Contains(err.Error(), "Redis Cluster node") {
+			return "the URL reaches a Redis Cluster: name some of its nodes, redis://HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3, or add cluster=true (docs/SCALING.md)"
+		}
 		return "is Redis running and reachable at that address? `cairn doctor` checks"
 	case "mongodb", "mongodb+srv":
 		return "is the MongoDB server running and reachable at that address? `cairn doctor` checks"

@@ -372,3 +372,18 @@ func StopShared() {
 		shared = nil
 	}
 }
+
+// Test starts a cluster of its own for one test (a test that kills nodes
+// must not share one), with masters masters and one replica each, and
+// stops it when the test ends. It runs only when CAIRN_TEST_REDIS_CLUSTER
+// is auto: skipped otherwise, failed under CI.
+func Test(tb testing.TB, masters int) *Cluster {
+	tb.Helper()
+	Auto(tb)
+	c, err := Start(context.Background(), tb.TempDir(), masters, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
