@@ -3,8 +3,9 @@ package cli
 import (
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/cairnhq/cairn/internal/realpath"
 )
 
 // LocalPath returns the path on this machine of a local store (the SQLite
@@ -38,26 +39,7 @@ func LocalPath(storeURL string) string {
 }
 
 // RealPath returns the one name of a file or folder whatever name it is
-// reached by: absolute, clean, with every symbolic link resolved. For a
-// path that does not exist yet, the links of the folders above it are
-// resolved and the rest is kept as given.
-func RealPath(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return filepath.Clean(p)
-	}
-	var rest []string
-	for dir := abs; ; {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(append([]string{real}, rest...)...)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return abs
-		}
-		rest = append([]string{filepath.Base(dir)}, rest...)
-		dir = parent
-	}
-}
+// reached by; see realpath.Of.
+func RealPath(p string) string { return realpath.Of(p) }
 
 func statPath(p string) (os.FileInfo, error) { return os.Stat(p) }

@@ -10,18 +10,21 @@ import (
 // Go cannot add methods to a value at run time, so there is one type per
 // combination: leases (cairn.Leaser, whose fenced appends are sealed like
 // Append), claims (cairn.Claimer, which needs leases) and checks
-// (cairn.Checker). Sweeper is always there. TestWrap_KnowsEveryAbility
+// (cairn.Checker). Sweeper is always there, and so is LocalLocker, whose
+// LockFile answers "" over a store without lock files (its documented
+// fallback), so that it needs no types of its own. TestWrap_KnowsEveryAbility
 // fails when package cairn gains an optional interface this does not
 // carry.
 
 var (
-	_ cairn.Leaser  = (*leasing)(nil)
-	_ cairn.Claimer = (*claiming)(nil)
-	_ cairn.Checker = (*checking)(nil)
-	_ cairn.Leaser  = (*leasingChecking)(nil)
-	_ cairn.Checker = (*leasingChecking)(nil)
-	_ cairn.Claimer = (*claimingChecking)(nil)
-	_ cairn.Checker = (*claimingChecking)(nil)
+	_ cairn.LocalLocker = (*store)(nil)
+	_ cairn.Leaser      = (*leasing)(nil)
+	_ cairn.Claimer     = (*claiming)(nil)
+	_ cairn.Checker     = (*checking)(nil)
+	_ cairn.Leaser      = (*leasingChecking)(nil)
+	_ cairn.Checker     = (*leasingChecking)(nil)
+	_ cairn.Claimer     = (*claimingChecking)(nil)
+	_ cairn.Checker     = (*claimingChecking)(nil)
 )
 
 // withAbilities returns s with exactly the optional abilities of the
@@ -77,3 +80,13 @@ type checker struct {
 
 // Check implements cairn.Checker; see (*store).check.
 func (c checker) Check(ctx context.Context) (*cairn.CheckReport, error) { return c.s.check(ctx, c.k) }
+
+// LockFile implements cairn.LocalLocker: the wrapped store's lock file,
+// which the store shares with every process that opens it, encrypting or
+// not; "" when the wrapped store has none.
+func (s *store) LockFile(id string) string {
+	if l, ok := s.inner.(cairn.LocalLocker); ok {
+		return l.LockFile(id)
+	}
+	return ""
+}

@@ -17,8 +17,13 @@ import (
 )
 
 // abilities are the optional interfaces of package cairn, each with a test
-// of whether a store has it.
+// of whether a store has it. A LocalLocker whose LockFile answers "" has
+// no lock files, as its contract says.
 var abilities = map[string]func(cairn.Store) bool{
+	"LocalLocker": func(s cairn.Store) bool {
+		l, ok := s.(cairn.LocalLocker)
+		return ok && l.LockFile("s") != ""
+	},
 	"Leaser":  func(s cairn.Store) bool { _, ok := s.(cairn.Leaser); return ok },
 	"Claimer": func(s cairn.Store) bool { _, ok := s.(cairn.Claimer); return ok },
 	"Sweeper": func(s cairn.Store) bool { _, ok := s.(cairn.Sweeper); return ok },
@@ -118,6 +123,11 @@ func TestWrap_Abilities(t *testing.T) {
 		if has(s) != has(s.Inner()) && name != "Sweeper" {
 			t.Errorf("over sqlite: wrapper has %s = %v, the store = %v", name, has(s), has(s.Inner()))
 		}
+	}
+	// The same lock files as the store it wraps, so that encrypting and
+	// plain processes of one store lock each other out.
+	if got, want := s.(cairn.LocalLocker).LockFile("s1"), s.Inner().(cairn.LocalLocker).LockFile("s1"); got != want || got == "" {
+		t.Errorf("over sqlite: wrapper's lock file %q, the store's %q", got, want)
 	}
 }
 

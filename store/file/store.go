@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -39,9 +40,11 @@ const (
 )
 
 // Store is a cairn.Store on a folder of the local disk, with the optional
-// abilities cairn.Sweeper, cairn.Leaser and cairn.Checker. It is safe for concurrent use
-// by many goroutines and by many processes on one machine.
+// abilities cairn.Sweeper, cairn.Leaser, cairn.Checker and cairn.LocalLocker.
+// It is safe for concurrent use by many goroutines and by many processes on
+// one machine.
 type Store struct {
+	dir  string   // the store's folder, absolute (LockFile)
 	root *os.Root // the store's folder
 	ns   *os.Root // the namespace folder inside root
 	// nsDir is the namespace folder open as a file, for the one-call
@@ -84,6 +87,10 @@ func Open(ctx context.Context, dir string, opts cairn.StoreOptions) (*Store, err
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open file store: %w", err)
 	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open file store: %w", err)
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open file store: %w", err)
@@ -103,7 +110,7 @@ func Open(ctx context.Context, dir string, opts cairn.StoreOptions) (*Store, err
 		root.Close()
 		return nil, fmt.Errorf("open file store: namespace %s: %w", opts.Namespace, err)
 	}
-	s := &Store{root: root, ns: ns, nsDir: nsDir, opts: opts, sessions: map[string]*session{}}
+	s := &Store{dir: abs, root: root, ns: ns, nsDir: nsDir, opts: opts, sessions: map[string]*session{}}
 	s.journal.s = s
 	if err := s.recoverJournals(ctx); err != nil {
 		s.closeFiles()

@@ -1,0 +1,29 @@
+// Package realpath gives a file or folder the one name it has whatever
+// name it is reached by. The local stores (file, sqlite) key their lock
+// files by it, and the command line compares store paths with it.
+package realpath
+
+import "path/filepath"
+
+// Of returns the one name of a file or folder whatever name it is
+// reached by: absolute, clean, with every symbolic link resolved. For a
+// path that does not exist yet, the links of the folders above it are
+// resolved and the rest is kept as given.
+func Of(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	var rest []string
+	for dir := abs; ; {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+		dir = parent
+	}
+}
