@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/worker"
 )
 
 // Clock is a controllable clock for StoreOptions.Now. It starts at the
@@ -121,14 +122,11 @@ func Padded(seq int64, size int) cairn.Event {
 }
 
 // Queue is the label of the sessions that claim tests queue, and
-// WorkerFilter the filter cairn worker claims with: the sessions of that
-// queue that are new, running or interrupted.
+// WorkerFilter the filter a worker of that queue claims with
+// (worker.Filter): its sessions that are new, running or interrupted.
 var (
-	Queue        = map[string]string{"queue": "q"}
-	WorkerFilter = cairn.ListOptions{
-		Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted},
-		Labels: Queue,
-	}
+	Queue        = map[string]string{worker.QueueLabel: "q"}
+	WorkerFilter = worker.Filter("q")
 )
 
 // ClaimAll claims with filter, as holder "w", until ClaimNext returns

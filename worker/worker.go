@@ -1,0 +1,271 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+)
+
+// Options configure Run.
+type Options struct {
+	// Agent runs the sessions. Its Store is the store the worker takes
+	// them from, and must have leases (cairn.Leaser). Required. One Agent
+	// serves every slot.
+	Agent *agent.Agent
+	// Queue is the queue to take sessions from. Empty: DefaultQueue.
+	Queue string
+	// Name names the worker in leases (the holder) and logs. Empty:
+	// agent.DefaultHolder(), the host and process ID.
+	Name string
+	// Concurrency is how many sessions run at once. 0: 1.
+	Concurrency int
+	// LeaseTTL is how long a session's lease lasts unless renewed; it is
+	// renewed every third of it. 0: agent.DefaultClaimTTL.
+	LeaseTTL time.Duration
+	// Poll is how long a slot waits when no session is waiting, and after
+	// a claim failed. 0: one second.
+	Poll time.Duration
+	// Logger receives what the worker does: a line when it starts and
+	// stops, and per session "claimed" and then one of "finished",
+	// "skipped", "interrupted for shutdown" or a warning saying why the
+	// session waits for another try. Every line has the attribute worker
+	// (Name); a session's lines have session and token (the lease's) too.
+	// Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// Run takes the sessions of the store's queue, oldest first, and runs
+// them, Concurrency at a time, until ctx ends; then it interrupts the runs
+// under way (each is saved as run.interrupted, for another worker to
+// finish), releases their leases and returns nil. It returns an error at
+// once, running nothing, when opts are invalid or the store has no leases.
+//
+// Each session is run under its lease, renewed while it runs, and every
+// write is fenced with it, so any number of workers in any number of
+// processes can share one store: a session runs in one place at a time,
+// and the sessions of a worker that dies, or stalls past its lease, are
+// finished by others. A new session runs its queued input; a running or
+// interrupted one is finished with Session.ResumeRun, which never repeats
+// a completed model call or tool call. A run stopped by a store outage, a
+// lost lease or the end of ctx leaves its session for another try; a
+// session that waits for a person's approval is left to them.
+//
+// On a store with cairn.Claimer a claim is one step; on others the worker
+// lists the waiting sessions and tries cairn.Leaser.Acquire on each,
+// oldest first. On a store with cairn.LocalLocker (sqlite, file) the
+// worker also takes the session's lock file, as the cairn command does.
+func Run(ctx context.Context, opts Options) error {
+	w, err := newWorker(opts)
+	if err != nil {
+		return err
+	}
+	w.log.Info("worker started", "concurrency", w.concurrency, "lease", w.ttl)
+	var wg sync.WaitGroup
+	for range w.concurrency {
+		wg.Go(func() { w.slot(ctx) })
+	}
+	wg.Wait()
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// worker claims sessions and runs them.
+type worker struct {
+	agent       *agent.Agent
+	store       cairn.Store
+	leaser      cairn.Leaser
+	name        string
+	concurrency int
+	ttl         time.Duration
+	poll        time.Duration
+	filter      cairn.ListOptions
+	log         *slog.Logger
+
+	claimMu sync.Mutex // one claim at a time per worker: no self-contention
+}
+
+// newWorker checks opts and fills in the defaults.
+func newWorker(opts Options) (*worker, error) {
+	switch {
+	case opts.Agent == nil:
+		return nil, errors.New("worker: no Agent")
+	case opts.Agent.Store == nil:
+		return nil, errors.New("worker: the Agent has no Store")
+	case opts.Concurrency < 0:
+		return nil, fmt.Errorf("worker: Concurrency %d is negative", opts.Concurrency)
+	case opts.LeaseTTL < 0:
+		return nil, fmt.Errorf("worker: LeaseTTL %s is negative", opts.LeaseTTL)
+	case opts.Poll < 0:
+		return nil, fmt.Errorf("worker: Poll %s is negative", opts.Poll)
+	}
+	l, ok := opts.Agent.Store.(cairn.Leaser)
+	if !ok {
+		return nil, errors.New("worker: the store has no leases (cairn.Leaser)")
+	}
+	w := &worker{
+		agent: opts.Agent, store: opts.Agent.Store, leaser: l,
+		name: opts.Name, concurrency: max(opts.Concurrency, 1),
+		ttl: opts.LeaseTTL, poll: opts.Poll, filter: Filter(opts.Queue), log: opts.Logger,
+	}
+	if w.name == "" {
+		w.name = agent.DefaultHolder()
+	}
+	if w.ttl == 0 {
+		w.ttl = agent.DefaultClaimTTL
+	}
+	if w.poll == 0 {
+		w.poll = time.Second
+	}
+	if w.log == nil {
+		w.log = slog.Default()
+	}
+	w.log = w.log.With("worker", w.name)
+	return w, nil
+}
+
+// slot claims and runs one session at a time until ctx ends.
+func (w *worker) slot(ctx context.Context) {
+	for ctx.Err() == nil {
+		begin := time.Now() // the lease is surely valid from here for its TTL, less the margin
+		lease, err := w.claim(ctx)
+		switch {
+		case errors.Is(err, cairn.ErrNotFound):
+			sleep(ctx, w.poll)
+			continue
+		case err != nil:
+			if ctx.Err() == nil {
+				w.log.Warn("claim", "err", err)
+				sleep(ctx, w.poll)
+			}
+			continue
+		}
+		w.runSession(ctx, lease, begin)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// claim takes the lease of the oldest waiting session: in one step on a
+// store that is a cairn.Claimer, else by listing and acquiring. It
+// returns cairn.ErrNotFound when no session waits.
+func (w *worker) claim(ctx context.Context) (cairn.Lease, error) {
+	w.claimMu.Lock()
+	defer w.claimMu.Unlock()
+	if c, ok := w.store.(cairn.Claimer); ok {
+		return c.ClaimNext(ctx, w.name, w.ttl, w.filter)
+	}
+	infos, err := w.waiting(ctx)
+	if err != nil {
+		return cairn.Lease{}, err
+	}
+	slices.SortFunc(infos, func(a, b cairn.SessionInfo) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, info := range infos {
+		lease, err := w.leaser.Acquire(ctx, info.ID, w.name, w.ttl)
+		if err == nil {
+			return lease, nil
+		}
+		if !errors.Is(err, cairn.ErrLeaseHeld) && !errors.Is(err, cairn.ErrNotFound) {
+			return cairn.Lease{}, err
+		}
+	}
+	return cairn.Lease{}, cairn.ErrNotFound
+}
+
+// waiting returns every session of the filter, page after page.
+func (w *worker) waiting(ctx context.Context) ([]cairn.SessionInfo, error) {
+	var infos []cairn.SessionInfo
+	opts := w.filter
+	for {
+		page, err := w.store.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		infos = append(infos, page.Sessions...)
+		if page.Next == "" {
+			return infos, nil
+		}
+		opts.Cursor = page.Next
+	}
+}
+
+// runSession runs (or resumes) the session of lease, acquired by a call
+// that began at acquired, under that lease.
+func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired time.Time) {
+	log := w.log.With("session", lease.Session, "token", lease.Token)
+	log.Info("claimed")
+	release := func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = w.leaser.Release(rctx, lease)
+	}
+	s, err := w.agent.Resume(ctx, lease.Session)
+	if err != nil {
+		log.Warn("resume", "err", err)
+		release()
+		return
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	cl, err := s.Claim(ctx, agent.ClaimOptions{Adopt: lease, AcquiredAt: acquired, TTL: w.ttl, OnLost: func(err error) { cancel(err) },
+		LockFile: lockFile(w.store, lease.Session)})
+	if err != nil {
+		log.Warn("claim", "err", err)
+		release()
+		return
+	}
+	defer cl.Release(context.WithoutCancel(ctx))
+	var res *agent.Result
+	switch st := s.State().Status; st {
+	case cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusMaxSteps, cairn.StatusAwaiting:
+		// Listed while it waited, finished by another worker since.
+		log.Info("skipped", "status", st)
+		return
+	case cairn.StatusNew:
+		input, ok := queuedInput(s.Memory().Events())
+		if !ok {
+			log.Warn("no queued run in the session; skipped")
+			return
+		}
+		res, err = s.Run(runCtx, input)
+	default:
+		res, err = s.ResumeRun(runCtx)
+	}
+	switch {
+	case cl.Err() != nil || errors.Is(err, cairn.ErrLeaseLost):
+		log.Warn("lease lost; the session is another worker's now", "err", err)
+	case errors.Is(err, agent.ErrLeaseExpired):
+		log.Warn("lease could not be renewed; stopped acting, the session waits for another try", "err", err)
+	case res != nil && res.Unsaved > 0:
+		log.Warn("the store did not answer; the session waits for another try from its last saved step",
+			"unsaved", res.Unsaved, "err", res.StoreError)
+	case ctx.Err() != nil:
+		log.Info("interrupted for shutdown")
+	case err != nil:
+		log.Warn("run failed; the session waits for another try", "err", err)
+	default:
+		log.Info("finished", "status", res.Status, "steps", res.Steps)
+	}
+}
+
+// lockFile returns the lock file of session id of a store on this
+// machine's disk, and "" for other stores.
+func lockFile(store cairn.Store, id string) string {
+	if l, ok := store.(cairn.LocalLocker); ok {
+		return l.LockFile(id)
+	}
+	return ""
+}
