@@ -83,7 +83,7 @@ is refused, naming that process; --force takes it over.`,
 					return cli.BadID(fmt.Errorf("--resume: %w", err))
 				}
 			}
-			store, storeURL, err := openRunStore(c, app)
+			store, _, err := openRunStore(c, app)
 			if err != nil {
 				return err
 			}
@@ -92,7 +92,7 @@ is refused, naming that process; --force takes it over.`,
 			if err != nil {
 				return err
 			}
-			ch := &chat{app: app, ctx: c.Context(), store: store, storeURL: storeURL, ag: ag, force: force}
+			ch := &chat{app: app, ctx: c.Context(), store: store, ag: ag, force: force}
 			defer ch.release()
 			if err := ch.open(resume, session); err != nil {
 				return err
@@ -112,13 +112,12 @@ is refused, naming that process; --force takes it over.`,
 // chat is one `cairn chat`: the session it runs (made with the first
 // message when it is new), the claim on it, and the prompt.
 type chat struct {
-	app      *cli.App
-	ctx      context.Context
-	store    cairn.Store
-	storeURL string
-	ag       *agent.Agent
-	force    bool
-	in       lineReader
+	app   *cli.App
+	ctx   context.Context
+	store cairn.Store
+	ag    *agent.Agent
+	force bool
+	in    lineReader
 
 	s      *agent.Session // nil until the first message of a new session
 	newID  string         // the ID a new session is to have ("" for a generated one)
@@ -171,7 +170,7 @@ func (ch *chat) take(s *agent.Session) error {
 	if err := ch.app.UseRecorded(ch.ag, s.State()); err != nil {
 		return err
 	}
-	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.storeURL, ch.force, "cairn chat --session "+s.ID()+" --force")
+	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.force, "cairn chat --session "+s.ID()+" --force")
 	if err != nil {
 		return err
 	}
@@ -199,7 +198,7 @@ func (ch *chat) start() error {
 	if err != nil {
 		return cli.StoreFail(ch.newID, err)
 	}
-	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.storeURL, ch.force, "cairn chat --session "+s.ID()+" --force")
+	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.force, "cairn chat --session "+s.ID()+" --force")
 	if err != nil {
 		return err
 	}

@@ -126,7 +126,7 @@ func (ch *chat) fork(newID string) error {
 	if err != nil {
 		return cli.StoreFail(newID, err)
 	}
-	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.storeURL, ch.force, "cairn chat --session "+newID+" --force")
+	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.force, "cairn chat --session "+newID+" --force")
 	if err != nil {
 		return err
 	}

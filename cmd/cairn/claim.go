@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,14 +25,13 @@ import (
 // goes without the lock and fences that process out through the lease.
 // forceCmd is the command line to suggest with --force. The caller
 // releases the claim.
-func claimSession(ctx context.Context, app *cli.App, s *agent.Session, store cairn.Store, storeURL string, force bool, forceCmd string) (*agent.Claim, error) {
-	sopts, err := app.StoreOptions()
-	if err != nil {
-		return nil, err
-	}
-	opts := agent.ClaimOptions{Force: force, LockFile: lockFilePath(storeURL, sopts.Namespace, s.ID())}
+func claimSession(ctx context.Context, app *cli.App, s *agent.Session, store cairn.Store, force bool, forceCmd string) (*agent.Claim, error) {
+	opts := agent.ClaimOptions{Force: force, LockFile: lockFile(store, s.ID())}
 	l, leases := store.(cairn.Leaser)
-	var cur cairn.Lease
+	var (
+		cur cairn.Lease
+		err error
+	)
 	if leases {
 		if cur, err = l.CurrentLease(ctx, s.ID()); err != nil && !errors.Is(err, cairn.ErrNotFound) {
 			return nil, cli.StoreFail(s.ID(), fmt.Errorf("read the lease of session %s: %w", s.ID(), err))
@@ -95,18 +93,14 @@ func holderAlive(holder string) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// lockFilePath returns the lock file of a session of a local store: in a
-// folder beside the database (sqlite) or the sessions folder (file), named
-// after it with ".locks". The path is the store's real one (absolute,
-// every symbolic link resolved), so that every name of one store, such as
-// a link to it, a relative path or "./", shares one lock. Other stores get
-// "" (they have leases, or are in memory).
-func lockFilePath(storeURL, namespace, id string) string {
-	p := cli.LocalPath(storeURL)
-	if p == "" {
-		return ""
+// lockFile returns the lock file of session id of a local store (sqlite,
+// file; see cairn.LocalLocker), and "" for other stores (they have leases,
+// or are in memory).
+func lockFile(store cairn.Store, id string) string {
+	if l, ok := store.(cairn.LocalLocker); ok {
+		return l.LockFile(id)
 	}
-	return filepath.Join(cli.RealPath(p)+".locks", namespace, id+".lock")
+	return ""
 }
 
 // releaseClaim gives the claim up at the end of a command.

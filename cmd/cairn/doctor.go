@@ -164,7 +164,7 @@ func dataChecks(ctx context.Context, app *cli.App, u string) []check {
 		out = append(out, check{Name: "data", OK: true,
 			Detail: "this store has no check of its own data; its calls report damage as they meet it"})
 	}
-	if lc, ok := lockCheck(ctx, s, u, opts.Namespace); ok {
+	if lc, ok := lockCheck(ctx, s); ok {
 		out = append(out, lc)
 	}
 	return out
@@ -212,8 +212,8 @@ func checkData(ctx context.Context, c cairn.Checker) []check {
 // that commands take while they run a session, and reports those of
 // sessions the store no longer holds. ok is false where there is nothing
 // to look at.
-func lockCheck(ctx context.Context, s cairn.Store, u, ns string) (check, bool) {
-	path := lockFilePath(u, ns, "x")
+func lockCheck(ctx context.Context, s cairn.Store) (check, bool) {
+	path := lockFile(s, "x")
 	if path == "" {
 		return check{}, false
 	}

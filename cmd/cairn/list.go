@@ -10,6 +10,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
 	"github.com/cairnhq/cairn/internal/formats"
+	"github.com/cairnhq/cairn/worker"
 )
 
 // statusQueued is the status list shows for a run queued for a worker
@@ -52,7 +53,7 @@ take as the ID; --json gives whole IDs.`,
 				opts.Status = append(opts.Status, cairn.Status(s))
 			}
 			if queuedOnly {
-				opts.Labels[QueueLabel] = DefaultQueue
+				opts.Labels[worker.QueueLabel] = worker.DefaultQueue
 			}
 			for _, l := range labels {
 				k, v, ok := strings.Cut(l, "=")
@@ -80,7 +81,7 @@ take as the ID; --json gives whole IDs.`,
 			for i := range infos {
 				if _, ok := formats.Incomplete(infos[i]); ok {
 					infos[i].Status = formats.StatusIncomplete // an import still being written, or killed
-				} else if infos[i].Status == cairn.StatusNew && infos[i].Labels[QueueLabel] != "" {
+				} else if infos[i].Status == cairn.StatusNew && infos[i].Labels[worker.QueueLabel] != "" {
 					infos[i].Status = statusQueued // waiting for a worker
 				}
 			}

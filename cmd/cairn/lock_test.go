@@ -14,10 +14,11 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// TestLockFilePath_OneStoreOneLock: every name of one local store, a
-// symbolic link to it, a relative path, "./", a link to its folder, gives
-// the same lock file; another store gives another.
-func TestLockFilePath_OneStoreOneLock(t *testing.T) {
+// TestLockFile_OneStoreOneLock: every name of one local store, a symbolic
+// link to it, a relative path, "./", a link to its folder, gives the same
+// lock file; another store or namespace gives another, and a store that
+// is not on this machine's disk none.
+func TestLockFile_OneStoreOneLock(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "data", "real.db")
 	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
@@ -40,7 +41,16 @@ func TestLockFilePath_OneStoreOneLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	want := lockFilePath("sqlite://"+real, "default", "s1")
+	lockOf := func(u, ns string) string {
+		t.Helper()
+		st, err := cairn.Open(t.Context(), u, cairn.StoreOptions{Namespace: ns})
+		if err != nil {
+			t.Fatalf("open %s: %v", u, err)
+		}
+		defer st.Close()
+		return lockFile(st, "s1")
+	}
+	want := lockOf("sqlite://"+real, "default")
 	if want == "" || !strings.HasSuffix(want, filepath.Join("data", "real.db.locks", "default", "s1.lock")) {
 		t.Fatalf("lock file of %s = %q", real, want)
 	}
@@ -53,23 +63,27 @@ func TestLockFilePath_OneStoreOneLock(t *testing.T) {
 		"sqlite://" + filepath.Join(dir, "datalink", "real.db"),
 		"sqlite:datalink/real.db",
 	} {
-		if got := lockFilePath(u, "default", "s1"); got != want {
+		if got := lockOf(u, ""); got != want {
 			t.Errorf("lock file of %s = %q, want %q", u, got, want)
 		}
 	}
-	wantDir := lockFilePath("file://"+sessions, "default", "s1")
+	wantDir := lockOf("file://"+sessions, "default")
+	if !strings.HasSuffix(wantDir, filepath.Join("sessions.locks", "default", "s1.lock")) {
+		t.Errorf("lock file of %s = %q", sessions, wantDir)
+	}
 	for _, u := range []string{"file:///./sessions", "file:sessions-link", "file://localhost" + filepath.Join(dir, "sessions-link")} {
-		if got := lockFilePath(u, "default", "s1"); got != wantDir {
+		if got := lockOf(u, "default"); got != wantDir {
 			t.Errorf("lock file of %s = %q, want %q", u, got, wantDir)
 		}
 	}
-	if other := lockFilePath("sqlite:///./other.db", "default", "s1"); other == want {
+	if other := lockOf("sqlite:///./other.db", "default"); other == want {
 		t.Errorf("another store shares the lock file %s", other)
 	}
-	for _, u := range []string{"memory:", "postgres://127.0.0.1/db", "redis://127.0.0.1:6379/0"} {
-		if got := lockFilePath(u, "default", "s1"); got != "" {
-			t.Errorf("lock file of %s = %q, want none", u, got)
-		}
+	if other := lockOf("sqlite://"+real, "other"); other == want {
+		t.Errorf("another namespace shares the lock file %s", other)
+	}
+	if got := lockOf("memory:", "default"); got != "" {
+		t.Errorf("lock file of memory: = %q, want none", got)
 	}
 }
 

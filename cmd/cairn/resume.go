@@ -47,7 +47,7 @@ first, then the user-global store.`,
 			if err := app.UseRecorded(ag, s.State()); err != nil {
 				return err
 			}
-			cl, err := claimSession(ctx, app, s, loc.Store, loc.URL, force, "cairn sessions resume "+s.ID()+" --force")
+			cl, err := claimSession(ctx, app, s, loc.Store, force, "cairn sessions resume "+s.ID()+" --force")
 			if err != nil {
 				return err
 			}

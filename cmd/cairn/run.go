@@ -56,7 +56,7 @@ lines.`,
 			if detach {
 				return detachRun(c, app, session, cont || reset, prompt)
 			}
-			store, storeURL, err := openRunStore(c, app)
+			store, _, err := openRunStore(c, app)
 			if err != nil {
 				return err
 			}
@@ -95,7 +95,7 @@ lines.`,
 					return err
 				}
 			}
-			cl, err := claimSession(ctx, app, s, store, storeURL, force, "cairn run --session "+s.ID()+" --force …")
+			cl, err := claimSession(ctx, app, s, store, force, "cairn run --session "+s.ID()+" --force …")
 			if err != nil {
 				return err
 			}

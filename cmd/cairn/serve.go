@@ -99,7 +99,7 @@ and can be resumed.`,
 				ReadOnly: readOnly,
 				Agent:    app.NewAgent,
 				Claim: func(ctx context.Context, s *agent.Session) (*agent.Claim, error) {
-					return claimSession(ctx, app, s, store, storeURL, false, "cairn sessions resume "+s.ID()+" --force")
+					return claimSession(ctx, app, s, store, false, "cairn sessions resume "+s.ID()+" --force")
 				},
 				AllowedHosts: allowed,
 				PollInterval: poll,
