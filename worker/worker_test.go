@@ -172,6 +172,11 @@ func TestRun_FinishesQueued(t *testing.T) {
 					Poll: 10 * time.Millisecond, LeaseTTL: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
 			}
 			waitStatus(t, st, cairn.StatusCompleted, ids...)
+			// A run's last write comes before its log line: wait for those
+			// too, or stopping now would log the last run as interrupted.
+			for deadline := time.Now().Add(30 * time.Second); strings.Count(logs.String(), "msg=finished") < len(ids) && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
 			for _, stop := range stops {
 				stop()
 			}
