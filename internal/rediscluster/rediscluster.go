@@ -42,9 +42,10 @@ type Node struct {
 
 // Cluster is a running local Redis Cluster.
 type Cluster struct {
-	Nodes []*Node
-	dir   string
-	own   bool // Stop removes dir
+	Nodes    []*Node
+	replicas int // per master
+	dir      string
+	own      bool // Stop removes dir
 }
 
 // Start starts masters masters with replicas replicas each under dir (a
@@ -55,7 +56,7 @@ func Start(ctx context.Context, dir string, masters, replicas int) (*Cluster, er
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, fmt.Errorf("start a Redis Cluster: %w", err)
 	}
-	c := &Cluster{dir: dir}
+	c := &Cluster{dir: dir, replicas: replicas}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "rediscluster")
 		if err != nil {
@@ -164,7 +165,9 @@ func waitPing(ctx context.Context, addr string) error {
 
 // WaitHealthy waits (up to 30 s) until every running node says
 // cluster_state:ok, every slot is served, and every replica's link to its
-// master is up.
+// master is up; and, when every node runs, until every master has all its
+// replicas online (a node started again has rejoined as a replica and
+// synced).
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -183,6 +186,10 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 
 // unhealthy says why the cluster is not healthy yet, or "".
 func (c *Cluster) unhealthy(ctx context.Context) string {
+	all := true
+	for _, n := range c.Nodes {
+		all = all && n.Running()
+	}
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			continue
@@ -203,6 +210,9 @@ func (c *Cluster) unhealthy(ctx context.Context) string {
 		}
 		if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
 			return n.Addr + " is a replica whose link to its master is down"
+		}
+		if all && strings.Contains(repl, "role:master") && strings.Count(repl, ",state=online,") < c.replicas {
+			return n.Addr + " is a master without all its replicas online"
 		}
 	}
 	return ""
