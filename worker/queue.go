@@ -89,6 +89,13 @@ func Enqueue(ctx context.Context, store cairn.Store, input string, opts EnqueueO
 		return "", err
 	}
 	if err := store.Append(ctx, id, 0, e); err != nil {
+		// Leave no empty queued session for workers to claim and skip
+		// on every poll: remove it when the store shows the run was not
+		// recorded (after an outage it may have been: then it stays).
+		cctx := context.WithoutCancel(ctx)
+		if rec, lerr := store.Load(cctx, id, 0); lerr == nil && len(rec.Events) == 0 {
+			store.Delete(cctx, id)
+		}
 		return "", fmt.Errorf("queue a run in session %s: %w", id, err)
 	}
 	return id, nil

@@ -315,3 +315,19 @@ func TestEnqueue(t *testing.T) {
 		t.Errorf("List(Filter(q)) = %d sessions, %v; want 1", len(page.Sessions), err)
 	}
 }
+
+// TestEnqueue_RefusedLeavesNothing: a queued run the store refuses (too
+// large) leaves no empty session behind for workers to claim and skip.
+func TestEnqueue_RefusedLeavesNothing(t *testing.T) {
+	st, err := memory.New(cairn.StoreOptions{Limits: cairn.Limits{MaxEventBytes: 512}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = worker.Enqueue(t.Context(), st, strings.Repeat("x", 1000), worker.EnqueueOptions{ID: "big"})
+	if !errors.Is(err, cairn.ErrTooLarge) {
+		t.Fatalf("Enqueue of a 1000-byte input into 512-byte events = %v, want ErrTooLarge", err)
+	}
+	if _, err := st.Load(t.Context(), "big", 0); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("after the refusal Load(big) = %v, want ErrNotFound", err)
+	}
+}
