@@ -57,6 +57,12 @@ var (
 	// with StatusDamaged. The error is a *DamagedError naming the session
 	// and what is wrong.
 	ErrDamaged = errors.New("session data is damaged")
+
+	// ErrSchemaTooNew is returned by a store's Open when its schema was
+	// written by a newer version of cairn than this one (a migration this
+	// version does not know). Nothing was changed; upgrade cairn to open
+	// the store.
+	ErrSchemaTooNew = errors.New("the store's schema is newer than this version of cairn")
 )
 
 // DamagedError says which session is damaged and how. It wraps ErrDamaged.

@@ -63,7 +63,7 @@
 // record each in schema_migrations; many processes opening a new namespace
 // at once wait for each other and each migration runs exactly once. A schema
 // that is up to date costs one read and takes no lock. A schema that records
-// a version newer than this package knows is refused with ErrSchemaTooNew,
+// a version newer than this package knows is refused with cairn.ErrSchemaTooNew,
 // since a newer cairn may have changed what its tables mean.
 //
 // # Concurrency

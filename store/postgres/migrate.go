@@ -5,62 +5,23 @@ import (
 	"embed"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cairnhq/cairn"
+	migs "github.com/cairnhq/cairn/internal/migrations"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one numbered SQL file of migrations/.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations are the embedded migrations in version order, read once.
-var migrations = mustReadMigrations(migrationFS)
+// migrations are the embedded migrations in version order, read once; a
+// mistake in the embedded set is errMigrations, which Open and New return.
+var migrations, errMigrations = migs.Read(migrationFS, "migrations")
 
 // latestVersion is the schema version this package writes.
-var latestVersion = migrations[len(migrations)-1].version
-
-// mustReadMigrations reads "NNNN_name.sql" files, checking that versions
-// start at 1 and are dense, so that a mistake in the embedded set shows at
-// the first test rather than in a production schema.
-func mustReadMigrations(fsys fs.FS) []migration {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
-	if err != nil || len(names) == 0 {
-		panic(fmt.Sprintf("postgres: no embedded migrations: %v", err))
-	}
-	var out []migration
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 {
-			panic("postgres: migration file " + base + " is not named NNNN_name.sql")
-		}
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(b)})
-	}
-	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
-	for i, m := range out {
-		if m.version != i+1 {
-			panic(fmt.Sprintf("postgres: migration %s has version %d, want %d (versions are dense from 1)", m.name, m.version, i+1))
-		}
-	}
-	return out
-}
+var latestVersion = len(migrations)
 
 // migrate brings the schema up to latestVersion. A schema that is already
 // there costs one read and no lock. Otherwise the migrations run in one
@@ -68,6 +29,9 @@ func mustReadMigrations(fsys fs.FS) []migration {
 // processes opening a new namespace at once apply each migration exactly
 // once; the others wait, then find nothing left to do.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if errMigrations != nil {
+		return fmt.Errorf("postgres: embedded %w", errMigrations)
+	}
 	v, err := appliedVersion(ctx, pool, schema)
 	if err != nil {
 		return err
@@ -105,7 +69,7 @@ func appliedVersion(ctx context.Context, q interface {
 func checkVersion(schema string, v int) error {
 	if v > latestVersion {
 		return fmt.Errorf("%w: schema %q is at version %d, this cairn knows versions up to %d; upgrade cairn to use it",
-			ErrSchemaTooNew, schema, v, latestVersion)
+			cairn.ErrSchemaTooNew, schema, v, latestVersion)
 	}
 	return nil
 }
@@ -138,11 +102,11 @@ func migrateTx(ctx context.Context, tx pgx.Tx, schema string) error {
 		return err
 	}
 	for _, m := range migrations[v:] {
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("migrate schema %q: %s: %w", schema, m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate schema %q: %s: %w", schema, m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-			return fmt.Errorf("migrate schema %q: record %s: %w", schema, m.name, err)
+		if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+			return fmt.Errorf("migrate schema %q: record %s: %w", schema, m.Name, err)
 		}
 	}
 	return nil

@@ -64,7 +64,7 @@ func Open(ctx context.Context, dsn string, opts cairn.StoreOptions) (*Store, err
 	s, err := New(ctx, pool, opts)
 	if err != nil {
 		pool.Close()
-		if errors.Is(err, cairn.ErrInvalidID) || errors.Is(err, ErrSchemaTooNew) {
+		if errors.Is(err, cairn.ErrInvalidID) || errors.Is(err, cairn.ErrSchemaTooNew) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("open postgres store at %s: %w (is PostgreSQL running there, and do the URL's host, port, user and database match it?)", address(cfg), err)
@@ -144,7 +144,9 @@ func address(cfg *pgxpool.Config) string {
 // ErrSchemaTooNew is returned by Open and New when the namespace's schema
 // records a migration newer than this package knows: a newer cairn has
 // migrated it, and this one must not guess what its tables now mean.
-var ErrSchemaTooNew = errors.New("postgres schema is newer than this cairn")
+//
+// Deprecated: it is cairn.ErrSchemaTooNew, the one error of every store.
+var ErrSchemaTooNew = cairn.ErrSchemaTooNew
 
 // liveSQL is the condition a session row meets while it has not expired at
 // the time bound to the given parameter.

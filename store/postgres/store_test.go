@@ -192,7 +192,7 @@ func TestOpen_NewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = postgres.Open(t.Context(), dsn(t), cairn.StoreOptions{Namespace: ns})
-	if !errors.Is(err, postgres.ErrSchemaTooNew) {
+	if !errors.Is(err, cairn.ErrSchemaTooNew) {
 		t.Fatalf("Open of a schema at version 9999: got %v, want ErrSchemaTooNew", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "9999") || !strings.Contains(msg, s.Schema()) {

@@ -22,7 +22,7 @@
 // package (migrations/0001_init.sql, …), applied on open in one
 // transaction and recorded in the schema_migrations table (version,
 // applied_at); a file whose recorded version is newer than the package
-// knows is refused with ErrNewerSchema. The tables:
+// knows is refused with cairn.ErrSchemaTooNew. The tables:
 //
 //   - sessions, keyed by (namespace, id): created_at, updated_at and
 //     expires_at as Unix nanoseconds (expires_at 0: never), status, steps,

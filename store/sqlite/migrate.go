@@ -4,13 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/cairnhq/cairn"
+	schema "github.com/cairnhq/cairn/internal/migrations"
 )
 
 //go:embed migrations/*.sql
@@ -19,40 +17,14 @@ var migrationFiles embed.FS
 // ErrNewerSchema is returned by Open for a database whose schema was
 // written by a newer version of cairn than this one. Upgrade cairn to open
 // it; nothing in the file was changed.
-var ErrNewerSchema = errors.New("database schema is newer than this version of cairn knows")
-
-// migration is one numbered schema change, from migrations/NNNN_name.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+//
+// Deprecated: it is cairn.ErrSchemaTooNew, the one error of every store.
+var ErrNewerSchema = cairn.ErrSchemaTooNew
 
 // migrations returns the embedded migrations in order. Their numbers must
 // run 1, 2, 3, … without gaps.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, name := range names { // fs.Glob returns names sorted
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || len(num) != 4 {
-			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", base)
-		}
-		if want := len(out) + 1; v != want {
-			return nil, fmt.Errorf("migration %s: version %d where %d comes next", base, v, want)
-		}
-		b, err := migrationFiles.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: base, sql: string(b)})
-	}
-	return out, nil
+func migrations() ([]schema.Migration, error) {
+	return schema.Read(migrationFiles, "migrations")
 }
 
 // SchemaVersion is the schema version this package writes: the number of
@@ -62,7 +34,7 @@ func SchemaVersion() int {
 	if err != nil || len(ms) == 0 {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }
 
 // migrate brings the schema up to date. It first reads the schema's
@@ -106,12 +78,12 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	for _, m := range ms[current:] {
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migrate: apply %s: %w", m.name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate: apply %s: %w", m.File, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
-			m.version, time.Now().UnixNano()); err != nil {
-			return fmt.Errorf("migrate: record %s: %w", m.name, err)
+			m.Version, time.Now().UnixNano()); err != nil {
+			return fmt.Errorf("migrate: record %s: %w", m.File, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -139,7 +111,7 @@ func schemaVersion(ctx context.Context, db *sql.DB) (int, error) {
 func newer(current, known int) error {
 	if current > known {
 		return fmt.Errorf("migrate: %w: the file is at version %d, this cairn knows up to %d; upgrade cairn to open it",
-			ErrNewerSchema, current, known)
+			cairn.ErrSchemaTooNew, current, known)
 	}
 	return nil
 }

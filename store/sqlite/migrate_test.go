@@ -42,7 +42,7 @@ func TestMigrations_Embedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) == 0 || ms[0].name != "0001_init.sql" {
+	if len(ms) == 0 || ms[0].File != "0001_init.sql" {
 		t.Fatalf("embedded migrations = %v, want 0001_init.sql first", ms)
 	}
 	if got := SchemaVersion(); got != len(ms) {
@@ -95,7 +95,7 @@ func TestMigrate_NewerSchemaRefused(t *testing.T) {
 	s.Close()
 
 	_, err := Open(t.Context(), path, Options{})
-	if !errors.Is(err, ErrNewerSchema) {
+	if !errors.Is(err, cairn.ErrSchemaTooNew) {
 		t.Fatalf("Open of a database at version %d: got %v, want ErrNewerSchema", newer, err)
 	}
 	for _, want := range []string{path, "upgrade cairn"} {

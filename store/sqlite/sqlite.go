@@ -70,7 +70,7 @@ var (
 // Open opens the SQLite database at path, creating its folder (mode 0700)
 // and the file (mode 0600) if they are missing, and brings its schema up to
 // date. It refuses a database whose schema is newer than this package
-// knows (ErrNewerSchema).
+// knows (cairn.ErrSchemaTooNew).
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	so, err := opts.StoreOptions.WithDefaults()
 	if err != nil {
