@@ -291,15 +291,25 @@ func (c *Cluster) MasterOf(ctx context.Context, key string) (*Node, error) {
 			cl.Close()
 			continue
 		}
-		shards, err := cl.ClusterSlots(ctx).Result()
+		shards, err := cl.ClusterShards(ctx).Result()
 		cl.Close()
 		if err != nil {
 			continue
 		}
 		for _, s := range shards {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+			owns := false
+			for _, r := range s.Slots {
+				owns = owns || r.Start <= slot && slot <= r.End
+			}
+			if !owns {
+				continue
+			}
+			for _, sn := range s.Nodes {
+				if sn.Role != "master" || sn.Health != "online" {
+					continue
+				}
 				for _, m := range c.Nodes {
-					if m.Addr == s.Nodes[0].Addr {
+					if int64(m.Port) == sn.Port {
 						return m, nil
 					}
 				}
