@@ -151,7 +151,7 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 
 // Append implements cairn.Store: the events are written with one write
 // call under the session's locks, and made durable by the journal with the
-// appends of other sessions of the moment (see the package documentation).
+// appends of other sessions of the moment (docs/STORES.md, "The file store").
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
 	return s.appendChecked(ctx, id, expectSeq, events, nil)
 }
