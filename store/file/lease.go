@@ -12,19 +12,6 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// A session's lease lives in its folder, in lease.json, which is only read
-// and replaced under the session's exclusive file lock (CurrentLease reads
-// it under the shared one). Each lease call and each fenced append is
-// therefore one atomic step between every process that shares the folder,
-// and a lease change is durable before it is acknowledged: the new
-// lease.json is written to a temporary file, fsynced, renamed over the old
-// one and the session's folder fsynced. A crash leaves the old file or the
-// new one, whole, and never loses a token that was handed out.
-//
-// Only AppendFenced reads lease.json on the append path; a plain Append
-// does not look at it. Nothing of a lease is cached, so a change made by
-// another process is seen at once.
-
 // leaseFormat names the form of lease.json.
 const leaseFormat = "cairn.file.lease"
 
@@ -67,6 +54,19 @@ func nextToken(last int64) int64 {
 }
 
 // Acquire implements cairn.Leaser.
+//
+// A session's lease lives in its folder, in lease.json, which is only read
+// and replaced under the session's exclusive file lock (CurrentLease reads
+// it under the shared one). Each lease call and each fenced append is
+// therefore one atomic step between every process that shares the folder,
+// and a lease change is durable before it is acknowledged: the new
+// lease.json is written to a temporary file, fsynced, renamed over the old
+// one and the session's folder fsynced. A crash leaves the old file or the
+// new one, whole, and never loses a token that was handed out.
+//
+// Only AppendFenced reads lease.json on the append path; a plain Append
+// does not look at it. Nothing of a lease is cached, so a change made by
+// another process is seen at once.
 func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
 	return s.take(ctx, "acquire", id, holder, ttl, false)
 }

@@ -15,38 +15,6 @@ import (
 
 var _ cairn.Leaser = (*Store)(nil)
 
-// A session's leases live among its event documents, one document per
-// generation of the lease, at seq -generation: the unique index on
-// (session, seq) lets exactly one of many racing acquirers take the next
-// generation, even on servers whose single-document updates do not apply
-// their filter atomically with the write (FerretDB v1), and Create and
-// Delete remove them with the session's events, so a session created
-// again starts unleased. Readers never see them: events have seqs from 1.
-//
-// The fencing token is the larger of the previous token plus one and the
-// acquirer's real clock in nanoseconds, so it grows for a session and a
-// session deleted and created again starts above its earlier self's
-// tokens. The winner records its token in the session document
-// (lease_token, raised with $max) and raises the session's fence to its
-// real-clock now, so that no append that began before the takeover can
-// commit. A fenced append checks the lease before it writes, and its commit
-// (the compare-and-set of the session document) also requires lease_token
-// to be the caller's: on MongoDB, where that update is atomic, a holder
-// that was taken over can never commit.
-//
-// The session document also carries lease_expires_ns, a hint for
-// ClaimNext's query: when the session's lease is thought to expire.
-// Acquire and Takeover set it in the update that records their token, and
-// a fenced append's commit sets it to the caller's lease's expiry, or to 0
-// when its events end the run (the holder releases next). Renew and
-// Release leave it alone: they would be one more write to the session
-// document, and FerretDB applies an update as a read and a later write of
-// the whole document, so a write racing a commit can undo the commit. The
-// hint never decides who holds a lease (the lease documents do): a stale
-// one makes a claim try a held session, which Acquire refuses, or pass
-// over a released one until the expiry it names (a lease released without
-// ending its run, at most one lease TTL).
-
 // leaseDoc is one generation of a session's lease.
 type leaseDoc struct {
 	Session   string        `bson:"session"`
@@ -81,6 +49,38 @@ func (s *Store) readLease(ctx context.Context, id string, now time.Time) (*lease
 }
 
 // Acquire implements cairn.Leaser.
+//
+// A session's leases live among its event documents, one document per
+// generation of the lease, at seq -generation: the unique index on
+// (session, seq) lets exactly one of many racing acquirers take the next
+// generation, even on servers whose single-document updates do not apply
+// their filter atomically with the write (FerretDB v1), and Create and
+// Delete remove them with the session's events, so a session created
+// again starts unleased. Readers never see them: events have seqs from 1.
+//
+// The fencing token is the larger of the previous token plus one and the
+// acquirer's real clock in nanoseconds, so it grows for a session and a
+// session deleted and created again starts above its earlier self's
+// tokens. The winner records its token in the session document
+// (lease_token, raised with $max) and raises the session's fence to its
+// real-clock now, so that no append that began before the takeover can
+// commit. A fenced append checks the lease before it writes, and its commit
+// (the compare-and-set of the session document) also requires lease_token
+// to be the caller's: on MongoDB, where that update is atomic, a holder
+// that was taken over can never commit.
+//
+// The session document also carries lease_expires_ns, a hint for
+// ClaimNext's query: when the session's lease is thought to expire.
+// Acquire and Takeover set it in the update that records their token, and
+// a fenced append's commit sets it to the caller's lease's expiry, or to 0
+// when its events end the run (the holder releases next). Renew and
+// Release leave it alone: they would be one more write to the session
+// document, and FerretDB applies an update as a read and a later write of
+// the whole document, so a write racing a commit can undo the commit. The
+// hint never decides who holds a lease (the lease documents do): a stale
+// one makes a claim try a held session, which Acquire refuses, or pass
+// over a released one until the expiry it names (a lease released without
+// ending its run, at most one lease TTL).
 func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
 	return s.acquire(ctx, id, holder, ttl, false)

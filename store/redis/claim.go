@@ -17,31 +17,6 @@ import (
 
 var _ cairn.Claimer = (*Store)(nil)
 
-// Claims on a single server use the claim set, cairn:<ns>:claimable: a
-// sorted set of the sessions whose status is new, running or interrupted,
-// scored by their creation time in Unix microseconds, so that its order is
-// the order of ClaimNext (oldest first, then by ID). The scripts keep it in
-// step in the same atomic step as the session: createScript adds, an
-// append that moves the status into or out of those three adds or removes
-// (other appends do not touch it), removeScript removes. Entries of
-// sessions that expired, or whose keys Redis deleted on their TTL, are
-// dropped by the claim that meets them.
-//
-// The member "" (score -inf) marks the set as complete. A set without it
-// was never built (its sessions were written by a version of the store
-// without claim sets), or expired with the namespace's TTL and was made
-// again by a later write: the claim script answers "REBUILD" and the
-// store fills the set from the namespace index (every live claimable
-// session) before it adds the marker.
-//
-// claimScript reaches each session's meta through a key it builds from the
-// ID it reads in the set, not one passed in KEYS. Redis allows that on a
-// single server, to a script without a shebang line, and replicates the
-// script's effects (Redis 7 always does), so replicas and the AOF see
-// plain writes of the keys it touched; Redis Cluster refuses it, and some
-// proxies and managed services that enforce declared keys refuse it too.
-// A split store (Cluster, Ring) keeps no claim set and claims by listing.
-
 // claimBudget is how many entries of the claim set one run of claimScript
 // reads before it hands back where it stopped, so that a long walk (many
 // claimable sessions the filter leaves out) never blocks the server for
@@ -128,6 +103,31 @@ return 1
 `)
 
 // ClaimNext implements cairn.Claimer.
+//
+// Claims on a single server use the claim set, cairn:<ns>:claimable: a
+// sorted set of the sessions whose status is new, running or interrupted,
+// scored by their creation time in Unix microseconds, so that its order is
+// the order of ClaimNext (oldest first, then by ID). The scripts keep it in
+// step in the same atomic step as the session: createScript adds, an
+// append that moves the status into or out of those three adds or removes
+// (other appends do not touch it), removeScript removes. Entries of
+// sessions that expired, or whose keys Redis deleted on their TTL, are
+// dropped by the claim that meets them.
+//
+// The member "" (score -inf) marks the set as complete. A set without it
+// was never built (its sessions were written by a version of the store
+// without claim sets), or expired with the namespace's TTL and was made
+// again by a later write: the claim script answers "REBUILD" and the
+// store fills the set from the namespace index (every live claimable
+// session) before it adds the marker.
+//
+// claimScript reaches each session's meta through a key it builds from the
+// ID it reads in the set, not one passed in KEYS. Redis allows that on a
+// single server, to a script without a shebang line, and replicates the
+// script's effects (Redis 7 always does), so replicas and the AOF see
+// plain writes of the keys it touched; Redis Cluster refuses it, and some
+// proxies and managed services that enforce declared keys refuse it too.
+// A split store (Cluster, Ring) keeps no claim set and claims by listing.
 //
 // On a single server it is one atomic step: claimScript walks the claim
 // set oldest first and leases the first session that matches, in the

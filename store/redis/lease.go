@@ -15,25 +15,6 @@ import (
 
 var _ cairn.Leaser = (*Store)(nil)
 
-// A session's lease lives in its meta hash (lease_holder, lease_token,
-// lease_expires), so it shares the session's hash slot, expires with it
-// and is deleted with it. Every lease change and every fenced append is one
-// script, so the check and the write are one atomic step.
-//
-// The token is the larger of the previous token plus one and the server's
-// TIME in microseconds: it grows for a session, and a session deleted and
-// created again starts above every token its earlier self handed out
-// (unless the server's clock jumps back), without a key outside the slot.
-
-// A lease call or a fenced append whose reply is lost may be sent again
-// by go-redis itself, with the same arguments. The first try may have
-// changed what the second checks (the lease released, or taken over after
-// a fenced append went through), so each call carries a random nonce, and
-// the scripts note, in the meta's "calls" field, the nonces of the last
-// few calls they applied with what they answered. A try whose nonce is
-// noted is answered as the first was: the call took effect once, when the
-// lease was the caller's.
-
 // callHelpers is prepended to the scripts that note their calls.
 const callHelpers = `
 -- seen returns what the call with nonce n answered when it was applied,
@@ -183,6 +164,25 @@ return 'OK'
 const replyLost = "LOST"
 
 // Acquire implements cairn.Leaser.
+//
+// A session's lease lives in its meta hash (lease_holder, lease_token,
+// lease_expires), so it shares the session's hash slot, expires with it
+// and is deleted with it. Every lease change and every fenced append is one
+// script, so the check and the write are one atomic step.
+//
+// The token is the larger of the previous token plus one and the server's
+// TIME in microseconds: it grows for a session, and a session deleted and
+// created again starts above every token its earlier self handed out
+// (unless the server's clock jumps back), without a key outside the slot.
+//
+// A lease call or a fenced append whose reply is lost may be sent again
+// with the same arguments (by the store itself, after an outage). The first try may have
+// changed what the second checks (the lease released, or taken over after
+// a fenced append went through), so each call carries a random nonce, and
+// the scripts note, in the meta's "calls" field, the nonces of the last
+// few calls they applied with what they answered. A try whose nonce is
+// noted is answered as the first was: the call took effect once, when the
+// lease was the caller's.
 func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
 	return s.acquire(ctx, id, holder, ttl, false)

@@ -12,17 +12,6 @@ import (
 
 var _ cairn.Leaser = (*Store)(nil)
 
-// Leases live in the session's row (lease_holder, lease_token,
-// lease_expires). Every lease change and every fenced append is one
-// transaction on the one writer connection, so the lease check and the
-// append are one atomic step.
-//
-// A lease guards against a second writer on the same database file, from
-// this process or another. Between processes on one machine the command
-// line adds an operating-system lock on a file beside the database, which
-// frees the session at once when its process dies, where a lease would
-// have to expire first.
-
 // leaseRow is the lease part of a session row.
 type leaseRow struct {
 	holder  string
@@ -47,6 +36,17 @@ func (s *Store) readLease(ctx context.Context, tx *sql.Tx, id string, now time.T
 func (l leaseRow) live(now time.Time) bool { return l.holder != "" && l.expires > nanos(now) }
 
 // Acquire implements cairn.Leaser.
+//
+// Leases live in the session's row (lease_holder, lease_token,
+// lease_expires). Every lease change and every fenced append is one
+// transaction on the one writer connection, so the lease check and the
+// append are one atomic step.
+//
+// A lease guards against a second writer on the same database file, from
+// this process or another. Between processes on one machine the command
+// line adds an operating-system lock on a file beside the database, which
+// frees the session at once when its process dies, where a lease would
+// have to expire first.
 func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
 	return s.acquire(ctx, id, holder, ttl, false)
 }
