@@ -3,7 +3,11 @@
 // files by it, and the command line compares store paths with it.
 package realpath
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"github.com/cairnhq/cairn"
+)
 
 // Of returns the one name of a file or folder whatever name it is
 // reached by: absolute, clean, with every symbolic link resolved. For a
@@ -26,4 +30,15 @@ func Of(p string) string {
 		rest = append([]string{filepath.Base(dir)}, rest...)
 		dir = parent
 	}
+}
+
+// LockFile returns the lock file of session id of namespace ns of the
+// local store at path: in a folder beside the store's real path, named
+// after it with ".locks", so that every name of one store gives one lock.
+// An ID that is not valid has none ("").
+func LockFile(path, ns, id string) string {
+	if cairn.ValidateID(id) != nil {
+		return ""
+	}
+	return filepath.Join(Of(path)+".locks", ns, id+".lock")
 }

@@ -1,8 +1,6 @@
 package file
 
 import (
-	"path/filepath"
-
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/realpath"
 )
@@ -12,8 +10,5 @@ var _ cairn.LocalLocker = (*Store)(nil)
 // LockFile implements cairn.LocalLocker: the lock files are in a folder
 // beside the store's folder, named after it with ".locks".
 func (s *Store) LockFile(id string) string {
-	if cairn.ValidateID(id) != nil {
-		return ""
-	}
-	return filepath.Join(realpath.Of(s.dir)+".locks", s.opts.Namespace, id+".lock")
+	return realpath.LockFile(s.dir, s.opts.Namespace, id)
 }

@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"path/filepath"
-
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/realpath"
 )
@@ -12,8 +10,5 @@ var _ cairn.LocalLocker = (*Store)(nil)
 // LockFile implements cairn.LocalLocker: the lock files are in a folder
 // beside the database, named after it with ".locks".
 func (s *Store) LockFile(id string) string {
-	if cairn.ValidateID(id) != nil {
-		return ""
-	}
-	return filepath.Join(realpath.Of(s.path)+".locks", s.opts.Namespace, id+".lock")
+	return realpath.LockFile(s.path, s.opts.Namespace, id)
 }
