@@ -186,9 +186,9 @@ func checkData(ctx context.Context, c cairn.Checker) []check {
 			}
 		}
 	}
-	sum := check{Name: "data", OK: bad == 0, Detail: fmt.Sprintf("%d sessions checked, none damaged", rep.Sessions)}
+	sum := check{Name: "data", OK: bad == 0, Detail: fmt.Sprintf("%s checked, none damaged", countOf(rep.Sessions, "session", "sessions"))}
 	if bad > 0 {
-		sum.Detail = fmt.Sprintf("%d sessions checked, %d damaged", rep.Sessions, damaged)
+		sum.Detail = fmt.Sprintf("%s checked, %d damaged", countOf(rep.Sessions, "session", "sessions"), damaged)
 		if bad > damaged {
 			sum.Detail += "; the store's own files are damaged"
 		}
@@ -256,7 +256,7 @@ func lockCheck(ctx context.Context, s cairn.Store) (check, bool) {
 		}
 	}
 	if len(orphans) == 0 {
-		return check{Name: "locks", OK: true, Detail: fmt.Sprintf("%d lock files in %s, each of a session the store holds", n, dir)}, true
+		return check{Name: "locks", OK: true, Detail: fmt.Sprintf("%s in %s, each of a session the store holds", countOf(n, "lock file", "lock files"), dir)}, true
 	}
 	slices.Sort(orphans)
 	shown := orphans[:min(len(orphans), 10)]
@@ -326,4 +326,12 @@ func mcpChecks(ctx context.Context, app *cli.App) []check {
 		s.Close()
 	}
 	return out
+}
+
+// countOf says n things in words: "1 session", "2 sessions".
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
