@@ -25,7 +25,18 @@ func TestCLI_RedisCluster(t *testing.T) {
 	if out, errb, code := c.run("--store", u, "run", "--session", "rc1", "again"); code != 0 || !strings.Contains(out, "hello cluster") {
 		t.Fatalf("run on the saved session: exit %d\n%s%s", code, out, errb)
 	}
-	out, errb, code := c.run("--store", u+"&min_replicas=1", "doctor")
+	// The node doctor asks learns of the replicas' sync through the
+	// cluster bus, a moment after the cluster is healthy: ask again a few
+	// times.
+	var out, errb string
+	var code int
+	for try := 0; try < 20; try++ {
+		out, errb, code = c.run("--store", u+"&min_replicas=1", "doctor")
+		if strings.Contains(out, "3 masters and 3 replicas") {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	if code != 0 || !strings.Contains(out, "Redis Cluster with 3 masters and 3 replicas") || !strings.Contains(out, "min_replicas=1") {
 		t.Errorf("doctor: exit %d\n%s%s\nwant the cluster's masters and replicas named", code, out, errb)
 	}

@@ -216,7 +216,10 @@ func (s *Store) Topology(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("redis cluster shards: %w", err)
 		}
-		masters, replicas := 0, 0
+		// A replica's health is "loading" until the node asked has heard
+		// (through the cluster bus) that its sync is done: it is there,
+		// and counted, but said apart.
+		masters, replicas, syncing := 0, 0, 0
 		for _, sh := range shards {
 			for _, n := range sh.Nodes {
 				switch {
@@ -224,10 +227,16 @@ func (s *Store) Topology(ctx context.Context) (string, error) {
 					masters++
 				case n.Role != "master" && n.Health == "online":
 					replicas++
+				case n.Role != "master" && n.Health == "loading":
+					replicas++
+					syncing++
 				}
 			}
 		}
 		out = fmt.Sprintf("Redis Cluster with %d masters and %d replicas online", masters, replicas)
+		if syncing > 0 {
+			out += fmt.Sprintf(" (%d of them still syncing)", syncing)
+		}
 	default:
 		role, replicas, err := s.role(ctx)
 		if err != nil {
