@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,14 @@ func randomOutage(t *testing.T, r *outageRig, mode, id string) {
 				res2, err = again.Run(t.Context(), "Run the script.")
 			} else {
 				res2, err = again.ResumeRun(t.Context())
+			}
+			if cairn.IsUnavailable(err) && strings.Contains(err.Error(), "has not committed") && try < 30 {
+				// MongoDB: the stopped run's insert landed and its commit
+				// was cut; its documents hold the session's next seq until
+				// they are StaleAfter (30 s) old. Wait, as a person would.
+				t.Logf("%s: resume: %v; again in 2s", id, err)
+				time.Sleep(2 * time.Second)
+				continue
 			}
 			if errors.Is(err, cairn.ErrConflict) && try < 3 {
 				// The server applied the stopped run's last write, which
