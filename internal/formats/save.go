@@ -116,6 +116,12 @@ func Save(ctx context.Context, store cairn.Store, meta cairn.SessionMeta, m *cai
 		}
 		if err != nil {
 			err = fmt.Errorf("write %s: %w", meta.ID, err)
+			if cairn.IsUnavailable(err) {
+				// The append may have landed, and the store may be back
+				// in a moment: keep what is written, for the next import
+				// of the file to finish.
+				return 0, &PartialError{ID: meta.ID, Written: i, Events: len(events), Err: err}
+			}
 			if derr := store.Delete(context.WithoutCancel(ctx), meta.ID); derr != nil && !errors.Is(derr, cairn.ErrNotFound) {
 				return 0, &PartialError{ID: meta.ID, Written: i, Events: len(events), Err: err}
 			}
@@ -139,7 +145,8 @@ func caughtUp(ctx context.Context, store cairn.Store, id string, done int, event
 // PartialError is a Save that stopped half way and left what it wrote: an
 // append that another writer's got in the way of (ErrConflict: another
 // import, or the last append of a killed one that the store still counts
-// as pending), or a failed append whose session could not be deleted. The
+// as pending), an append the store did not answer (an outage: it may have
+// landed), or a failed append whose session could not be deleted. The
 // session keeps its import mark (see ImportLabel).
 type PartialError struct {
 	ID      string

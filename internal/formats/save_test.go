@@ -275,3 +275,46 @@ func TestSweepImports(t *testing.T) {
 		t.Fatalf("an append after the sweep: %v, want ErrNotFound", err)
 	}
 }
+
+// outageStore answers ErrUnavailable to the Append that starts at seq
+// failAt, without writing it.
+type outageStore struct {
+	cairn.Store
+	failAt int64
+}
+
+func (o *outageStore) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	if expectSeq == o.failAt {
+		return fmt.Errorf("%w: connection reset by peer", cairn.ErrUnavailable)
+	}
+	return o.Store.Append(ctx, id, expectSeq, events...)
+}
+
+// TestSave_OutageKeepsWhatIsWritten: an outage half way (the store did not
+// answer an append, which may have landed) leaves the import incomplete
+// for the next Save to finish, instead of erasing it; so does an outage
+// while finishing a killed import.
+func TestSave_OutageKeepsWhatIsWritten(t *testing.T) {
+	ctx := t.Context()
+	data, m := longMemory(t, "s1", 2500)
+	s := newStore(t)
+	cut := &outageStore{Store: s, failAt: 1000}
+	_, err := formats.Save(ctx, cut, *m.Session, m, data, nil)
+	var pe *formats.PartialError
+	if !errors.As(err, &pe) || !cairn.IsUnavailable(err) || pe.Written != 1000 {
+		t.Fatalf("Save through an outage at 1000 = %v, want a *PartialError at 1000 that is an outage", err)
+	}
+	if mark, ok := formats.Incomplete(info(t, s, "s1")); !ok || info(t, s, "s1").LastSeq != 1000 || mark.Events != 2500 {
+		t.Fatalf("after the outage: %+v, want an incomplete import of 1000 events", info(t, s, "s1"))
+	}
+	cut.failAt = 2000
+	if _, err := formats.Save(ctx, cut, *m.Session, m, data, nil); !errors.As(err, &pe) || pe.Written != 2000 {
+		t.Fatalf("Save again through an outage at 2000 = %v, want a *PartialError at 2000", err)
+	}
+	if n, err := formats.Save(ctx, s, *m.Session, m, data, nil); err != nil || n != 2000 {
+		t.Fatalf("Save once the store answers = %d, %v; want it to go on after 2000", n, err)
+	}
+	if got := info(t, s, "s1"); got.LastSeq != 2500 {
+		t.Fatalf("after the last Save: %+v, want 2500 events", got)
+	}
+}
