@@ -45,14 +45,7 @@ func serve(t *testing.T, args ...string) *server {
 func serveIn(t *testing.T, dir string, args ...string) *server {
 	t.Helper()
 	p := start(t, dir, append([]string{"serve", "--addr", "127.0.0.1:0", "--json", "--poll", "50ms"}, args...)...)
-	fault.Until(t, 60*time.Second, "cairn serve to print its address", func() (bool, error) {
-		select {
-		case <-p.Done():
-			t.Fatalf("cairn serve ended: %s", p.Wait())
-		default:
-		}
-		return strings.Contains(p.Stdout(), "\n"), nil
-	})
+	waitServing(t, p)
 	s := &server{proc: p, dir: dir}
 	if err := json.Unmarshal([]byte(p.Stdout()), s); err != nil {
 		t.Fatalf("cairn serve --json printed %q: %v", p.Stdout(), err)
@@ -64,6 +57,19 @@ func serveIn(t *testing.T, dir string, args ...string) *server {
 		}
 	})
 	return s
+}
+
+// waitServing waits until cairn serve printed its address line.
+func waitServing(t *testing.T, p *fault.Process) {
+	t.Helper()
+	fault.Until(t, 60*time.Second, "cairn serve to print its address", func() (bool, error) {
+		select {
+		case <-p.Done():
+			t.Fatalf("cairn serve ended: %s", p.Wait())
+		default:
+		}
+		return strings.Contains(p.Stdout(), "\n"), nil
+	})
 }
 
 func start(t *testing.T, dir string, args ...string) *fault.Process {
@@ -225,14 +231,7 @@ func TestServe_ConfigTable(t *testing.T) {
 	sub := filepath.Join(dir, "sub")
 	os.Mkdir(sub, 0o755)
 	p := start(t, sub, "serve", "--json")
-	fault.Until(t, 60*time.Second, "cairn serve to print its address", func() (bool, error) {
-		select {
-		case <-p.Done():
-			t.Fatalf("cairn serve ended: %s", p.Wait())
-		default:
-		}
-		return strings.Contains(p.Stdout(), "\n"), nil
-	})
+	waitServing(t, p)
 	var s server
 	var out struct {
 		ReadOnly bool `json:"read_only"`
