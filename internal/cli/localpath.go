@@ -4,8 +4,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-
-	"github.com/cairnhq/cairn/internal/realpath"
 )
 
 // LocalPath returns the path on this machine of a local store (the SQLite
@@ -37,9 +35,5 @@ func LocalPath(storeURL string) string {
 	}
 	return p
 }
-
-// RealPath returns the one name of a file or folder whatever name it is
-// reached by; see realpath.Of.
-func RealPath(p string) string { return realpath.Of(p) }
 
 func statPath(p string) (os.FileInfo, error) { return os.Stat(p) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/config"
+	"github.com/cairnhq/cairn/internal/realpath"
 	"github.com/cairnhq/cairn/store/memory"
 )
 
@@ -141,7 +142,7 @@ func resolveStore(cfg *config.Config, proj config.Project, origin storeOrigin) e
 	return nil
 }
 
-func samePath(a, b string) bool { return RealPath(a) == RealPath(b) }
+func samePath(a, b string) bool { return realpath.Of(a) == realpath.Of(b) }
 
 // localMissing returns the path of a local store (sqlite, file) that does
 // not exist yet, or "" when the store is not local or exists.
