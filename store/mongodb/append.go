@@ -144,10 +144,24 @@ func (s *Store) undo(ctx context.Context, id, token string, expectSeq int64, unk
 	}
 	s.rememberLost(id, token) // if left, clear removes them after LostAfter
 	s.later(func(ctx context.Context) error {
-		res, err := s.sessions.UpdateOne(ctx,
-			bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: expectSeq}},
+		// The fence is raised under a hold of the position (see hold):
+		// while the session is still at expectSeq, the documents of the
+		// lost commit are dead, and clear removes them as it takes the
+		// hold. Another write of the session document at that moment (a
+		// commit that their removal let through, a lease, a deletion)
+		// would race the raise, and FerretDB can undo one of two such
+		// writes.
+		last, release, err := s.hold(ctx, id, bson.D{{Key: "last_seq", Value: expectSeq}}, nil)
+		if errors.Is(err, cairn.ErrNotFound) {
+			return nil // the commit landed: the documents are its events
+		}
+		if err != nil {
+			return err
+		}
+		_, err = s.sessions.UpdateOne(ctx, atSeq(bson.D{{Key: "_id", Value: id}}, last),
 			bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: time.Now().UnixNano()}}}})
-		if err != nil || res.MatchedCount == 0 {
+		release(err)
+		if err != nil {
 			return err
 		}
 		return s.removeAppend(ctx, id, token)
@@ -287,8 +301,9 @@ func (s *Store) forget(id string, tokens []string) {
 // append into a session that did not exist when it was asked for. Nor was
 // a session at expectSeq behind no fence raised since start live at
 // expectSeq when the commit ran (the fence only grows, and a session's seq
-// never goes back): it was being created or deleted and created again,
-// ErrNotFound too.
+// never goes back): it was behind, and reached expectSeq since (another
+// append committed after this one's commit ran), a conflict; or, for
+// expectSeq 0, its Create had not committed, ErrNotFound.
 func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, start time.Time) error {
 	var doc struct {
 		LastSeq int64 `bson:"last_seq"`
@@ -308,6 +323,8 @@ func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, start ti
 		return cairn.ErrNotFound
 	case doc.Fence >= start.UnixNano():
 		return errFenced
+	case expectSeq > 0:
+		return cairn.ErrConflict
 	}
 	return cairn.ErrNotFound
 }
@@ -411,25 +428,89 @@ func (s *Store) clear(ctx context.Context, id string, doc headDoc, mine string) 
 	}
 	// Stale documents only may belong to a writer merely paused, whose
 	// commit could still come: the fence is raised first, so that it
-	// cannot. Documents dead for sure need no fence: no write of the
-	// session document races a commit that their removal lets through.
-	paused, err := s.events.CountDocuments(ctx, append(slices.Clone(above), bson.E{Key: "$nor", Value: sure}))
+	// cannot (see fenceStale). Documents dead for sure need no fence: no
+	// write of the session document races a commit that their removal
+	// lets through. Only documents stale now are counted: a document
+	// written since the counts above is a live call's, never in the way.
+	if _, err := s.events.DeleteMany(ctx, append(slices.Clone(above), bson.E{Key: "$or", Value: sure})); err != nil {
+		return false, err
+	}
+	var paused []eventDoc
+	cur, err := s.events.Find(ctx, append(slices.Clone(above), stale[0], bson.E{Key: "$nor", Value: sure}),
+		options.Find().SetSort(bson.D{{Key: "seq", Value: 1}}).SetProjection(bson.D{{Key: "seq", Value: 1}, {Key: "token", Value: 1}}))
+	if err == nil {
+		err = cur.All(ctx, &paused)
+	}
 	if err != nil {
 		return false, err
 	}
-	if paused > 0 {
-		res, err := s.sessions.UpdateOne(ctx,
-			bson.D{{Key: "_id", Value: id}, {Key: "last_seq", Value: doc.LastSeq}},
-			bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: wall.UnixNano()}}}})
-		if err != nil || res.MatchedCount == 0 {
-			return false, err // the session moved meanwhile: look again
+	if len(paused) > 0 {
+		fenced, done, err := s.fenceStale(ctx, id, doc, paused[0])
+		if err != nil || !fenced {
+			return false, err
 		}
-	}
-	if _, err := s.events.DeleteMany(ctx, append(slices.Clone(above), bson.E{Key: "$or", Value: dead})); err != nil {
-		return false, err
+		defer done()
+		if _, err := s.events.DeleteMany(ctx, append(slices.Clone(above), bson.E{Key: "$or", Value: dead})); err != nil {
+			return false, err
+		}
 	}
 	s.forget(id, own)
 	return true, nil
+}
+
+// fenceStale raises the fence of session id (doc) to now, so that the
+// writer of first, the lowest of the documents above the last seq that
+// are dead only by their age, cannot commit should it be merely paused;
+// it reports whether it did, and returns what to call once the dead
+// documents are removed.
+//
+// FerretDB writes an update as a whole document read before, so the raise
+// must not race another write of the session document: a commit, a lease
+// taken, a deletion's mark, each of which is made while its writer holds
+// the position after the last seq (see hold). So the raise is made while
+// that position is held too: by first itself, which no live call can
+// replace, or else by a hold of fenceStale's own. Of the callers that
+// find first at the position, one takes a claim on it (a document of the
+// sessions collection named after first's token, left for Sweep, so that
+// a caller that comes after first is removed cannot raise the fence while
+// a live call holds the position); the others report false and look
+// again.
+func (s *Store) fenceStale(ctx context.Context, id string, doc headDoc, first eventDoc) (bool, func(), error) {
+	next := doc.LastSeq + 1
+	done := func() {}
+	hold := "" // the token of fenceStale's own hold, if it takes one
+	if first.Seq == next {
+		won, err := s.claim(ctx, "claim/"+id+"/"+first.Token)
+		if err != nil || !won {
+			return false, nil, err // another caller fences and removes it
+		}
+	} else {
+		hold = "hold-" + newToken()
+		_, err := s.events.InsertOne(ctx, eventDoc{Session: id, Seq: next, Token: hold, WrittenAt: bson.NewDateTimeFromTime(time.Now()), Hold: true})
+		if mongo.IsDuplicateKeyError(err) {
+			return false, nil, nil // the position was taken meanwhile: look again
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		done = func() { s.discard(ctx, id, hold) }
+	}
+	res, err := s.sessions.UpdateOne(ctx, atSeq(bson.D{{Key: "_id", Value: id}}, doc.LastSeq),
+		bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: time.Now().UnixNano()}}}})
+	if err != nil {
+		// The raise may still land: the position stays held (by first
+		// and the claim, or by the hold, for LostAfter; see hold).
+		if hold != "" {
+			s.rememberLost(id, hold)
+			s.later(func(ctx context.Context) error { return s.removeAppend(ctx, id, hold) })
+		}
+		return false, nil, err
+	}
+	if res.MatchedCount == 0 {
+		done()
+		return false, nil, nil // the session moved meanwhile: look again
+	}
+	return true, done, nil
 }
 
 // waiter paces the polls of a call that waits for another to finish, for

@@ -188,20 +188,8 @@ func (s *Store) holder(ctx context.Context, id string) (*sessionDoc, error) {
 // claim is removed after the document.
 func (s *Store) removeDoc(ctx context.Context, id, inc string, cond bson.D) (bool, error) {
 	cid := "claim/" + id + "/" + inc
-	now := time.Now()
-	for range 2 {
-		_, err := s.sessions.InsertOne(ctx, bson.D{{Key: "_id", Value: cid}, {Key: "claim", Value: true}, {Key: "busy_since", Value: bson.NewDateTimeFromTime(now)}})
-		if err == nil {
-			break
-		}
-		if !mongo.IsDuplicateKeyError(err) {
-			return false, err
-		}
-		res, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: cid},
-			{Key: "busy_since", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(now.Add(-StaleAfter))}}}})
-		if err != nil || res.DeletedCount == 0 {
-			return false, err // another remover holds the claim
-		}
+	if won, err := s.claim(ctx, cid); err != nil || !won {
+		return false, err // another remover holds the claim
 	}
 	match := bson.E{Key: "inc", Value: inc}
 	if inc == "" {
@@ -212,6 +200,28 @@ func (s *Store) removeDoc(ctx context.Context, id, inc string, cond bson.D) (boo
 		_, err = s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: cid}})
 	}
 	return err == nil, err
+}
+
+// claim takes the claim cid, a document of the sessions collection, and
+// reports whether it did: false when another caller holds it. A claim
+// older than StaleAfter (its taker died) is taken over.
+func (s *Store) claim(ctx context.Context, cid string) (bool, error) {
+	now := time.Now()
+	for range 2 {
+		_, err := s.sessions.InsertOne(ctx, bson.D{{Key: "_id", Value: cid}, {Key: "claim", Value: true}, {Key: "busy_since", Value: bson.NewDateTimeFromTime(now)}})
+		if err == nil {
+			return true, nil
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return false, err
+		}
+		res, err := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: cid},
+			{Key: "busy_since", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(now.Add(-StaleAfter))}}}})
+		if err != nil || res.DeletedCount == 0 {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // writtenBefore matches the documents of the events collection written
