@@ -29,7 +29,46 @@ func newRig(t *testing.T, name string) *rig {
 	t.Helper()
 	be := fault.NewBackend(t, name)
 	px := fault.StartProxy(t, be.URL)
-	return &rig{be: be, px: px, a: be.Open(t, fault.QuickMongo(px.URL(be.URL))), b: be.Direct(t)}
+	r := &rig{be: be, px: px, a: be.Open(t, fault.QuickMongo(px.URL(be.URL))), b: be.Direct(t)}
+	r.warm(t)
+	return r
+}
+
+// warm runs every kind of call once through a, on a session of its own,
+// so that the reply a test holds is the one of the call it makes: on a
+// Redis server that has not run cairn's scripts yet, the first reply to
+// each is NOSCRIPT, and go-redis sends the script again.
+func (r *rig) warm(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	st := r.a
+	if err := st.Create(ctx, cairn.SessionMeta{ID: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Append(ctx, "warm", 0, linEvent(t, "warm", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := st.(cairn.Leaser); ok {
+		lease, err := l.Acquire(ctx, "warm", "warm", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lease, err = l.Renew(ctx, lease, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.AppendFenced(ctx, "warm", lease, 1, linEvent(t, "warm", 2)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Takeover(ctx, "warm", "warm", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx, lease); err != nil && !errors.Is(err, cairn.ErrLeaseLost) {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Delete(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // held waits until the server has answered a request whose reply the
