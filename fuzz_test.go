@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // FuzzLoadJSON feeds the loader arbitrary bytes. No input may panic; every
@@ -52,7 +53,7 @@ func FuzzLoadJSON(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := cairn.ParseEnvelope(line)
+			got, ok := driver.ParseEnvelope(line)
 			if !ok || got.Seq != e.Seq || !got.At.Equal(e.At) || got.Kind != e.Kind || got.Run != e.Run {
 				if !bytes.ContainsAny([]byte(string(e.Kind)+e.Run), "\\\"<>&") && !strings.ContainsFunc(string(e.Kind)+e.Run, func(r rune) bool { return r < 0x20 || r == 0x2028 || r == 0x2029 }) {
 					t.Fatalf("event %d as stored, %s, does not read back: %+v, %v", i, line, got, ok)

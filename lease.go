@@ -121,21 +121,3 @@ func (e *LeaseHeldError) Error() string {
 
 // Unwrap returns ErrLeaseHeld.
 func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
-
-// CheckLease validates the arguments of Acquire and Takeover: a valid ID, a
-// non-empty holder and a positive TTL.
-func CheckLease(id, holder string, ttl time.Duration) error {
-	if err := ValidateID(id); err != nil {
-		return err
-	}
-	if holder == "" {
-		return fmt.Errorf("lease %s: the holder is empty", id)
-	}
-	if len(holder) > 256 {
-		return fmt.Errorf("lease %s: the holder name is %d bytes, the limit is 256", id, len(holder))
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("lease %s: the TTL is %s, want more than 0", id, ttl)
-	}
-	return nil
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -273,7 +274,7 @@ func TestValidateEvent_Strict(t *testing.T) {
 		if err := cairn.ValidateEvent(e, 1); !errors.Is(err, cairn.ErrInvalidEvent) {
 			t.Errorf("%q: got %v, want ErrInvalidEvent", data, err)
 		}
-		if err := cairn.CheckAppend(cairn.Limits{}, "s", 0, []cairn.Event{e}); !errors.Is(err, cairn.ErrInvalidEvent) {
+		if err := driver.CheckAppend(cairn.Limits{}, "s", 0, []cairn.Event{e}); !errors.Is(err, cairn.ErrInvalidEvent) {
 			t.Errorf("CheckAppend %q: got %v, want ErrInvalidEvent", data, err)
 		}
 	}

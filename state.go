@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/text"
 )
 
 // State is what a session's events add up to, computed by folding them in
@@ -169,7 +171,7 @@ func (s *State) applyUser(seq int64, d *MessageUser) {
 	}
 	s.Messages = append(s.Messages, m)
 	if s.FirstMessage == "" {
-		s.FirstMessage = Truncate(m.Content, MaxFirstMessage)
+		s.FirstMessage = text.Truncate(m.Content, MaxFirstMessage)
 	}
 }
 

@@ -284,32 +284,3 @@ func (l Limits) withDefaults() Limits {
 	}
 	return l
 }
-
-// CheckAppend validates an Append call before a store writes anything: the
-// session ID, the number of events, each event's size and each event's
-// validity with seqs following expectSeq. Every backend calls it first, so
-// all of them refuse the same inputs with the same errors.
-func CheckAppend(l Limits, id string, expectSeq int64, events []Event) error {
-	l = l.withDefaults()
-	if err := ValidateID(id); err != nil {
-		return err
-	}
-	if expectSeq < 0 {
-		return fmt.Errorf("%w: expected seq %d is negative", ErrInvalidEvent, expectSeq)
-	}
-	if len(events) == 0 {
-		return fmt.Errorf("%w: append of no events", ErrInvalidEvent)
-	}
-	if len(events) > l.MaxAppendEvents {
-		return fmt.Errorf("%w: %d events in one append, the limit is %d", ErrTooLarge, len(events), l.MaxAppendEvents)
-	}
-	for i, e := range events {
-		if n := e.Size(); n > l.MaxEventBytes {
-			return fmt.Errorf("%w: event seq %d (%s) is %d bytes, the limit is %d", ErrTooLarge, e.Seq, e.Kind, n, l.MaxEventBytes)
-		}
-		if err := ValidateEvent(e, expectSeq+int64(i)+1); err != nil {
-			return err
-		}
-	}
-	return nil
-}

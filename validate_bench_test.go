@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // benchEvents returns n realistic ~1 KB events, numbered from 1: model
@@ -61,7 +62,7 @@ func cpuLoop(b *testing.B, f func() error) {
 func BenchmarkCheckAppend(b *testing.B) {
 	evs := benchEvents(2)
 	b.SetBytes(int64(len(evs[0].Data)))
-	cpuLoop(b, func() error { return cairn.CheckAppend(cairn.Limits{}, "bench", 0, evs[:1]) })
+	cpuLoop(b, func() error { return driver.CheckAppend(cairn.Limits{}, "bench", 0, evs[:1]) })
 }
 
 func BenchmarkEvent_Decode(b *testing.B) {
@@ -125,7 +126,7 @@ func BenchmarkParseEnvelope(b *testing.B) {
 	b.SetBytes(int64(len(line)))
 	b.Run("envelope", func(b *testing.B) {
 		cpuLoop(b, func() error {
-			if _, ok := cairn.ParseEnvelope(line); !ok {
+			if _, ok := driver.ParseEnvelope(line); !ok {
 				return errors.New("not parsed")
 			}
 			return nil
@@ -133,7 +134,7 @@ func BenchmarkParseEnvelope(b *testing.B) {
 	})
 	b.Run("envelope+data", func(b *testing.B) {
 		cpuLoop(b, func() error {
-			e, ok := cairn.ParseEnvelope(line)
+			e, ok := driver.ParseEnvelope(line)
 			if !ok {
 				return errors.New("not parsed")
 			}

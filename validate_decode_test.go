@@ -326,7 +326,7 @@ func FuzzParseEnvelope(f *testing.F) {
 	f.Add([]byte(`{"v":1.0,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"","data":{}}`))
 	f.Add([]byte(`{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"","data":{"type":"a.b","payload":{"q":[1,{"r":"}"}]}}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		got, ok := ParseEnvelope(line)
+		got, ok := parseEnvelope(line)
 		want, err := refEnvelope(line)
 		switch {
 		case ok && err != nil:
@@ -350,8 +350,8 @@ func TestParseEnvelope_Strict(t *testing.T) {
 		"{\"v\":1,\"seq\":1,\"at\":\"2026-01-02T03:04:05Z\",\"kind\":\"custom\",\"run\":\"\",\"data\":{\"type\":\"\xff\"}}",
 		`{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"","data":{}} {}`,
 	} {
-		if _, ok := ParseEnvelope([]byte(bad)); ok {
-			t.Errorf("ParseEnvelope(%q) accepted it", bad)
+		if _, ok := parseEnvelope([]byte(bad)); ok {
+			t.Errorf("parseEnvelope(%q) accepted it", bad)
 		}
 	}
 	_ = io.EOF

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 //go:embed openapi.json
@@ -207,7 +208,7 @@ func (s *Server) apiAppend(w http.ResponseWriter, r *http.Request) error {
 		}
 		events[i] = e
 	}
-	if err := cairn.CheckAppend(s.cfg.Limits, id, expect, events); err != nil {
+	if err := driver.CheckAppend(s.cfg.Limits, id, expect, events); err != nil {
 		return err
 	}
 	if s.runs.busy(id) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/formats"
 )
 
@@ -83,7 +84,7 @@ func parseListQuery(q url.Values) (listQuery, error) {
 		}
 	}
 	if c := q.Get("cursor"); c != "" {
-		if _, err := cairn.ParseCursor(c); err != nil {
+		if _, err := driver.ParseCursor(c); err != nil {
 			return lq, badRequest("cursor", "%v", err)
 		}
 		lq.opts.Cursor = c
@@ -141,7 +142,7 @@ func (s *Server) list(ctx context.Context, lq listQuery) ([]sessionJSON, string,
 			}
 			found = append(found, info)
 			if len(found) == lq.limit {
-				return s.withHolders(ctx, found), cairn.Cursor{UpdatedAt: info.UpdatedAt, ID: info.ID}.Encode(), nil
+				return s.withHolders(ctx, found), driver.Cursor{UpdatedAt: info.UpdatedAt, ID: info.ID}.Encode(), nil
 			}
 		}
 		if page.Next == "" {

@@ -4,7 +4,7 @@
 //	{"crc32c":"1a2b3c4d","v":1,"seq":7,"at":"…","kind":"…","run":"…","data":{…}}
 //
 // eight lowercase hex digits of the CRC-32C (Castagnoli) of the envelope
-// without that field ({"v":1,…}, as cairn.AppendEnvelope writes it). A byte
+// without that field ({"v":1,…}, as driver.AppendEnvelope writes it). A byte
 // changed anywhere in the stored envelope (in its data, its fields, the
 // checksum or the field's name) fails the check on read. Envelopes stored
 // before the checksum existed start with {"v": and are read without it; a
@@ -16,6 +16,7 @@ import (
 	"hash/crc32"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 const (
@@ -30,15 +31,15 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Append appends the envelope of e (cairn.AppendEnvelope) led by its
-// checksum. On an error (the one of cairn.AppendEnvelope) dst comes back
+// Append appends the envelope of e (driver.AppendEnvelope) led by its
+// checksum. On an error (the one of driver.AppendEnvelope) dst comes back
 // as it was.
 func Append(dst []byte, e cairn.Event) ([]byte, error) {
 	start := len(dst)
 	// The envelope's "{" lands where the field's "," goes: the checksum
-	// is of the envelope as cairn.AppendEnvelope wrote it.
+	// is of the envelope as driver.AppendEnvelope wrote it.
 	dst = append(dst, Prefix+`00000000"`...)
-	b, err := cairn.AppendEnvelope(dst, e)
+	b, err := driver.AppendEnvelope(dst, e)
 	if err != nil {
 		return dst[:start], err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // TestAppend_Check seals an envelope and checks it, whole, with each byte
@@ -18,7 +19,7 @@ func TestAppend_Check(t *testing.T) {
 		t.Fatal(err)
 	}
 	sealed := b[len("keep"):]
-	env, err := cairn.AppendEnvelope(nil, e)
+	env, err := driver.AppendEnvelope(nil, e)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/text"
 )
 
 // sealEvent returns e with its data sealed by the session's data key.
@@ -35,7 +36,7 @@ func (s *store) sealEvent(sk *sessionKey, id string, e cairn.Event) (cairn.Event
 func (s *store) sealFirst(sk *sessionKey, id string, data []byte) (string, error) {
 	var m cairn.MessageUser
 	_ = jsonUnmarshal(data, &m)
-	sealed, err := seal(sk.dek, []byte(cairn.Truncate(m.Text(), maxFirst)), firstAAD(s.ns, id))
+	sealed, err := seal(sk.dek, []byte(text.Truncate(m.Text(), maxFirst)), firstAAD(s.ns, id))
 	if err != nil {
 		return "", fmt.Errorf("seal first message: %w", err)
 	}

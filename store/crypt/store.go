@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Store is an encrypting store: a cairn.Store that seals every event before
@@ -234,7 +235,7 @@ func (s *store) append(ctx context.Context, id string, expectSeq int64, events [
 	if id == markerID {
 		return fmt.Errorf("append %s: %w: the ID is reserved for the marker of an encrypted namespace", id, cairn.ErrInvalidID)
 	}
-	if err := cairn.CheckAppend(s.limits, id, expectSeq, events); err != nil {
+	if err := driver.CheckAppend(s.limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	sk, err := s.dataKey(ctx, id, true)

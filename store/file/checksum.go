@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/envsum"
 )
 
@@ -59,7 +60,7 @@ func parseLine(line []byte) (cairn.Event, lineState, error) {
 		env[0] = '{'
 		defer func() { env[0] = ',' }()
 	}
-	e, ok := cairn.ParseEnvelope(env)
+	e, ok := driver.ParseEnvelope(env)
 	if !ok {
 		e = cairn.Event{}
 		if err := json.Unmarshal(env, &e); err != nil {

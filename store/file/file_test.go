@@ -79,7 +79,7 @@ func BenchmarkWriteSyncFloor(b *testing.B) {
 
 // TestStore_DataAsGiven checks that event data comes back as it was
 // appended less the white space outside its strings (as
-// cairn.AppendEnvelope writes it), escapes and all, whether or not it
+// driver.AppendEnvelope writes it), escapes and all, whether or not it
 // spans lines, which the log could not hold.
 func TestStore_DataAsGiven(t *testing.T) {
 	s := openIn(t, t.TempDir(), cairn.StoreOptions{})

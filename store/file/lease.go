@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // leaseFormat names the form of lease.json.
@@ -83,7 +84,7 @@ func (s *Store) take(ctx context.Context, op, id, holder string, ttl time.Durati
 		return cairn.Lease{}, err
 	}
 	defer s.ops.RUnlock()
-	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+	if err := driver.CheckLease(id, holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	var lease cairn.Lease
@@ -112,7 +113,7 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 	}
 	defer s.ops.RUnlock()
 	id := lease.Session
-	if err := cairn.CheckLease(id, lease.Holder, ttl); err != nil {
+	if err := driver.CheckLease(id, lease.Holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	var out cairn.Lease

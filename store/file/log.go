@@ -17,7 +17,7 @@ import (
 // of one that a crash cut short.
 
 // encodeEvents returns the lines of one append: each event's envelope as
-// cairn.AppendEnvelope writes it, led by its checksum.
+// driver.AppendEnvelope writes it, led by its checksum.
 func encodeEvents(events []cairn.Event) ([]byte, error) {
 	n := 0
 	for _, e := range events {

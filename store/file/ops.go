@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // create builds the session's folder under a temporary name, makes it
@@ -164,7 +165,7 @@ func (s *Store) append(ctx context.Context, id string, expectSeq int64, events [
 		}
 		return fmt.Errorf("write log: %w", err)
 	}
-	cairn.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), s.opts.Now().UTC())
+	driver.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), s.opts.Now().UTC())
 	ss.size += int64(len(buf))
 	// The append is durable now. The info is a cache that the next
 	// reader rebuilds from the log if writing it fails.

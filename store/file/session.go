@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // session is what the store knows of one session while it is open: its
@@ -416,7 +417,7 @@ func (s *Store) recoverTail(ss *session, id string, fi os.FileInfo, exclusive bo
 		if mt := fi.ModTime().UTC(); mt.After(updated) {
 			updated = mt
 		}
-		cairn.Summarize(evs).Apply(&ss.info, evs[len(evs)-1].Seq, updated)
+		driver.Summarize(evs).Apply(&ss.info, evs[len(evs)-1].Seq, updated)
 		ss.size += int64(n)
 	}
 	if !exclusive {

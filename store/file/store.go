@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // File and folder names inside a namespace folder.
@@ -163,7 +164,7 @@ func (s *Store) appendChecked(ctx context.Context, id string, expectSeq int64, e
 		return err
 	}
 	defer s.ops.RUnlock()
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := driver.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -195,7 +196,7 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 }
 
 // List implements cairn.Store. It reads the info of every session of the
-// namespace and leaves filtering, order and paging to cairn.PageInfos. A
+// namespace and leaves filtering, order and paging to driver.PageInfos. A
 // session that cannot be read is listed with the status damaged, and the
 // others as usual.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
@@ -228,7 +229,7 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 			all = append(all, info)
 		}
 	}
-	return cairn.PageInfos(all, opts)
+	return driver.PageInfos(all, opts)
 }
 
 // Delete implements cairn.Store. The session's folder is renamed away

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 var (
@@ -35,10 +36,7 @@ func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Durati
 }
 
 func (s *Store) acquire(id, holder string, ttl time.Duration, force bool) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+	if err := s.guard.Lease(id, holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	s.db.mu.Lock()
@@ -73,10 +71,7 @@ func held(ss *session, lease cairn.Lease) *cairn.Lease {
 
 // Renew implements cairn.Leaser.
 func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(lease.Session, lease.Holder, ttl); err != nil {
+	if err := s.guard.Lease(lease.Session, lease.Holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	s.db.mu.Lock()
@@ -95,10 +90,7 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 
 // Release implements cairn.Leaser.
 func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(lease.Session); err != nil {
+	if err := s.guard.Session(lease.Session); err != nil {
 		return err
 	}
 	s.db.mu.Lock()
@@ -117,10 +109,7 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
 
 // CurrentLease implements cairn.Leaser.
 func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return cairn.Lease{}, err
 	}
 	s.db.mu.Lock()
@@ -138,10 +127,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 // AppendFenced implements cairn.Leaser: Append, with the lease checked
 // under the same lock.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -161,7 +147,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 
 // ClaimNext implements cairn.Claimer.
 func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return cairn.Lease{}, err
 	}
 	s.db.mu.Lock()
@@ -171,7 +157,7 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 	var cands []*session
 	for id := range s.ns() {
 		ss := s.live(id)
-		if ss == nil || !filter.Match(ss.info) {
+		if ss == nil || !driver.Match(filter, ss.info) {
 			continue
 		}
 		if l := leases[ss]; l != nil && l.Holder != "" && now.Before(l.Expires) {
@@ -188,7 +174,7 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 		}
 		return strings.Compare(a.info.ID, b.info.ID)
 	})
-	if err := cairn.CheckLease(ss.info.ID, holder, ttl); err != nil {
+	if err := driver.CheckLease(ss.info.ID, holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	return s.grant(ss, ss.info.ID, holder, ttl, false)

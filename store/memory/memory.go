@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // DB holds sessions of every namespace. Stores opened on one DB with
@@ -43,10 +44,9 @@ func init() {
 
 // Store is a cairn.Store on a DB, seeing one namespace.
 type Store struct {
-	db     *DB
-	opts   cairn.StoreOptions
-	mu     sync.Mutex
-	closed bool
+	db    *DB
+	opts  cairn.StoreOptions
+	guard driver.Guard
 }
 
 var (
@@ -76,15 +76,6 @@ func (s *Store) ns() map[string]*session {
 	return m
 }
 
-func (s *Store) check() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return cairn.ErrClosed
-	}
-	return nil
-}
-
 // live returns the session if it exists and has not expired, with db.mu held.
 func (s *Store) live(id string) *session {
 	ss := s.ns()[id]
@@ -100,10 +91,7 @@ func (s *Store) live(id string) *session {
 
 // Create implements cairn.Store.
 func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(meta.ID); err != nil {
+	if err := s.guard.Session(meta.ID); err != nil {
 		return err
 	}
 	s.db.mu.Lock()
@@ -128,10 +116,7 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 
 // Append implements cairn.Store.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -158,7 +143,7 @@ func (s *Store) appendLocked(ss *session, expectSeq int64, events []cairn.Event)
 	}
 	now := s.opts.Now().UTC()
 	ss.events = append(ss.events, events...)
-	cairn.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), now)
+	driver.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), now)
 	ss.expires = s.opts.ExpiresAt(now)
 	return nil
 }
@@ -185,10 +170,7 @@ func retried(ss *session, expectSeq int64, events []cairn.Event) bool {
 
 // Load implements cairn.Store.
 func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return nil, err
 	}
 	s.db.mu.Lock()
@@ -209,7 +191,7 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 
 // List implements cairn.Store.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
 	s.db.mu.Lock()
@@ -222,15 +204,12 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 		}
 	}
 	s.db.mu.Unlock()
-	return cairn.PageInfos(all, opts)
+	return driver.PageInfos(all, opts)
 }
 
 // Delete implements cairn.Store.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return err
 	}
 	s.db.mu.Lock()
@@ -244,7 +223,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 // Sweep implements cairn.Sweeper.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
 	s.db.mu.Lock()
@@ -262,9 +241,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 
 // Close implements cairn.Store.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
+	s.guard.Close()
 	return nil
 }
 

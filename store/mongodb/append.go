@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Append implements cairn.Store without a transaction, in two round trips:
@@ -32,10 +33,7 @@ import (
 // documentation for the recovery rule of a writer that died between 1 and 2.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -190,7 +188,7 @@ func (s *Store) later(f func(context.Context) error) {
 // commit runs the compare-and-set of the session document. The first user
 // message is set only on a session that has none: with a message in the
 // batch it tries with first_message "" in the filter, then without.
-func (s *Store) commit(ctx context.Context, filter, set, update bson.D, delta cairn.InfoDelta) (bool, error) {
+func (s *Store) commit(ctx context.Context, filter, set, update bson.D, delta driver.InfoDelta) (bool, error) {
 	if delta.HasMessage {
 		f := append(filter[:len(filter):len(filter)], bson.E{Key: "first_message", Value: ""})
 		st := append(set[:len(set):len(set)], bson.E{Key: "first_message", Value: delta.FirstMessage})
@@ -689,8 +687,8 @@ func newToken() string {
 
 // commitFields returns the $set and the other update operators with which
 // a commit moves the session document to last, and the events' info delta.
-func (s *Store) commitFields(events []cairn.Event, last int64, now time.Time) (set, update bson.D, delta cairn.InfoDelta) {
-	delta = cairn.Summarize(events)
+func (s *Store) commitFields(events []cairn.Event, last int64, now time.Time) (set, update bson.D, delta driver.InfoDelta) {
+	delta = driver.Summarize(events)
 	expNs, expAt := s.expiry(now)
 	set = bson.D{
 		{Key: "last_seq", Value: last},
@@ -711,7 +709,7 @@ func (s *Store) commitFields(events []cairn.Event, last int64, now time.Time) (s
 }
 
 // eventDocs returns the documents of session id's events, each holding its
-// envelope as cairn.AppendEnvelope writes it, all cut from one buffer.
+// envelope as driver.AppendEnvelope writes it, all cut from one buffer.
 func eventDocs(id string, events []cairn.Event) ([]eventDoc, error) {
 	n := 0
 	for _, e := range events {
@@ -722,7 +720,7 @@ func eventDocs(id string, events []cairn.Event) ([]eventDoc, error) {
 	for i, e := range events {
 		start := len(buf)
 		var err error
-		if buf, err = cairn.AppendEnvelope(buf, e); err != nil {
+		if buf, err = driver.AppendEnvelope(buf, e); err != nil {
 			return nil, err
 		}
 		docs[i] = eventDoc{Session: id, Seq: e.Seq, Event: buf[start:len(buf):len(buf)]}

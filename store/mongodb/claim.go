@@ -50,10 +50,7 @@ const (
 // waiting ones, not the finished ones.
 func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease("claim", holder, ttl); err != nil {
+	if err := s.guard.Lease("claim", holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	var tried bson.A

@@ -93,10 +93,7 @@ func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Durati
 }
 
 func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duration, force bool) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+	if err := s.guard.Lease(id, holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	for range 5 {
@@ -218,10 +215,7 @@ func (s *Store) mine(ctx context.Context, id string, lease cairn.Lease) (*leaseD
 // Renew implements cairn.Leaser.
 func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(lease.Session, lease.Holder, ttl); err != nil {
+	if err := s.guard.Lease(lease.Session, lease.Holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	id := lease.Session
@@ -245,10 +239,7 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 // Release implements cairn.Leaser.
 func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(lease.Session); err != nil {
+	if err := s.guard.Session(lease.Session); err != nil {
 		return err
 	}
 	id := lease.Session
@@ -266,10 +257,7 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 // CurrentLease implements cairn.Leaser.
 func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return cairn.Lease{}, err
 	}
 	now := s.now()
@@ -287,10 +275,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err
 // the lease's token in the commit's filter.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

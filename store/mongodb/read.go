@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Load implements cairn.Store. It reads the session document, then the
@@ -19,10 +20,7 @@ import (
 // documents of appends not yet committed (or never to be) are not seen.
 func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Record, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return nil, err
 	}
 	doc, err := s.find(ctx, id)
@@ -50,7 +48,7 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 		}
 		// env aliases the cursor's batch, which the next batch replaces:
 		// the event keeps a copy.
-		e, ok := cairn.ParseEnvelope(env)
+		e, ok := driver.ParseEnvelope(env)
 		if ok {
 			e.Data = bytes.Clone(e.Data)
 		} else {
@@ -118,7 +116,7 @@ func (s *Store) find(ctx context.Context, id string) (*sessionDoc, error) {
 // the query, which the (updated_ns desc, _id desc) index serves.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.ListPage, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
 	filter := live(s.now())
@@ -144,7 +142,7 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.List
 		filter = append(filter, bson.E{Key: "updated_ns", Value: updated})
 	}
 	if opts.Cursor != "" {
-		c, err := cairn.ParseCursor(opts.Cursor)
+		c, err := driver.ParseCursor(opts.Cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +155,7 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.List
 	if len(and) > 0 {
 		filter = append(filter, bson.E{Key: "$and", Value: and})
 	}
-	n := opts.PageSize()
+	n := driver.PageSize(opts)
 	cur, err := s.sessions.Find(ctx, filter, options.Find().
 		SetSort(bson.D{{Key: "updated_ns", Value: -1}, {Key: "_id", Value: -1}}).
 		SetLimit(int64(n)+1))
@@ -174,7 +172,7 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.List
 	}
 	if len(docs) > n {
 		last := page.Sessions[n-1]
-		page.Next = cairn.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.Encode()
+		page.Next = driver.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.Encode()
 	}
 	return page, nil
 }

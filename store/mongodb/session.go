@@ -29,10 +29,7 @@ import (
 // reader can see and that may never be.
 func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(meta.ID); err != nil {
+	if err := s.guard.Session(meta.ID); err != nil {
 		return err
 	}
 	id := meta.ID
@@ -239,10 +236,7 @@ func writtenBefore(cut bson.DateTime) bson.A {
 // nothing), then its event documents are removed, then the document.
 func (s *Store) Delete(ctx context.Context, id string) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return err
 	}
 	ok, err := s.erase(ctx, id, live(s.now()))
@@ -313,7 +307,7 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 // a crash, or by the server's TTL index on MongoDB).
 func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
 	now := s.now().UnixNano()

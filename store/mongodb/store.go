@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // DefaultDatabase is the database a URI without a path uses.
@@ -55,8 +56,9 @@ type Store struct {
 	events   *mongo.Collection
 	native   bool // the TTL index on expires_at exists
 
-	mu     sync.Mutex
-	closed bool
+	guard driver.Guard
+
+	mu sync.Mutex
 	// leftovers holds, by session, the tokens of this store's last failed
 	// appends, whose documents may have outlived their removal (the
 	// connection broke): no live writer holds them, so onDuplicate removes
@@ -191,25 +193,12 @@ func (s *Store) Collections() (sessions, events string) {
 	return s.sessions.Name(), s.events.Name()
 }
 
-func (s *Store) check() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return cairn.ErrClosed
-	}
-	return nil
-}
-
 // Close implements cairn.Store. It disconnects the client if Open made it.
 // It is safe to call twice.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.guard.Close() {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
 	if s.client != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

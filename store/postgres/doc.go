@@ -79,7 +79,7 @@
 // exactly one succeeds and the other gets cairn.ErrConflict; the primary key
 // on (session_id, seq) stands behind that check. The session's listing
 // fields (status, steps, first message, updated and expiry times) change in
-// the same statement, computed by cairn.Summarize.
+// the same statement, computed by driver.Summarize.
 //
 // Delete removes the session row, and with it every event, in one
 // statement. An Append racing with it either commits first, and its events

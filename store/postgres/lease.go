@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 var (
@@ -91,10 +92,7 @@ func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Durati
 }
 
 func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duration, force bool) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+	if err := s.guard.Lease(id, holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	for range 3 {
@@ -135,10 +133,7 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 
 // Renew implements cairn.Leaser.
 func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(lease.Session, lease.Holder, ttl); err != nil {
+	if err := s.guard.Lease(lease.Session, lease.Holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	now := s.opts.Now().UTC()
@@ -174,10 +169,7 @@ func (s *Store) lostOrMissing(ctx context.Context, id string, now time.Time) err
 
 // Release implements cairn.Leaser.
 func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(lease.Session); err != nil {
+	if err := s.guard.Session(lease.Session); err != nil {
 		return err
 	}
 	now := s.opts.Now().UTC()
@@ -194,10 +186,7 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
 
 // CurrentLease implements cairn.Leaser.
 func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return cairn.Lease{}, err
 	}
 	now := s.opts.Now().UTC()
@@ -227,10 +216,7 @@ const maxFencedAttempts = 4
 // UPDATE also requires the lease's token, so the check and the write are
 // one atomic step under the session's row lock.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	seqs, envs, err := encodeAll(events)
@@ -242,7 +228,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		token = -1 // never a session's token
 	}
 	now := s.opts.Now().UTC()
-	d := cairn.Summarize(events)
+	d := driver.Summarize(events)
 	var (
 		ok, mine *bool
 		cur      *int64
@@ -288,10 +274,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 // workers pass over each other's candidates instead of queueing on them,
 // and leased in the same statement.
 func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease("claim", holder, ttl); err != nil {
+	if err := s.guard.Lease("claim", holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	statuses := make([]string, len(filter.Status))

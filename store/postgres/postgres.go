@@ -9,12 +9,12 @@ import (
 	"net"
 	"net/url"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 func init() {
@@ -34,7 +34,7 @@ type Store struct {
 	opts    cairn.StoreOptions
 	schema  string
 	sql     statements
-	closed  atomic.Bool
+	guard   driver.Guard
 }
 
 var (
@@ -116,18 +116,11 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // pool given to New open. It is safe to call twice; afterwards every method
 // returns cairn.ErrClosed.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	if !s.guard.Close() {
 		return nil
 	}
 	if s.ownPool {
 		s.pool.Close()
-	}
-	return nil
-}
-
-func (s *Store) check() error {
-	if s.closed.Load() {
-		return cairn.ErrClosed
 	}
 	return nil
 }

@@ -12,16 +12,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Load implements cairn.Store. The session row and its events are read in
 // one repeatable-read transaction, so the events always match the info's
 // last seq even while others append.
 func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return nil, err
 	}
 	var rec *cairn.Record
@@ -66,7 +64,7 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, id string, from int64) (*ca
 		want := from + int64(len(evs))
 		// env is the row's own copy (pgx allocates it per Scan), so the
 		// event's data may alias it.
-		e, ok := cairn.ParseEnvelope(env)
+		e, ok := driver.ParseEnvelope(env)
 		if !ok {
 			if err := json.Unmarshal(env, &e); err != nil {
 				return nil, fmt.Errorf("event seq %d: stored envelope does not decode: %w", seq, err)
@@ -114,7 +112,7 @@ func scanInfo(row pgx.Row) (cairn.SessionInfo, error) {
 // served by the index on (updated_at DESC, id DESC). Times are kept to the
 // microsecond, PostgreSQL's precision.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
 	q, args, err := s.listQuery(opts)
@@ -138,10 +136,10 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 		return nil, fmt.Errorf("list: %w", translate(err))
 	}
 	page := &cairn.ListPage{Sessions: infos}
-	if n := opts.PageSize(); len(infos) > n {
+	if n := driver.PageSize(opts); len(infos) > n {
 		page.Sessions = infos[:n]
 		last := infos[n-1]
-		page.Next = cairn.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.Encode()
+		page.Next = driver.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.Encode()
 	}
 	return page, nil
 }
@@ -173,7 +171,7 @@ func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 		where = append(where, "updated_at < "+arg(ceilMicro(opts.UpdatedBefore.UTC()))+"::timestamptz")
 	}
 	if opts.Cursor != "" {
-		c, err := cairn.ParseCursor(opts.Cursor)
+		c, err := driver.ParseCursor(opts.Cursor)
 		if err != nil {
 			return "", nil, err
 		}
@@ -181,7 +179,7 @@ func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 	}
 	q := "SELECT " + infoColumns + " FROM " + s.sql.sessions +
 		" WHERE " + strings.Join(where, " AND ") +
-		" ORDER BY updated_at DESC, id DESC LIMIT " + arg(opts.PageSize()+1)
+		" ORDER BY updated_at DESC, id DESC LIMIT " + arg(driver.PageSize(opts)+1)
 	return q, args, nil
 }
 

@@ -12,16 +12,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Create implements cairn.Store. In one transaction (one round trip) it
 // purges an expired session with the same ID, whose events go with it, and
 // inserts the new one; a live session with the ID makes it ErrExists.
 func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(meta.ID); err != nil {
+	if err := s.guard.Session(meta.ID); err != nil {
 		return err
 	}
 	now := s.opts.Now().UTC()
@@ -56,16 +54,13 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 	return nil
 }
 
-// Append implements cairn.Store. After cairn.CheckAppend it is one SQL
+// Append implements cairn.Store. After driver.CheckAppend it is one SQL
 // statement, so one round trip and one transaction: an UPDATE of the
 // session row that matches only at the expected seq on a live session, and
 // an INSERT of the events fed by that UPDATE. Its cost does not depend on
 // how long the history is.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	seqs, envs, err := encodeAll(events)
@@ -73,7 +68,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		return fmt.Errorf("append %s: %w", id, err)
 	}
 	now := s.opts.Now().UTC()
-	d := cairn.Summarize(events)
+	d := driver.Summarize(events)
 	last := expectSeq + int64(len(events))
 	q, evSeqs, evEnvs := s.sql.append, any(seqs), any(envs)
 	if len(events) == 1 {
@@ -143,10 +138,7 @@ func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][
 // transaction. An Append racing with it either commits first (and its
 // events are deleted too) or finds no session row (ErrNotFound).
 func (s *Store) Delete(ctx context.Context, id string) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return err
 	}
 	var live bool
@@ -166,7 +158,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // how many it deleted. Expired sessions are invisible without it; Sweep only
 // frees their space.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
 	tag, err := s.pool.Exec(ctx, s.sql.sweep, s.opts.Now().UTC())
@@ -185,7 +177,7 @@ func nullTime(t time.Time) *time.Time {
 }
 
 // encodeAll returns the seqs and envelopes of events, each envelope as
-// cairn.AppendEnvelope writes it, all cut from one buffer.
+// driver.AppendEnvelope writes it, all cut from one buffer.
 func encodeAll(events []cairn.Event) ([]int64, [][]byte, error) {
 	seqs := make([]int64, len(events))
 	envs := make([][]byte, len(events))
@@ -197,7 +189,7 @@ func encodeAll(events []cairn.Event) ([]int64, [][]byte, error) {
 	for i, e := range events {
 		start := len(buf)
 		var err error
-		if buf, err = cairn.AppendEnvelope(buf, e); err != nil {
+		if buf, err = driver.AppendEnvelope(buf, e); err != nil {
 			return nil, nil, err
 		}
 		seqs[i], envs[i] = e.Seq, buf[start:len(buf):len(buf)]

@@ -148,10 +148,7 @@ return 1
 // ignored.
 func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease("claim", holder, ttl); err != nil {
+	if err := s.guard.Lease("claim", holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	if s.split || !claimSetServes(filter.Status) {

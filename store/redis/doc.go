@@ -124,7 +124,7 @@
 // each is atomic and costs one round trip. Append checks that the meta
 // exists and has not expired, that last_seq equals the expected seq (else
 // cairn.ErrConflict; a missing or expired session is cairn.ErrNotFound),
-// pushes the events with RPUSH, applies cairn.Summarize of the events to the
+// pushes the events with RPUSH, applies driver.Summarize of the events to the
 // meta and refreshes the TTL. Nothing in it depends on the length of the
 // history. Load reads the meta and the events from the wanted seq on (one
 // LRANGE from that position) in one MULTI/EXEC, so the two agree.

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 var _ cairn.Leaser = (*Store)(nil)
@@ -195,10 +196,7 @@ func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Durati
 }
 
 func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duration, force bool) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+	if err := s.guard.Lease(id, holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	now := s.now()
@@ -259,10 +257,7 @@ func leaseReply(op, id, res string, err error) error {
 // Renew implements cairn.Leaser.
 func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(lease.Session, lease.Holder, ttl); err != nil {
+	if err := s.guard.Lease(lease.Session, lease.Holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	now := s.now()
@@ -293,10 +288,7 @@ func nonce() string {
 // Release implements cairn.Leaser.
 func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(lease.Session); err != nil {
+	if err := s.guard.Session(lease.Session); err != nil {
 		return err
 	}
 	n := nonce()
@@ -311,10 +303,7 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 // CurrentLease implements cairn.Leaser.
 func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return cairn.Lease{}, err
 	}
 	vals, err := retry(ctx, func(ctx context.Context) ([]any, error) {
@@ -343,10 +332,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err
 // does what Append's script does.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	tok := token(lease.Token)
@@ -354,7 +340,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		tok = "-1"
 	}
 	now := s.now()
-	d := cairn.Summarize(events)
+	d := driver.Summarize(events)
 	hasMsg := "0"
 	if d.HasMessage {
 		hasMsg = "1"

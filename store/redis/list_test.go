@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -38,8 +39,8 @@ func listIDs(t *testing.T, s cairn.Store, opts cairn.ListOptions) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Sessions) > opts.PageSize() {
-			t.Fatalf("page of %d sessions, limit %d", len(page.Sessions), opts.PageSize())
+		if len(page.Sessions) > driver.PageSize(opts) {
+			t.Fatalf("page of %d sessions, limit %d", len(page.Sessions), driver.PageSize(opts))
 		}
 		for _, info := range page.Sessions {
 			out = append(out, info.ID)
@@ -107,7 +108,7 @@ func sortByTimeThenID(t *testing.T, s cairn.Store, ids []string) {
 		}
 		infos[i] = rec.Info
 	}
-	cairn.SortInfos(infos)
+	driver.SortInfos(infos)
 	for i, info := range infos {
 		ids[i] = info.ID
 	}

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // metaFields are the fields of a session's meta hash, in the order
@@ -74,10 +75,7 @@ func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 // other; the events come from one LRANGE starting at fromSeq's position.
 func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Record, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return nil, err
 	}
 	from := max(fromSeq, 1)
@@ -109,7 +107,7 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 		// alias it.
 		b := []byte(r)
 		var ok bool
-		if events[i], ok = cairn.ParseEnvelope(b); !ok {
+		if events[i], ok = driver.ParseEnvelope(b); !ok {
 			if err := json.Unmarshal(b, &events[i]); err != nil {
 				return nil, fmt.Errorf("load %s: event at seq %d: %w", id, from+int64(i), err)
 			}
@@ -129,19 +127,19 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 // on the way.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.ListPage, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
-	var cur *cairn.Cursor
+	var cur *driver.Cursor
 	if opts.Cursor != "" {
-		c, err := cairn.ParseCursor(opts.Cursor)
+		c, err := driver.ParseCursor(opts.Cursor)
 		if err != nil {
 			return nil, err
 		}
 		cur = &c
 	}
 	rng := s.scoreRange(opts, cur)
-	limit := opts.PageSize()
+	limit := driver.PageSize(opts)
 	batch := int64(min(max(2*limit, 64), 1000))
 	now := s.opts.Now()
 	var (
@@ -177,7 +175,7 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.List
 					return nil, fmt.Errorf("list: %w", err)
 				}
 			}
-			if opts.Match(m.info) && (cur == nil || !cur.Before(m.info)) {
+			if driver.Match(opts, m.info) && (cur == nil || !cur.Before(m.info)) {
 				found[id] = m.info
 			}
 		}
@@ -194,11 +192,11 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.List
 	for _, info := range found {
 		all = append(all, info)
 	}
-	return cairn.PageInfos(all, opts)
+	return driver.PageInfos(all, opts)
 }
 
 // scoreRange bounds the index scan by the cursor and the time filters.
-func (s *Store) scoreRange(opts cairn.ListOptions, cur *cairn.Cursor) goredis.ZRangeBy {
+func (s *Store) scoreRange(opts cairn.ListOptions, cur *driver.Cursor) goredis.ZRangeBy {
 	rng := goredis.ZRangeBy{Min: "-inf", Max: "+inf"}
 	hi := int64(0)
 	hasHi := false

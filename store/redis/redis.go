@@ -8,13 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 func init() {
@@ -38,7 +38,7 @@ type Store struct {
 	index  string
 	claims string // the claimable sessions, oldest first (see claim.go)
 	ttl    string // the TTL in whole seconds, rounded up, for EXPIRE; "0": none
-	closed atomic.Bool
+	guard  driver.Guard
 
 	rebuildMu sync.Mutex // one rebuild of the claim set at a time
 
@@ -172,18 +172,11 @@ func (s *Store) Client() goredis.UniversalClient { return s.client }
 // Close implements cairn.Store. It closes the client only if Open made it.
 // Closing twice is safe; every other method returns cairn.ErrClosed after.
 func (s *Store) Close() error {
-	if !s.closed.CompareAndSwap(false, true) || !s.owned {
+	if !s.guard.Close() || !s.owned {
 		return nil
 	}
 	if err := s.client.Close(); err != nil {
 		return fmt.Errorf("close redis store: %w", err)
-	}
-	return nil
-}
-
-func (s *Store) check() error {
-	if s.closed.Load() {
-		return cairn.ErrClosed
 	}
 	return nil
 }

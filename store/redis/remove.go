@@ -15,10 +15,7 @@ import (
 // and gets cairn.ErrNotFound, so it cannot bring the session back.
 func (s *Store) Delete(ctx context.Context, id string) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return err
 	}
 	now := nanos(s.now())
@@ -53,7 +50,7 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 // happen now, and cleans the index.
 func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
 	now := s.opts.Now()

@@ -295,7 +295,7 @@ func TestStore_TwoClientsRace(t *testing.T) {
 
 // TestStore_SameBytes checks that an event's data is stored and reloaded
 // as given less the white space outside its strings (as
-// cairn.AppendEnvelope writes it): characters JSON could escape, escapes
+// driver.AppendEnvelope writes it): characters JSON could escape, escapes
 // and the spaces inside strings stay as they are.
 func TestStore_SameBytes(t *testing.T) {
 	ns := "t_" + randHex(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Create implements cairn.Store. One script checks that no live session
@@ -14,10 +15,7 @@ import (
 // the claim set.
 func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(meta.ID); err != nil {
+	if err := s.guard.Session(meta.ID); err != nil {
 		return err
 	}
 	now := s.now()
@@ -66,14 +64,11 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 // raises the session's score in the index.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	now := s.now()
-	d := cairn.Summarize(events)
+	d := driver.Summarize(events)
 	hasMsg := "0"
 	if d.HasMessage {
 		hasMsg = "1"
@@ -120,7 +115,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 }
 
 // encodeEvents returns the events' envelopes, for the script's arguments:
-// each as cairn.AppendEnvelope writes it, all cut from one buffer.
+// each as driver.AppendEnvelope writes it, all cut from one buffer.
 func encodeEvents(events []cairn.Event) ([]any, error) {
 	n := 0
 	for _, e := range events {
@@ -131,7 +126,7 @@ func encodeEvents(events []cairn.Event) ([]any, error) {
 	for i, e := range events {
 		start := len(buf)
 		var err error
-		if buf, err = cairn.AppendEnvelope(buf, e); err != nil {
+		if buf, err = driver.AppendEnvelope(buf, e); err != nil {
 			return nil, err
 		}
 		evs[i] = buf[start:len(buf):len(buf)]

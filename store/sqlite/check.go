@@ -19,7 +19,7 @@ var _ cairn.Checker = (*Store)(nil)
 // nothing. A damaged session is a Problem naming it; a damaged file, one
 // naming the file.
 func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
 	rep := &cairn.CheckReport{Problems: []cairn.Problem{}}

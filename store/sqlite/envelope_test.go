@@ -14,7 +14,7 @@ import (
 // TestStore_AppendKeepsBytes appends events whose data has spacing,
 // escapes and characters that encoders like to rewrite, and gets the same
 // bytes back after a reopen, less the white space outside strings (the
-// envelope is cairn.AppendEnvelope's), with the time to the nanosecond.
+// envelope is driver.AppendEnvelope's), with the time to the nanosecond.
 func TestStore_AppendKeepsBytes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cairn.db")
 	s := openStore(t, path, cairn.StoreOptions{})

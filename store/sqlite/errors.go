@@ -6,8 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cairnhq/cairn"
 	sqlite "modernc.org/sqlite"
+
+	"github.com/cairnhq/cairn"
 )
 
 // SQLite's primary result codes that the store tells apart. An extended

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Group commit. Appends that arrive while the writer is busy wait in a
@@ -27,7 +28,7 @@ type appendReq struct {
 	expectSeq int64
 	events    []cairn.Event
 	bodies    []string
-	delta     cairn.InfoDelta
+	delta     driver.InfoDelta
 
 	done chan error // its result, or errLead: it is the next leader
 	err  error      // its result, for the leader's own request

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 var _ cairn.Leaser = (*Store)(nil)
@@ -57,10 +58,7 @@ func (s *Store) Takeover(ctx context.Context, id, holder string, ttl time.Durati
 }
 
 func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duration, force bool) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(id, holder, ttl); err != nil {
+	if err := s.guard.Lease(id, holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	if d := s.damage.of(id); d != nil {
@@ -113,10 +111,7 @@ func (s *Store) held(ctx context.Context, tx *sql.Tx, id string, lease cairn.Lea
 
 // Renew implements cairn.Leaser.
 func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.CheckLease(lease.Session, lease.Holder, ttl); err != nil {
+	if err := s.guard.Lease(lease.Session, lease.Holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	exp := s.opts.Now().UTC().Add(ttl)
@@ -145,10 +140,7 @@ func (s *Store) leaseFail(op, id string, err error) error {
 
 // Release implements cairn.Leaser.
 func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(lease.Session); err != nil {
+	if err := s.guard.Session(lease.Session); err != nil {
 		return err
 	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
@@ -167,10 +159,7 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) error {
 
 // CurrentLease implements cairn.Leaser.
 func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
-	if err := s.check(); err != nil {
-		return cairn.Lease{}, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return cairn.Lease{}, err
 	}
 	var (
@@ -195,10 +184,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 // AppendFenced implements cairn.Leaser: in one transaction, the lease
 // check, then Append's own steps.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	if err := s.writable(id); err != nil {
@@ -213,7 +199,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 			return err
 		}
 		_, err := s.appendTx(ctx, tx, &appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
-			delta: cairn.Summarize(events)})
+			delta: driver.Summarize(events)})
 		return err
 	})
 	if err != nil {

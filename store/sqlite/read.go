@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Load implements cairn.Store. The session row and its events are read in
@@ -18,10 +19,7 @@ import (
 // the seqs against the session's last seq: a session that fails is
 // damaged (a *cairn.DamagedError), and stays so for this Store.
 func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return nil, err
 	}
 	rec, err := s.load(ctx, id, max(fromSeq, 1))
@@ -141,14 +139,14 @@ func scanInfo(row interface{ Scan(...any) error }) (cairn.SessionInfo, int64, er
 // size are all applied by SQLite, using the (namespace, updated_at DESC,
 // id DESC) index; expired sessions are left out on the store's clock.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
 	query, args, err := s.listQuery(opts)
 	if err != nil {
 		return nil, err
 	}
-	n := opts.PageSize()
+	n := driver.PageSize(opts)
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.fail("list", "", err)
@@ -173,7 +171,7 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 	if len(page.Sessions) > n {
 		page.Sessions = page.Sessions[:n]
 		last := page.Sessions[n-1]
-		page.Next = cairn.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.Encode()
+		page.Next = driver.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.Encode()
 	}
 	return page, nil
 }
@@ -220,7 +218,7 @@ func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 		args = append(args, nanos(opts.UpdatedBefore))
 	}
 	if opts.Cursor != "" {
-		c, err := cairn.ParseCursor(opts.Cursor)
+		c, err := driver.ParseCursor(opts.Cursor)
 		if err != nil {
 			return "", nil, err
 		}
@@ -229,6 +227,6 @@ func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 		args = append(args, at, at, c.ID)
 	}
 	q.WriteString(` ORDER BY updated_at DESC, id DESC LIMIT ?`)
-	args = append(args, opts.PageSize()+1)
+	args = append(args, driver.PageSize(opts)+1)
 	return q.String(), args, nil
 }

@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Options configure Open.
@@ -57,7 +57,7 @@ type Store struct {
 	queue  commitQueue // appends waiting for the writer
 	damage damage      // what the store found damaged (errors.go)
 
-	closed    atomic.Bool
+	guard     driver.Guard
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -194,7 +194,7 @@ func (s *Store) connect(ctx context.Context) error {
 // other method returns cairn.ErrClosed afterwards.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closed.Store(true)
+		s.guard.Close()
 		s.closeErr = s.closeDBs()
 	})
 	return s.closeErr
@@ -220,13 +220,6 @@ func (s *Store) closeDBs() error {
 	return nil
 }
 
-func (s *Store) check() error {
-	if s.closed.Load() {
-		return cairn.ErrClosed
-	}
-	return nil
-}
-
 // fail wraps err for the operation op on session id, translating SQLite's
 // and database/sql's errors into cairn's sentinels (see classify). Once
 // SQLite has said that the file is damaged, the store writes nothing more
@@ -235,7 +228,7 @@ func (s *Store) fail(op, id string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if s.closed.Load() && !isSentinel(err) {
+	if s.guard.Closed() && !isSentinel(err) {
 		err = cairn.ErrClosed
 	}
 	s.damage.noteFile(err)

@@ -8,16 +8,14 @@ import (
 	"fmt"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/envsum"
 )
 
 // Create implements cairn.Store. A session whose TTL has passed but that
 // was not swept yet is erased first, so its ID is free again.
 func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(meta.ID); err != nil {
+	if err := s.guard.Session(meta.ID); err != nil {
 		return err
 	}
 	labels, err := json.Marshal(cloneLabels(meta.Labels))
@@ -61,10 +59,7 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // together share one transaction and one commit (see submit); one that
 // fails its checks writes nothing, so it leaves the others be.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
 		return err
 	}
 	bodies, err := envelopes(events)
@@ -78,7 +73,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		return fmt.Errorf("append %s: %w", id, err)
 	}
 	err = s.submit(&appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
-		delta: cairn.Summarize(events)})
+		delta: driver.Summarize(events)})
 	return s.fail("append", id, err)
 }
 
@@ -87,10 +82,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 // the database file; copies of the pages may stay in the WAL file until the
 // next checkpoint.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := cairn.ValidateID(id); err != nil {
+	if err := s.guard.Session(id); err != nil {
 		return err
 	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
@@ -139,7 +131,7 @@ func (s *Store) erase(ctx context.Context, tx *sql.Tx, id string) error {
 // Sweep implements cairn.Sweeper: it deletes every expired session of the
 // namespace, with its events, in one transaction and returns how many.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	if err := s.check(); err != nil {
+	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -165,7 +157,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 }
 
 // envelopes returns the events' envelopes as stored: each as
-// cairn.AppendEnvelope writes it, led by its checksum (see checksum.go).
+// driver.AppendEnvelope writes it, led by its checksum (see checksum.go).
 // They are cut from one string, so that encoding an append allocates
 // about twice, however many events it has.
 func envelopes(events []cairn.Event) ([]string, error) {

@@ -21,7 +21,7 @@ type Abilities struct {
 	// storage: it returns the envelopes of session id as s stored them,
 	// in seq order, without what the backend keeps around each (a
 	// checksum field, a line's end). The Envelopes test then checks
-	// that they are byte for byte cairn.AppendEnvelope's, and that Load
+	// that they are byte for byte driver.AppendEnvelope's, and that Load
 	// returns them as stored. A backend that stores no envelope bytes of
 	// its own (memory, a wrapper over another backend) leaves it nil,
 	// and the test checks only that Load returns events that encode to

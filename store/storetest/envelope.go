@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Awkward returns events numbered from last+1 whose strings and data
@@ -36,7 +37,7 @@ func Awkward(last int64) []cairn.Event {
 
 // testEnvelopes appends awkward events and a conversation, and checks the
 // envelopes: as the backend stored them (when it has the Envelopes hook),
-// byte for byte cairn.AppendEnvelope's of the events appended; as Load
+// byte for byte driver.AppendEnvelope's of the events appended; as Load
 // returns them after a reopen, events that encode to the same bytes, and,
 // for a backend with the hook, that carry the stored data and a UTC time
 // unchanged (no encoding on the way out either). So every backend stores
@@ -54,7 +55,7 @@ func testEnvelopes(t *testing.T, h *harness) {
 	}
 	want := make([][]byte, len(evs))
 	for i, e := range evs {
-		b, err := cairn.AppendEnvelope(nil, e)
+		b, err := driver.AppendEnvelope(nil, e)
 		if err != nil {
 			t.Fatalf("AppendEnvelope(seq %d): %v", e.Seq, err)
 		}
@@ -69,7 +70,7 @@ func testEnvelopes(t *testing.T, h *harness) {
 		}
 		for i := range want {
 			if !bytes.Equal(got[i], want[i]) {
-				t.Errorf("seq %d stored as\n%s\nwant (cairn.AppendEnvelope)\n%s", evs[i].Seq, got[i], want[i])
+				t.Errorf("seq %d stored as\n%s\nwant (driver.AppendEnvelope)\n%s", evs[i].Seq, got[i], want[i])
 			}
 		}
 	}
@@ -79,7 +80,7 @@ func testEnvelopes(t *testing.T, h *harness) {
 		t.Fatalf("Load returned %d events, want %d", len(rec.Events), len(want))
 	}
 	for i, e := range rec.Events {
-		got, err := cairn.AppendEnvelope(nil, e)
+		got, err := driver.AppendEnvelope(nil, e)
 		if err != nil {
 			t.Fatalf("AppendEnvelope(loaded seq %d): %v", e.Seq, err)
 		}

@@ -1,4 +1,4 @@
-package cairn_test
+package driver_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -49,14 +50,14 @@ func TestAppendEnvelope(t *testing.T) {
 	evs := append(awkwardEvents(), storetest.Conversation(0, "run-1", "Hello <world> & \"you\"")...)
 	for _, e := range evs {
 		want := marshalEnvelope(t, e)
-		got, err := cairn.AppendEnvelope(nil, e)
+		got, err := driver.AppendEnvelope(nil, e)
 		if err != nil {
 			t.Fatalf("seq %d: %v", e.Seq, err)
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("seq %d:\n got %s\nwant %s", e.Seq, got, want)
 		}
-		got, err = cairn.AppendEnvelope([]byte("prefix"), e)
+		got, err = driver.AppendEnvelope([]byte("prefix"), e)
 		if err != nil || string(got) != "prefix"+string(want) {
 			t.Errorf("seq %d after a prefix: got %s, %v", e.Seq, got, err)
 		}
@@ -71,12 +72,12 @@ func TestAppendEnvelope_Time(t *testing.T) {
 		time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC):                             "2026-01-02T03:04:05Z",
 		time.Date(2026, 1, 2, 3, 4, 5, 1, time.UTC):                             "2026-01-02T03:04:05.000000001Z",
 	} {
-		b, err := cairn.AppendEnvelope(nil, cairn.Event{V: 1, Seq: 1, At: at, Kind: cairn.KindCustom, Data: json.RawMessage(`{}`)})
+		b, err := driver.AppendEnvelope(nil, cairn.Event{V: 1, Seq: 1, At: at, Kind: cairn.KindCustom, Data: json.RawMessage(`{}`)})
 		if err != nil || !bytes.Contains(b, []byte(`"at":"`+want+`"`)) {
 			t.Errorf("%v: got %s, %v; want at %s", at, b, err, want)
 		}
 	}
-	b, err := cairn.AppendEnvelope([]byte("keep"), cairn.Event{V: 1, Seq: 1, At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	b, err := driver.AppendEnvelope([]byte("keep"), cairn.Event{V: 1, Seq: 1, At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
 	if !errors.Is(err, cairn.ErrInvalidEvent) || string(b) != "keep" {
 		t.Errorf("year 10000: got %q, %v; want the buffer as it was and ErrInvalidEvent", b, err)
 	}
@@ -89,7 +90,7 @@ func TestAppendEnvelope_Time(t *testing.T) {
 func TestAppendEnvelope_Allocs(t *testing.T) {
 	e := awkwardEvents()[1]
 	buf := make([]byte, 0, 4096)
-	if n := testing.AllocsPerRun(100, func() { _, _ = cairn.AppendEnvelope(buf[:0], e) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = driver.AppendEnvelope(buf[:0], e) }); n != 0 {
 		t.Errorf("appending to a buffer with room: %v allocations, want 0", n)
 	}
 }
@@ -120,7 +121,7 @@ func FuzzAppendEnvelope(f *testing.F) {
 			return
 		}
 		e := cairn.Event{V: 1, Seq: seq, At: time.Unix(0, nanos), Kind: cairn.Kind(kind), Run: run, Data: data}
-		got, err := cairn.AppendEnvelope(nil, e)
+		got, err := driver.AppendEnvelope(nil, e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +138,7 @@ func FuzzAppendEnvelope(f *testing.F) {
 // valid UTF-8 that needs no escape), through encoding/json otherwise.
 func checkRoundTrip(t *testing.T, e cairn.Event) {
 	t.Helper()
-	b, err := cairn.AppendEnvelope(nil, e)
+	b, err := driver.AppendEnvelope(nil, e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func checkRoundTrip(t *testing.T, e cairn.Event) {
 	if want.Data = compact(t, e.Data); want.Data == nil {
 		want.Data = json.RawMessage("null")
 	}
-	got, ok := cairn.ParseEnvelope(b)
+	got, ok := driver.ParseEnvelope(b)
 	if !ok {
 		if parsable(e) {
 			t.Fatalf("ParseEnvelope refused %s", b)
@@ -208,7 +209,7 @@ func BenchmarkAppendEnvelope(b *testing.B) {
 			b.ReportAllocs()
 			var buf []byte
 			for b.Loop() {
-				out, err := cairn.AppendEnvelope(buf[:0], c.e)
+				out, err := driver.AppendEnvelope(buf[:0], c.e)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,10 +1,11 @@
-package cairn_test
+package driver_test
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -14,7 +15,7 @@ func TestParseEnvelope(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := cairn.ParseEnvelope(b)
+		got, ok := driver.ParseEnvelope(b)
 		if !ok {
 			// Data with escapes (<, &, quotes) takes the general path.
 			var want cairn.Event
@@ -35,7 +36,7 @@ func TestParseEnvelope(t *testing.T) {
 		`{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"","data":{"a":}}`,
 		`{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"custom","run":"","data":[]}`,
 	} {
-		if _, ok := cairn.ParseEnvelope([]byte(bad)); ok {
+		if _, ok := driver.ParseEnvelope([]byte(bad)); ok {
 			t.Errorf("ParseEnvelope(%s) accepted it", bad)
 		}
 	}

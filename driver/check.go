@@ -1,0 +1,103 @@
+package driver
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Guard makes the checks every store method opens with: that the store
+// is not closed, then the arguments. The zero Guard is open. It is safe
+// for concurrent use.
+type Guard struct {
+	closed atomic.Bool
+}
+
+// Close marks the store closed and reports whether this call did: false
+// when it was closed already.
+func (g *Guard) Close() bool { return g.closed.CompareAndSwap(false, true) }
+
+// Closed reports whether Close was called.
+func (g *Guard) Closed() bool { return g.closed.Load() }
+
+// Check returns cairn.ErrClosed once the store is closed.
+func (g *Guard) Check() error {
+	if g.closed.Load() {
+		return cairn.ErrClosed
+	}
+	return nil
+}
+
+// Session checks a call on the session id: an open store and a valid ID.
+func (g *Guard) Session(id string) error {
+	if err := g.Check(); err != nil {
+		return err
+	}
+	return cairn.ValidateID(id)
+}
+
+// Append checks an Append call: an open store, then CheckAppend.
+func (g *Guard) Append(l cairn.Limits, id string, expectSeq int64, events []cairn.Event) error {
+	if err := g.Check(); err != nil {
+		return err
+	}
+	return CheckAppend(l, id, expectSeq, events)
+}
+
+// Lease checks an Acquire or Takeover call: an open store, then
+// CheckLease.
+func (g *Guard) Lease(id, holder string, ttl time.Duration) error {
+	if err := g.Check(); err != nil {
+		return err
+	}
+	return CheckLease(id, holder, ttl)
+}
+
+// CheckAppend validates an Append call before a store writes anything: the
+// session ID, the number of events, each event's size and each event's
+// validity with seqs following expectSeq. Every backend calls it first, so
+// all of them refuse the same inputs with the same errors.
+func CheckAppend(l cairn.Limits, id string, expectSeq int64, events []cairn.Event) error {
+	l = l.WithDefaults()
+	if err := cairn.ValidateID(id); err != nil {
+		return err
+	}
+	if expectSeq < 0 {
+		return fmt.Errorf("%w: expected seq %d is negative", cairn.ErrInvalidEvent, expectSeq)
+	}
+	if len(events) == 0 {
+		return fmt.Errorf("%w: append of no events", cairn.ErrInvalidEvent)
+	}
+	if len(events) > l.MaxAppendEvents {
+		return fmt.Errorf("%w: %d events in one append, the limit is %d", cairn.ErrTooLarge, len(events), l.MaxAppendEvents)
+	}
+	for i, e := range events {
+		if n := e.Size(); n > l.MaxEventBytes {
+			return fmt.Errorf("%w: event seq %d (%s) is %d bytes, the limit is %d", cairn.ErrTooLarge, e.Seq, e.Kind, n, l.MaxEventBytes)
+		}
+		if err := cairn.ValidateEvent(e, expectSeq+int64(i)+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckLease validates the arguments of Acquire and Takeover: a valid ID, a
+// non-empty holder and a positive TTL.
+func CheckLease(id, holder string, ttl time.Duration) error {
+	if err := cairn.ValidateID(id); err != nil {
+		return err
+	}
+	if holder == "" {
+		return fmt.Errorf("lease %s: the holder is empty", id)
+	}
+	if len(holder) > 256 {
+		return fmt.Errorf("lease %s: the holder name is %d bytes, the limit is 256", id, len(holder))
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("lease %s: the TTL is %s, want more than 0", id, ttl)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package driver_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+func TestGuard(t *testing.T) {
+	var g driver.Guard
+	evs := storetest.Conversation(0, "r1", "hello")
+	for name, err := range map[string]error{
+		"Check":   g.Check(),
+		"Session": g.Session("s1"),
+		"Append":  g.Append(cairn.Limits{}, "s1", 0, evs),
+		"Lease":   g.Lease("s1", "worker-1", time.Second),
+	} {
+		if err != nil {
+			t.Errorf("open guard: %s: %v", name, err)
+		}
+	}
+	for name, c := range map[string]struct {
+		err  error
+		want error
+	}{
+		"a bad ID":           {g.Session("../s"), cairn.ErrInvalidID},
+		"an append of none":  {g.Append(cairn.Limits{}, "s1", 0, nil), cairn.ErrInvalidEvent},
+		"a seq out of order": {g.Append(cairn.Limits{}, "s1", 3, evs), cairn.ErrInvalidEvent},
+		"an event too large": {g.Append(cairn.Limits{MaxEventBytes: 10}, "s1", 0, evs), cairn.ErrTooLarge},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", name, c.err, c.want)
+		}
+	}
+	if err := g.Lease("s1", "", time.Second); err == nil {
+		t.Error("a lease with no holder: accepted")
+	}
+	if err := g.Lease("s1", "w", 0); err == nil {
+		t.Error("a lease with no TTL: accepted")
+	}
+
+	// Close: exactly one of many racing callers closes it.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	closers := 0
+	for range 8 {
+		wg.Go(func() {
+			if g.Close() {
+				mu.Lock()
+				closers++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if closers != 1 || !g.Closed() {
+		t.Fatalf("%d callers closed the guard, Closed() = %v", closers, g.Closed())
+	}
+	// Closed first: a closed store says so whatever the arguments.
+	for name, err := range map[string]error{
+		"Check":   g.Check(),
+		"Session": g.Session("../bad"),
+		"Append":  g.Append(cairn.Limits{}, "s1", 0, nil),
+		"Lease":   g.Lease("s1", "", 0),
+	} {
+		if !errors.Is(err, cairn.ErrClosed) {
+			t.Errorf("closed guard: %s: %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+// A store keeps a Guard and opens each method with it.
+func ExampleGuard() {
+	var g driver.Guard
+	fmt.Println(g.Session("user-1"))
+	fmt.Println(g.Session("../etc"))
+	g.Close()
+	fmt.Println(g.Session("user-1"))
+	// Output:
+	// <nil>
+	// invalid session id: session id "../etc" has '.' at position 0 (allowed: A-Z a-z 0-9 _ -)
+	// store is closed
+}
