@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,8 +18,8 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/crashtest"
 	"github.com/cairnhq/cairn/internal/testcheck"
-	"github.com/cairnhq/cairn/provider/script"
 	_ "github.com/cairnhq/cairn/store/file"
 	_ "github.com/cairnhq/cairn/store/sqlite"
 )
@@ -79,34 +78,6 @@ func wantKills() int {
 	return 50
 }
 
-// crashScript writes a 14-step script whose tool calls append to side, one
-// line per step, with calc and remember calls in parallel.
-func crashScript(t *testing.T, dir, side string) string {
-	var s script.Script
-	for i := range 13 {
-		st := script.Step{Text: fmt.Sprintf("step %d", i), DelayMS: 3 + i%4*3}
-		line, _ := json.Marshal(map[string]string{"path": side, "line": fmt.Sprintf("line %d", i)})
-		st.ToolCalls = append(st.ToolCalls, script.Call{Name: "append_file", Arguments: line})
-		if i%2 == 0 {
-			st.ToolCalls = append(st.ToolCalls, script.Call{Name: "calc", Arguments: json.RawMessage(fmt.Sprintf(`{"expression":"%d*(3+4)"}`, i))})
-		}
-		if i%3 == 0 {
-			st.ToolCalls = append(st.ToolCalls, script.Call{Name: "remember", Arguments: json.RawMessage(fmt.Sprintf(`{"key":"k%d","value":%d}`, i, i))})
-		}
-		s.Steps = append(s.Steps, st)
-	}
-	s.Steps = append(s.Steps, script.Step{Text: "all done", DelayMS: 5})
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func buildCrashProg(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "crashprog")
@@ -141,7 +112,7 @@ func crashResume(t *testing.T, bin, url string) {
 
 	// The reference: one uninterrupted run.
 	refSide := filepath.Join(dir, "ref.txt")
-	refScript := crashScript(t, t.TempDir(), refSide)
+	refScript := crashtest.Script(t, t.TempDir(), refSide, 3)
 	if out, err := exec.Command(bin, "-store", url, "-session", "ref", "-script", refScript).CombinedOutput(); err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
@@ -162,7 +133,7 @@ func crashResume(t *testing.T, bin, url string) {
 		id := fmt.Sprintf("crash-%d", sessions)
 		sdir := t.TempDir()
 		side := filepath.Join(sdir, "side.txt")
-		scr := crashScript(t, sdir, side)
+		scr := crashtest.Script(t, sdir, side, 3)
 		for lives := 0; ; lives++ {
 			if lives > 500 {
 				t.Fatalf("session %s did not complete after %d restarts", id, lives)

@@ -2,8 +2,6 @@ package fault
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -46,7 +44,7 @@ type Backend struct {
 // under CI). The namespace is erased when the test ends.
 func NewBackend(t testing.TB, name string) *Backend {
 	t.Helper()
-	b := &Backend{Name: name, NS: "rel_" + RandHex(t)}
+	b := &Backend{Name: name, NS: "rel_" + testenv.RandHex(6)}
 	switch name {
 	case "memory":
 		b.URL = "memory:"
@@ -183,14 +181,4 @@ func QuickMongo(rawURL string) string {
 		return rawURL
 	}
 	return WithQuery(rawURL, "serverSelectionTimeoutMS", "1000")
-}
-
-// RandHex returns 12 random hexadecimal digits.
-func RandHex(t testing.TB) string {
-	t.Helper()
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b[:])
 }

@@ -1,7 +1,6 @@
 package reliability
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,39 +17,10 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/crashtest"
 	"github.com/cairnhq/cairn/internal/fault"
-	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/mongodb"
 )
-
-// crashScript writes a 14-step script whose tool calls append to side, one
-// line per step, with calc and remember calls beside them.
-func crashScript(t *testing.T, dir, side string) string {
-	t.Helper()
-	var s script.Script
-	for i := range 13 {
-		st := script.Step{Text: fmt.Sprintf("step %d", i), DelayMS: 2 + i%4*2}
-		line, _ := json.Marshal(map[string]string{"path": side, "line": fmt.Sprintf("line %d", i)})
-		st.ToolCalls = append(st.ToolCalls, script.Call{Name: "append_file", Arguments: line})
-		if i%2 == 0 {
-			st.ToolCalls = append(st.ToolCalls, script.Call{Name: "calc", Arguments: json.RawMessage(fmt.Sprintf(`{"expression":"%d*(3+4)"}`, i))})
-		}
-		if i%3 == 0 {
-			st.ToolCalls = append(st.ToolCalls, script.Call{Name: "remember", Arguments: json.RawMessage(fmt.Sprintf(`{"key":"k%d","value":%d}`, i, i))})
-		}
-		s.Steps = append(s.Steps, st)
-	}
-	s.Steps = append(s.Steps, script.Step{Text: "all done", DelayMS: 2})
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // cli runs the cairn binary on one backend, in a folder of its own with
 // no config file and a private home.
@@ -175,7 +145,7 @@ func crashResume(t *testing.T, b *fault.Backend) {
 
 	// The reference: one uninterrupted run.
 	refSide := filepath.Join(t.TempDir(), "ref.txt")
-	refScript := crashScript(t, t.TempDir(), refSide)
+	refScript := crashtest.Script(t, t.TempDir(), refSide, 2)
 	begin := time.Now()
 	if e := start(t, r.c.command(refScript, "run", "--session", "ref", crashPrompt), -1); e.code != 0 {
 		t.Fatalf("reference run: exit %d\n%s", e.code, e.stderr)
@@ -214,7 +184,7 @@ func (r *crashRun) work(t *testing.T, w int, rng *rand.Rand) {
 		id := fmt.Sprintf("crash-%d-%d", w, n)
 		sdir := t.TempDir()
 		side := filepath.Join(sdir, "side.txt")
-		scr := crashScript(t, sdir, side)
+		scr := crashtest.Script(t, sdir, side, 2)
 		r.session(t, id, scr, rng)
 		_, unknown := checkCompleted(t, r.st, id, side, r.ref)
 		r.stats.mu.Lock()

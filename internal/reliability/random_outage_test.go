@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/crashtest"
 	"github.com/cairnhq/cairn/internal/fault"
 	"github.com/cairnhq/cairn/provider/script"
 )
@@ -47,7 +48,7 @@ func TestAgent_OutageRandom(t *testing.T) {
 func randomOutage(t *testing.T, r *outageRig, mode, id string) {
 	dir := t.TempDir()
 	side := filepath.Join(dir, "side.txt")
-	model, err := script.Load(crashScript(t, dir, side))
+	model, err := script.Load(crashtest.Script(t, dir, side, 2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ package testenv
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"net"
 	"os"
 	"testing"
@@ -77,4 +79,12 @@ func FreeAddr(tb testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// RandHex returns n random bytes as 2n hexadecimal digits: a name no other
+// test run has taken.
+func RandHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
 }

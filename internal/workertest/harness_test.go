@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	_ "github.com/cairnhq/cairn/store/all"
 )
 
@@ -48,12 +47,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // env is one test's store, namespace and script.
 type env struct {
 	t        *testing.T
@@ -80,7 +73,7 @@ func newEnv(t *testing.T, storeURL string, delayMS int) *env {
 	if err := os.WriteFile(script, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, storeURL: storeURL, ns: "wt_" + randHex(6), script: script, dir: dir}
+	e := &env{t: t, storeURL: storeURL, ns: "wt_" + testenv.RandHex(6), script: script, dir: dir}
 	eraseLater(t, storeURL, e.ns) // runs last: after the workers are stopped
 	return e
 }

@@ -60,7 +60,7 @@ func TestOpen_NothingListens(t *testing.T) {
 // append goes through once (or is found already done).
 func TestStore_OutageCut(t *testing.T) {
 	p := fault.StartProxy(t, dsn(t))
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	dropSchemaLater(t, ns)
 	s, err := postgres.Open(t.Context(), p.URL(dsn(t)), cairn.StoreOptions{Namespace: ns})
 	if err != nil {
@@ -89,7 +89,7 @@ func TestStore_OutageCut(t *testing.T) {
 // server: each call returns with its context, as an outage.
 func TestStore_OutageStall(t *testing.T) {
 	p := fault.StartProxy(t, dsn(t))
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	dropSchemaLater(t, ns)
 	s, err := postgres.Open(t.Context(), p.URL(dsn(t)), cairn.StoreOptions{Namespace: ns})
 	if err != nil {
@@ -112,7 +112,7 @@ func TestStore_OutageStall(t *testing.T) {
 // the next call fails as an outage (57P01 or a closed connection), the one
 // after goes on with a new connection.
 func TestStore_OutageTerminated(t *testing.T) {
-	app := "cairn_t_" + randHex(t)
+	app := "cairn_t_" + testenv.RandHex(6)
 	cfg, err := pgxpool.ParseConfig(dsn(t))
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestStore_OutageTerminated(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	dropSchemaLater(t, ns)
 	s, err := postgres.New(t.Context(), pool, cairn.StoreOptions{Namespace: ns})
 	if err != nil {
@@ -163,7 +163,7 @@ func TestStore_OutageTerminated(t *testing.T) {
 // does not know. None may read as an outage.
 func TestStore_NotOutages(t *testing.T) {
 	t.Run("insufficient privilege", func(t *testing.T) {
-		role := "cairn_t_" + randHex(t)
+		role := "cairn_t_" + testenv.RandHex(6)
 		admin := adminPool(t)
 		if _, err := admin.Exec(t.Context(), "CREATE ROLE "+role+" LOGIN"); err != nil {
 			t.Fatal(err)
@@ -173,7 +173,7 @@ func TestStore_NotOutages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ns := "t_" + randHex(t)
+		ns := "t_" + testenv.RandHex(6)
 		dropSchemaLater(t, ns)
 		_, err = postgres.Open(t.Context(), fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", role, cfg.Host, cfg.Port, cfg.Database),
 			cairn.StoreOptions{Namespace: ns})
@@ -188,8 +188,8 @@ func TestStore_NotOutages(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, u := range []string{
-			fmt.Sprintf("postgres://%s@%s:%d/cairn_no_such_db_%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, randHex(t)),
-			fmt.Sprintf("postgres://cairn_no_such_role_%s@%s:%d/%s?sslmode=disable", randHex(t), cfg.Host, cfg.Port, cfg.Database),
+			fmt.Sprintf("postgres://%s@%s:%d/cairn_no_such_db_%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, testenv.RandHex(6)),
+			fmt.Sprintf("postgres://cairn_no_such_role_%s@%s:%d/%s?sslmode=disable", testenv.RandHex(6), cfg.Host, cfg.Port, cfg.Database),
 		} {
 			_, err := postgres.Open(t.Context(), u, cairn.StoreOptions{})
 			wantAnswer(t, "Open of "+u, err)
@@ -260,7 +260,7 @@ func TestTranslate_Codes(t *testing.T) {
 // which a takeover never is.
 func TestStore_TakeoverBeforeCreate(t *testing.T) {
 	p := fault.StartProxy(t, dsn(t))
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	dropSchemaLater(t, ns)
 	s, err := postgres.Open(t.Context(), p.URL(dsn(t)), cairn.StoreOptions{Namespace: ns})
 	if err != nil {

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"slices"
@@ -81,7 +80,7 @@ func open(tb testing.TB, opts cairn.StoreOptions) *postgres.Store {
 	tb.Helper()
 	d := dsn(tb)
 	if opts.Namespace == "" {
-		opts.Namespace = "t_" + randHex(tb)
+		opts.Namespace = "t_" + testenv.RandHex(6)
 	}
 	dropSchemaLater(tb, opts.Namespace)
 	s, err := postgres.Open(tb.Context(), d, opts)
@@ -90,15 +89,6 @@ func open(tb testing.TB, opts cairn.StoreOptions) *postgres.Store {
 	}
 	tb.Cleanup(func() { s.Close() })
 	return s
-}
-
-func randHex(tb testing.TB) string {
-	tb.Helper()
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		tb.Fatal(err)
-	}
-	return fmt.Sprintf("%x", b)
 }
 
 func TestConformance(t *testing.T) {

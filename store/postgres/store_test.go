@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -126,7 +127,7 @@ func readMigrations(t *testing.T, schema string) []applied {
 }
 
 func TestOpen_Migrations(t *testing.T) {
-	ns := "mig_" + randHex(t)
+	ns := "mig_" + testenv.RandHex(6)
 	first := open(t, cairn.StoreOptions{Namespace: ns})
 	want := migrationCount(t)
 	before := readMigrations(t, first.Schema())
@@ -149,7 +150,7 @@ func TestOpen_Migrations(t *testing.T) {
 
 func TestOpen_ConcurrentNewNamespace(t *testing.T) {
 	d := dsn(t)
-	ns := "race_" + randHex(t)
+	ns := "race_" + testenv.RandHex(6)
 	dropSchemaLater(t, ns)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
@@ -297,7 +298,7 @@ func TestOpen_Unreachable(t *testing.T) {
 
 func TestRegister(t *testing.T) {
 	d := dsn(t)
-	ns := "reg_" + randHex(t)
+	ns := "reg_" + testenv.RandHex(6)
 	dropSchemaLater(t, ns)
 	for _, scheme := range []string{"postgres", "postgresql"} {
 		_, rest, ok := strings.Cut(d, "://")
@@ -324,7 +325,7 @@ func TestNew_CallerKeepsPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	ns := "pool_" + randHex(t)
+	ns := "pool_" + testenv.RandHex(6)
 	dropSchemaLater(t, ns)
 	s, err := postgres.New(t.Context(), pool, cairn.StoreOptions{Namespace: ns})
 	if err != nil {
@@ -365,7 +366,7 @@ func TestSchema(t *testing.T) {
 }
 
 func TestStore_LongNamespaces(t *testing.T) {
-	tail := randHex(t)
+	tail := testenv.RandHex(6)
 	nsA := strings.Repeat("N", 128-len(tail)-1) + "a" + tail
 	nsB := strings.Repeat("N", 128-len(tail)-1) + "b" + tail
 	a := open(t, cairn.StoreOptions{Namespace: nsA})

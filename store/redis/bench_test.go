@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -17,7 +18,7 @@ import (
 // RPUSH. Compare their p50-µs with BenchmarkAppend's.
 func BenchmarkFloor(b *testing.B) {
 	c := adminClient(b)
-	key := "cairn:bench_" + randHex(b) + ":floor"
+	key := "cairn:bench_" + testenv.RandHex(6) + ":floor"
 	b.Cleanup(func() { c.Del(context.Background(), key) })
 	val := strings.Repeat("x", 1024)
 	push := goredis.NewScript(`return redis.call('RPUSH', KEYS[1], ARGV[1])`)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -66,7 +67,7 @@ func TestStore_ClaimFollowsStatus(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			clock := storetest.NewClock()
-			ns := "t_" + randHex(t)
+			ns := "t_" + testenv.RandHex(6)
 			s := m.open(t, cairn.StoreOptions{Namespace: ns, Now: clock.Now})
 			early := time.Date(1999, 12, 31, 23, 59, 59, 999999999, time.UTC)
 			createAt(t, s, "late", clock.Now().Add(time.Hour))
@@ -134,7 +135,7 @@ func TestStore_ClaimSkipsGone(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			clock := storetest.NewClock()
-			ns := "t_" + randHex(t)
+			ns := "t_" + testenv.RandHex(6)
 			s := m.open(t, cairn.StoreOptions{Namespace: ns, TTL: time.Hour, Now: clock.Now})
 			createAt(t, s, "expired", time.Time{})
 			clock.Advance(40 * time.Minute)
@@ -164,7 +165,7 @@ func TestStore_ClaimSkipsGone(t *testing.T) {
 // claimed, oldest first, even once later sessions made a new set.
 func TestStore_ClaimBuildsSet(t *testing.T) {
 	clock := storetest.NewClock()
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	s := openStore(t, cairn.StoreOptions{Namespace: ns, Now: clock.Now})
 	for _, id := range []string{"old1", "old2", "old3"} {
 		createAt(t, s, id, time.Time{})
@@ -198,7 +199,7 @@ func TestStore_ClaimBuildsSet(t *testing.T) {
 // front of the one a claim wants than one run of the claim script reads,
 // so that the claim goes on where each run stopped.
 func TestStore_ClaimLongWalk(t *testing.T) {
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	s := openStore(t, cairn.StoreOptions{Namespace: ns})
 	other := map[string]string{"queue": "other"}
 	for i := range 700 {
@@ -221,7 +222,7 @@ func TestStore_ClaimOtherStatuses(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			clock := storetest.NewClock()
-			s := m.open(t, cairn.StoreOptions{Namespace: "t_" + randHex(t), Now: clock.Now})
+			s := m.open(t, cairn.StoreOptions{Namespace: "t_" + testenv.RandHex(6), Now: clock.Now})
 			for _, id := range []string{"a", "b", "c"} {
 				createAt(t, s, id, time.Time{})
 				clock.Advance(time.Second)

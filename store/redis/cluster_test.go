@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/rediscluster"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -22,7 +23,7 @@ func openCluster(tb testing.TB, opts cairn.StoreOptions, extra string) *redis.St
 	tb.Helper()
 	u := rediscluster.URL(tb)
 	if opts.Namespace == "" {
-		opts.Namespace = "t_" + randHex(tb)
+		opts.Namespace = "t_" + testenv.RandHex(6)
 	}
 	s, err := redis.Open(context.Background(), u+extra, opts)
 	if err != nil {
@@ -70,7 +71,7 @@ func TestOpen_ClusterURL(t *testing.T) {
 	u := rediscluster.URL(t)
 	seed, _, _ := strings.Cut(u, "?")
 	for _, form := range []string{u, seed + "?cluster=true", seed + "/0?cluster=1&dial_timeout=3s"} {
-		s, err := redis.Open(t.Context(), form, cairn.StoreOptions{Namespace: "t_" + randHex(t)})
+		s, err := redis.Open(t.Context(), form, cairn.StoreOptions{Namespace: "t_" + testenv.RandHex(6)})
 		if err != nil {
 			t.Fatalf("Open(%s): %v", form, err)
 		}
@@ -83,7 +84,7 @@ func TestOpen_ClusterURL(t *testing.T) {
 		}
 		s.Close()
 	}
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	s := openCluster(t, cairn.StoreOptions{Namespace: ns}, "")
 	cc := s.Client().(*goredis.ClusterClient)
 	masters := map[string]bool{}
@@ -122,7 +123,7 @@ func TestOpen_StandaloneURLOnClusterNode(t *testing.T) {
 	}
 	c := goredis.NewClient(opts)
 	defer c.Close()
-	s, err := redis.New(c, cairn.StoreOptions{Namespace: "t_" + randHex(t)})
+	s, err := redis.New(c, cairn.StoreOptions{Namespace: "t_" + testenv.RandHex(6)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/rediscluster"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 )
 
@@ -62,7 +63,7 @@ type failoverResult struct {
 
 // runFailover runs the writer against the cluster while the kills go on.
 func runFailover(t *testing.T, cl *rediscluster.Cluster, params string) failoverResult {
-	ns := "f_" + randHex(t)
+	ns := "f_" + testenv.RandHex(6)
 	s, err := redis.Open(t.Context(), cl.URL()+params, cairn.StoreOptions{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -61,7 +62,7 @@ func TestStore_ListManyBatches(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			clock := storetest.NewClock()
-			s := m.open(t, cairn.StoreOptions{Namespace: "t_" + randHex(t), Now: clock.Now})
+			s := m.open(t, cairn.StoreOptions{Namespace: "t_" + testenv.RandHex(6), Now: clock.Now})
 			var all, picked []string
 			for i := range 300 {
 				// IDs fall as time rises, and several sessions share each
@@ -121,7 +122,7 @@ func TestStore_ListRepairsIndex(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			clock := storetest.NewClock()
-			ns := "t_" + randHex(t)
+			ns := "t_" + testenv.RandHex(6)
 			s := m.open(t, cairn.StoreOptions{Namespace: ns, Now: clock.Now})
 			c := adminClient(t)
 			index := "cairn:" + ns + ":sessions"
@@ -163,7 +164,7 @@ func TestStore_Sweep(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			clock := storetest.NewClock()
-			ns := "t_" + randHex(t)
+			ns := "t_" + testenv.RandHex(6)
 			s := m.open(t, cairn.StoreOptions{Namespace: ns, TTL: time.Hour, Now: clock.Now})
 			c := adminClient(t)
 			index := "cairn:" + ns + ":sessions"
@@ -210,7 +211,7 @@ func TestStore_ListBatchBoundary(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			clock := storetest.NewClock()
-			s := m.open(t, cairn.StoreOptions{Namespace: "t_" + randHex(t), Now: clock.Now})
+			s := m.open(t, cairn.StoreOptions{Namespace: "t_" + testenv.RandHex(6), Now: clock.Now})
 			pick := map[string]string{"pick": "yes"}
 			for _, id := range []string{"c", "b", "a"} { // created in this order
 				if err := s.Create(t.Context(), cairn.SessionMeta{ID: id, Labels: pick}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 )
 
@@ -44,7 +45,7 @@ func TestOpen_Registered(t *testing.T) {
 			t.Errorf("scheme %s is not registered", scheme)
 		}
 	}
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	cleanNamespace(t, ns)
 	s, err := cairn.Open(t.Context(), u, cairn.StoreOptions{Namespace: ns})
 	if err != nil {
@@ -69,7 +70,7 @@ func TestOpen_Registered(t *testing.T) {
 // leaves the caller's client open.
 func TestNew_CallerOwnsClient(t *testing.T) {
 	c := adminClient(t)
-	s, err := redis.New(c, cairn.StoreOptions{Namespace: "t_" + randHex(t)})
+	s, err := redis.New(c, cairn.StoreOptions{Namespace: "t_" + testenv.RandHex(6)})
 	if err != nil {
 		t.Fatal(err)
 	}

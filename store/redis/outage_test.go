@@ -43,7 +43,7 @@ func wantAnswer(t *testing.T, what string, err error) {
 // openURL opens a store on rawURL in a namespace of the test's own.
 func openURL(t *testing.T, rawURL string) *redis.Store {
 	t.Helper()
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	cleanNamespace(t, ns)
 	s, err := redis.Open(t.Context(), rawURL, cairn.StoreOptions{Namespace: ns})
 	if err != nil {
@@ -143,7 +143,7 @@ func killClients(t *testing.T, name string) int {
 // reply is lost, and the store finds no sign that it took effect (it did
 // not), nor that it did not.
 func TestStore_OutageClientKill(t *testing.T) {
-	name := "cairn_t_" + randHex(t)
+	name := "cairn_t_" + testenv.RandHex(6)
 	s := openURL(t, fault.WithQuery(testURL(t), "client_name", name))
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "kill"}); err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestStore_OutageClientKill(t *testing.T) {
 
 	// During a call: the request waits in a stalled proxy while the
 	// server kills the connection it would arrive on.
-	name = "cairn_t_" + randHex(t)
+	name = "cairn_t_" + testenv.RandHex(6)
 	p := fault.StartProxy(t, testURL(t))
 	s = openURL(t, fault.WithQuery(fault.WithQuery(p.URL(testURL(t)), "client_name", name), "max_retries", "-1"))
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "kill"}); err != nil {
@@ -381,7 +381,7 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 // (not found, exists) would say the call did nothing although it did: the
 // store reports an outage instead, whose outcome is unknown.
 func TestStore_LostReplyAmbiguous(t *testing.T) {
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	cleanNamespace(t, ns)
 	p := fault.StartProxy(t, testURL(t))
 	s, err := redis.Open(t.Context(), p.URL(testURL(t)), cairn.StoreOptions{Namespace: ns})

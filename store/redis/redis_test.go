@@ -89,7 +89,7 @@ func cleanNamespace(tb testing.TB, ns string) {
 func openStore(tb testing.TB, opts cairn.StoreOptions) *redis.Store {
 	tb.Helper()
 	if opts.Namespace == "" {
-		opts.Namespace = "t_" + randHex(tb)
+		opts.Namespace = "t_" + testenv.RandHex(6)
 	}
 	cleanNamespace(tb, opts.Namespace)
 	s, err := redis.Open(context.Background(), testURL(tb), opts)

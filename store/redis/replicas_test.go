@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -17,7 +18,7 @@ import (
 // wraps cairn.ErrUnavailable, and that sending it again writes nothing
 // twice and answers the same.
 func TestMinReplicas_NoReplicas(t *testing.T) {
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	cleanNamespace(t, ns)
 	s, err := redis.Open(t.Context(), testURL(t)+"?min_replicas=1&replica_timeout=100ms", cairn.StoreOptions{Namespace: ns})
 	if err != nil {
@@ -61,7 +62,7 @@ func TestMinReplicas_NoReplicas(t *testing.T) {
 // at once), and that asking for more replicas than a master has answers a
 // *ReplicaError.
 func TestMinReplicas_Cluster(t *testing.T) {
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	s := openCluster(t, cairn.StoreOptions{Namespace: ns}, "&min_replicas=1")
 	cc := s.Client().(*goredis.ClusterClient)
 	for i := range 6 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/rediscluster"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -15,7 +16,7 @@ import (
 // that wait for the replica (min_replicas=1) succeed.
 func TestOpen_SentinelURL(t *testing.T) {
 	sn := rediscluster.TestSentinel(t)
-	s, err := redis.Open(t.Context(), sn.URL()+"&min_replicas=1", cairn.StoreOptions{Namespace: "t_" + randHex(t)})
+	s, err := redis.Open(t.Context(), sn.URL()+"&min_replicas=1", cairn.StoreOptions{Namespace: "t_" + testenv.RandHex(6)})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", sn.URL(), err)
 	}

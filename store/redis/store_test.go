@@ -1,8 +1,6 @@
 package redis_test
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,17 +11,10 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
-
-func randHex(tb testing.TB) string {
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		tb.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
 
 func mustCreate(t *testing.T, s cairn.Store, id string) {
 	t.Helper()
@@ -58,7 +49,7 @@ func sessionKeys(t *testing.T, ns string) []string {
 // and that an append refreshes it.
 func TestStore_TTL(t *testing.T) {
 	const ttl = time.Hour
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	s := openStore(t, cairn.StoreOptions{Namespace: ns, TTL: ttl})
 	c := adminClient(t)
 	mustCreate(t, s, "a")
@@ -95,7 +86,7 @@ func TestStore_TTL(t *testing.T) {
 // TestStore_TTLRoundsUp checks that a TTL that is not whole seconds
 // becomes the next whole second in Redis, never less than asked.
 func TestStore_TTLRoundsUp(t *testing.T) {
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	s := openStore(t, cairn.StoreOptions{Namespace: ns, TTL: 1500 * time.Millisecond})
 	mustCreate(t, s, "a")
 	for _, k := range sessionKeys(t, ns) {
@@ -112,7 +103,7 @@ func TestStore_TTLRoundsUp(t *testing.T) {
 // TestStore_NoTTL checks that an append through a store without a TTL
 // makes a session permanent, keys included, as the memory store does.
 func TestStore_NoTTL(t *testing.T) {
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	clock := storetest.NewClock()
 	withTTL := openStore(t, cairn.StoreOptions{Namespace: ns, TTL: time.Hour, Now: clock.Now})
 	without := openStore(t, cairn.StoreOptions{Namespace: ns, Now: clock.Now})
@@ -182,7 +173,7 @@ func TestKeySlot(t *testing.T) {
 // TestStore_OneSlot checks that every key of a session hashes to one
 // Cluster slot, through a hash tag of the namespace and the ID.
 func TestStore_OneSlot(t *testing.T) {
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	s := openStore(t, cairn.StoreOptions{Namespace: ns, TTL: time.Hour})
 	for _, id := range []string{"a", "session-2", strings.Repeat("Z", 128)} {
 		mustCreate(t, s, id)
@@ -209,7 +200,7 @@ func TestStore_OneSlot(t *testing.T) {
 // TestStore_DeleteLeavesNothing checks that Delete removes every key and
 // the index entry of a session, and nothing of another.
 func TestStore_DeleteLeavesNothing(t *testing.T) {
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	s := openStore(t, cairn.StoreOptions{Namespace: ns, TTL: time.Hour})
 	mustCreate(t, s, "gone")
 	mustCreate(t, s, "kept")
@@ -247,7 +238,7 @@ func TestStore_DeleteLeavesNothing(t *testing.T) {
 // session, round after round: exactly one wins each round.
 func TestStore_TwoClientsRace(t *testing.T) {
 	const rounds = 20
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	a := openStore(t, cairn.StoreOptions{Namespace: ns})
 	b := openStore(t, cairn.StoreOptions{Namespace: ns})
 	mustCreate(t, a, "race")
@@ -298,7 +289,7 @@ func TestStore_TwoClientsRace(t *testing.T) {
 // driver.AppendEnvelope writes it): characters JSON could escape, escapes
 // and the spaces inside strings stay as they are.
 func TestStore_SameBytes(t *testing.T) {
-	ns := "t_" + randHex(t)
+	ns := "t_" + testenv.RandHex(6)
 	s := openStore(t, cairn.StoreOptions{Namespace: ns})
 	mustCreate(t, s, "a")
 	e := storetest.Custom(1, "x")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 )
 
 // BenchOpener opens a store for a benchmark, registering its Close with
@@ -24,8 +25,8 @@ var BenchHistoryLengths = []int{10, 10000}
 func BenchmarkAppend(b *testing.B, open BenchOpener) {
 	for _, n := range BenchHistoryLengths {
 		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
-			s := open(b, cairn.StoreOptions{Namespace: "bench_" + randHex(4)})
-			id := "bench-" + randHex(6)
+			s := open(b, cairn.StoreOptions{Namespace: "bench_" + testenv.RandHex(4)})
+			id := "bench-" + testenv.RandHex(6)
 			if err := s.Create(b.Context(), cairn.SessionMeta{ID: id}); err != nil {
 				b.Fatal(err)
 			}

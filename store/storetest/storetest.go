@@ -23,11 +23,10 @@
 package storetest
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 )
 
 // Opener opens a store with the given options. Within one test (one t),
@@ -98,7 +97,7 @@ type harness struct {
 }
 
 func newHarness(open Opener, abilities Abilities) *harness {
-	return &harness{open: open, abilities: abilities, ns: "st_" + randHex(6), clock: NewClock()}
+	return &harness{open: open, abilities: abilities, ns: "st_" + testenv.RandHex(6), clock: NewClock()}
 }
 
 // store opens a store on the test's namespace with the test's clock.
@@ -119,16 +118,10 @@ func (h *harness) storeWith(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 	return s
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // newSession creates a session with a fresh ID and returns the ID.
 func newSession(t *testing.T, s cairn.Store, labels map[string]string) string {
 	t.Helper()
-	id := "s-" + randHex(8)
+	id := "s-" + testenv.RandHex(8)
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id, Labels: labels}); err != nil {
 		t.Fatalf("Create(%s): %v", id, err)
 	}

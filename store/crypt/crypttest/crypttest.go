@@ -5,9 +5,7 @@
 package crypttest
 
 import (
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/crypt"
 )
 
@@ -71,13 +70,7 @@ func Events(marker string) []cairn.Event {
 }
 
 // Marker returns a unique marker that no other data holds.
-func Marker() string { return "cairn-marker-" + randHex(8) }
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func Marker() string { return "cairn-marker-" + testenv.RandHex(8) }
 
 // NewKeyring returns a keyring of one fresh key.
 func NewKeyring(t testing.TB) *crypt.Keyring {
@@ -127,7 +120,7 @@ func write(t *testing.T, s cairn.Store, id, marker string) {
 
 // testPlain deletes an unencrypted session and searches for its marker.
 func testPlain(t *testing.T, b Backend) {
-	s := open(t, b, "er_"+randHex(5), nil)
+	s := open(t, b, "er_"+testenv.RandHex(5), nil)
 	marker := Marker()
 	write(t, s, "plain", marker)
 	if where := b.Raw(t, marker); len(where) == 0 {
@@ -152,7 +145,7 @@ func testPlain(t *testing.T, b Backend) {
 // never reaches raw storage. Delete removes the data key, and rows kept
 // from before (a backup, a WAL, dead tuples) no longer open.
 func testEncrypted(t *testing.T, b Backend) {
-	ns := "er_" + randHex(5)
+	ns := "er_" + testenv.RandHex(5)
 	ring := NewKeyring(t)
 	s := open(t, b, ns, ring)
 	marker := Marker()
