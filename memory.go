@@ -164,7 +164,9 @@ func (m *Memory) DumpJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// WriteJSON writes the memory document to w, one event per line.
+// WriteJSON writes the memory document to w, one event per line, each in
+// the form a store keeps it (see driver.AppendEnvelope): the time in UTC,
+// the data without white space outside its strings.
 func (m *Memory) WriteJSON(w io.Writer) error {
 	head := struct {
 		Format  string       `json:"format"`
@@ -175,22 +177,18 @@ func (m *Memory) WriteJSON(w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("dump memory: %w", err)
 	}
-	var buf bytes.Buffer
-	buf.Write(b[:len(b)-1])
-	buf.WriteString(`,"events":[`)
+	buf := append(b[:len(b)-1], `,"events":[`...)
 	for i, e := range m.events {
 		if i > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		buf.WriteByte('\n')
-		eb, err := json.Marshal(e)
-		if err != nil {
+		buf = append(buf, '\n')
+		if buf, err = appendEnvelope(buf, e); err != nil {
 			return fmt.Errorf("dump memory: event seq %d: %w", e.Seq, err)
 		}
-		buf.Write(eb)
 	}
-	buf.WriteString("\n]}\n")
-	_, err = w.Write(buf.Bytes())
+	buf = append(buf, "\n]}\n"...)
+	_, err = w.Write(buf)
 	return err
 }
 
