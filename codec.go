@@ -1,20 +1,5 @@
 package cairn
 
-// The one place the core decodes JSON. Everything that reads JSON here (an
-// event's data, an envelope, a memory document) goes through the decoders
-// below, built on github.com/go-json-experiment/json (the code of
-// encoding/json/v2), which decodes in one pass and is strict where
-// encoding/json is lenient:
-//
-//   - a name given twice in one object is an error, at every level (in
-//     encoding/json the last one wins);
-//   - invalid UTF-8, and escapes of lone UTF-16 surrogates, are errors (in
-//     encoding/json they silently become U+FFFD);
-//   - the typed decoders refuse members their Go type lacks, at every
-//     level, and match member names exactly (encoding/json folds case).
-//
-// Encoding stays with encoding/json: the bytes cairn writes do not change.
-
 import (
 	"bytes"
 	"errors"
@@ -45,6 +30,21 @@ func validJSON(b []byte) bool { return jsontext.Value(b).IsValid() }
 // bytes.Buffer parses the buffer itself, so values it returns alias the
 // input). Decoders are pooled: get one with newDecoder, give it back with
 // free.
+//
+// The decoders of this file are the one place the core decodes JSON.
+// Everything that reads JSON here (an event's data, an envelope, a memory
+// document) goes through them, built on github.com/go-json-experiment/json
+// (the code of encoding/json/v2), which decodes in one pass and is strict
+// where encoding/json is lenient:
+//
+//   - a name given twice in one object is an error, at every level (in
+//     encoding/json the last one wins);
+//   - invalid UTF-8, and escapes of lone UTF-16 surrogates, are errors (in
+//     encoding/json they silently become U+FFFD);
+//   - the typed decoders refuse members their Go type lacks, at every
+//     level, and match member names exactly (encoding/json folds case).
+//
+// Encoding stays with encoding/json: the bytes cairn writes do not change.
 type decoder struct {
 	jsontext.Decoder
 	buf bytes.Buffer

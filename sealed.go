@@ -9,22 +9,6 @@ import (
 	"strings"
 )
 
-// Sealed events.
-//
-// An encrypting store (store/crypt) keeps each event's envelope (seq, time,
-// kind, run) clear and replaces its data by the sealed form of its kind: a
-// valid value of the kind whose fields are all empty except one string,
-// the token, which carries the ciphertext, and the few clear words a
-// listing needs (the status of run.finished, whether a run.interrupted
-// awaits an approval). A sealed message.user also carries a second token,
-// the start of its text sealed on its own, for listings.
-//
-// The helpers here build and recognise that form without any key, so that
-// code which reads a store directly, not through the encrypting wrapper
-// (the agent, a program that opened the backend by itself), can refuse a
-// session it cannot read instead of taking ciphertext for text and adding
-// plaintext after it. CheckUnsealed is the one call such code needs.
-
 // SealedPrefix begins every token: "cairn1.<data key id>.<base64url of
 // nonce, ciphertext and tag>". The data key ID is 8 characters.
 const SealedPrefix = "cairn1."
@@ -92,6 +76,14 @@ type SealedHints struct {
 // token (and, for message.user, whose first-message token is first). It
 // reports false for memory.reset, whose data is always {} and is stored as
 // it is, and for a kind it does not know.
+//
+// An encrypting store (store/crypt) keeps each event's envelope (seq, time,
+// kind, run) clear and replaces its data by the sealed form of its kind: a
+// valid value of the kind whose fields are all empty except one string,
+// the token, which carries the ciphertext, and the few clear words a
+// listing needs (the status of run.finished, whether a run.interrupted
+// awaits an approval). A sealed message.user also carries a second token,
+// the start of its text sealed on its own, for listings.
 func SealedData(kind Kind, token, first string, h SealedHints) (json.RawMessage, bool) {
 	var v any
 	switch kind {
@@ -208,6 +200,14 @@ func IsSealed(e Event) bool {
 // loads a session from a store that does not decrypt calls it before using
 // the events, so that an encrypted session is refused, not read as
 // ciphertext and continued in plaintext.
+//
+// SealToken, ParseSealToken, SealedData, SealedParts, IsSealed and
+// CheckUnsealed build and recognise the sealed form (see SealedData)
+// without any key, so that code which reads a store directly, not through
+// the encrypting wrapper (the agent, a program that opened the backend by
+// itself), can refuse a session it cannot read instead of taking
+// ciphertext for text and adding plaintext after it. CheckUnsealed is the
+// one call such code needs.
 func CheckUnsealed(id string, events []Event) error {
 	for _, e := range events {
 		if IsSealed(e) {

@@ -13,17 +13,6 @@ import (
 	"time"
 )
 
-// Access.
-//
-// Every request but the login page and the static files carries a token:
-// a program sends one of the configured tokens as a bearer token; a
-// browser gets a cookie, cairn_ui, by opening a one-time login link or by
-// pasting a token into the login page. The cookie names a browser session
-// held in memory (a server restart signs browsers out). A request that the
-// cookie authenticates and that changes anything must also carry the
-// session's CSRF token (the form field csrf or the header X-CSRF-Token)
-// and, when the browser sends one, an Origin of this server.
-
 // CookieName is the cookie of a signed-in browser.
 const CookieName = "cairn_ui"
 
@@ -33,6 +22,18 @@ const uiSessionTTL = 12 * time.Hour
 // maxUISessions bounds the signed-in browsers kept; the oldest go first.
 const maxUISessions = 1000
 
+// authority holds the access tokens, the one-time login codes and the
+// signed-in browsers, and checks each request against them (check,
+// checkCSRF).
+//
+// Every request but the login page and the static files carries a token:
+// a program sends one of the configured tokens as a bearer token; a
+// browser gets a cookie, cairn_ui, by opening a one-time login link or by
+// pasting a token into the login page. The cookie names a browser session
+// held in memory (a server restart signs browsers out). A request that the
+// cookie authenticates and that changes anything must also carry the
+// session's CSRF token (the form field csrf or the header X-CSRF-Token)
+// and, when the browser sends one, an Origin of this server.
 type authority struct {
 	tokens [][32]byte // SHA-256 of each token, compared in constant time
 

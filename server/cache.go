@@ -10,12 +10,6 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// The pages of a long session read it again and again: the timeline's
-// window, the state after the slider's seq, the state now. The server
-// keeps the events of the sessions read last, and states along them, so
-// that a page reads from the store only the events appended since, and
-// folds at most checkpointEvery events to show any state.
-
 // checkpointEvery is the distance between two kept states of a session.
 const checkpointEvery = 1000
 
@@ -39,7 +33,13 @@ type checkpoints struct {
 	lastSeq int64
 }
 
-// eventCache keeps the events of the sessions read last.
+// eventCache keeps the events of the sessions read last, and states along
+// them (checkpoints).
+//
+// The pages of a long session read it again and again: the timeline's
+// window, the state after the slider's seq, the state now. With the cache,
+// a page reads from the store only the events appended since, and folds at
+// most checkpointEvery events to show any state.
 type eventCache struct {
 	mu      sync.Mutex
 	max     int

@@ -17,14 +17,13 @@ import (
 	"time"
 )
 
-// The inspector's pages are Go templates and two static files, a style
-// sheet and a script, all embedded: nothing to build, nothing fetched from
-// elsewhere. Every page works without the script (forms and links); the
-// script adds live updates, the time-travel slider and keys.
-
 //go:embed ui/templates/*.html ui/static/*
 var uiFS embed.FS
 
+// pages are the inspector's pages: Go templates and two static files, a
+// style sheet and a script, all embedded (uiFS): nothing to build, nothing
+// fetched from elsewhere. Every page works without the script (forms and
+// links); the script adds live updates, the time-travel slider and keys.
 type pages struct {
 	tmpl   *template.Template
 	assets map[string]asset

@@ -13,21 +13,18 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// Event streams.
-//
-// GET /api/sessions/{id}/stream sends a session's events as server-sent
-// events: each event's JSON envelope as the data, its seq as the id. A
-// client that reconnects sends the last id it saw as Last-Event-ID (the
-// browser's EventSource does) and the stream goes on after it. Stores do
-// not announce appends, so a stream asks the store for new events every
-// Config.PollInterval; an append made through this server wakes the
-// streams of its session at once. When the session is deleted or expires
-// the stream sends an event "gone" and ends.
-
 // heartbeatEvery is how many idle polls pass between two comments that
 // keep proxies from closing an idle stream.
 const heartbeatEvery = 30
 
+// apiStream serves GET /api/sessions/{id}/stream: it sends a session's
+// events as server-sent events, each event's JSON envelope as the data,
+// its seq as the id. A client that reconnects sends the last id it saw as
+// Last-Event-ID (the browser's EventSource does) and the stream goes on
+// after it. Stores do not announce appends, so a stream asks the store for
+// new events every Config.PollInterval; an append made through this server
+// wakes the streams of its session at once (hub). When the session is
+// deleted or expires the stream sends an event "gone" and ends.
 func (s *Server) apiStream(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {

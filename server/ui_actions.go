@@ -14,10 +14,12 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// The inspector's form actions. Each is a POST that the dispatcher has
-// checked (cookie, CSRF token, read-only mode); each ends with a redirect
-// to the page that shows its outcome, or with an error page.
-
+// uiApprove is the form action that decides on a pending call (decide).
+//
+// The inspector's form actions are uiApprove, uiResume, uiFork, uiDelete
+// and uiImport. Each is a POST that the dispatcher has checked (cookie,
+// CSRF token, read-only mode); each ends with a redirect to the page that
+// shows its outcome, or with an error page.
 func (s *Server) uiApprove(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {

@@ -15,19 +15,19 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
+// ImportLabel is the label of a session written by an import: its value is
+// "ID/EVENTS/SHA256", the session's ID, the number of events the import
+// writes and the SHA-256 of the imported file, in hex. It stays when the
+// import is done, as a record of where the session came from.
+//
 // An import writes a session in many appends (a store takes at most
 // cairn.DefaultMaxAppendEvents events in one), so a process killed half way
 // leaves the start of the session behind. Such a session is marked from its
 // creation on: the import gives it the label ImportLabel, which says how
 // many events the import writes, and until the session holds that many it
-// is an incomplete import. The CLI lists it as StatusIncomplete, not as the
-// status of its events; importing the same file again finishes it; `cairn
-// sessions gc` (SweepImports) removes it.
-
-// ImportLabel is the label of a session written by an import: its value is
-// "ID/EVENTS/SHA256", the session's ID, the number of events the import
-// writes and the SHA-256 of the imported file, in hex. It stays when the
-// import is done, as a record of where the session came from.
+// is an incomplete import (Incomplete). The CLI lists it as
+// StatusIncomplete, not as the status of its events; importing the same
+// file again finishes it; `cairn sessions gc` (SweepImports) removes it.
 const ImportLabel = "cairn.import"
 
 // StatusIncomplete is what the CLI lists as the status of an incomplete

@@ -6,16 +6,6 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// The optional abilities of the wrapped store, carried by the wrapper.
-// Go cannot add methods to a value at run time, so there is one type per
-// combination: leases (cairn.Leaser, whose fenced appends are sealed like
-// Append), claims (cairn.Claimer, which needs leases) and checks
-// (cairn.Checker). Sweeper is always there, and so is LocalLocker, whose
-// LockFile answers "" over a store without lock files (its documented
-// fallback), so that it needs no types of its own. TestWrap_KnowsEveryAbility
-// fails when package cairn gains an optional interface this does not
-// carry.
-
 var (
 	_ cairn.LocalLocker = (*store)(nil)
 	_ cairn.Leaser      = (*leasing)(nil)
@@ -29,6 +19,15 @@ var (
 
 // withAbilities returns s with exactly the optional abilities of the
 // store it wraps.
+//
+// Go cannot add methods to a value at run time, so there is one type per
+// combination: leases (cairn.Leaser, whose fenced appends are sealed like
+// Append), claims (cairn.Claimer, which needs leases) and checks
+// (cairn.Checker). Sweeper is always there, and so is LocalLocker, whose
+// LockFile answers "" over a store without lock files (its documented
+// fallback), so that it needs no types of its own.
+// TestWrap_KnowsEveryAbility fails when package cairn gains an optional
+// interface this does not carry.
 func (s *store) withAbilities() Store {
 	k, checks := s.inner.(cairn.Checker)
 	ck := checker{s: s, k: k}

@@ -8,12 +8,6 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// A guard is the store without a keyring: it passes unencrypted sessions
-// through and refuses encrypted ones. Open refuses a namespace whose
-// marker says it holds encrypted sessions; the guard also refuses each
-// sealed session it meets, for a namespace encrypted since it was opened,
-// or whose marker is gone.
-
 // guardNamespace returns an *EncryptedError when the store is a guard
 // with a key store and the namespace's marker says it holds encrypted
 // sessions. It reads the marker once; Create reads it again.
@@ -42,6 +36,12 @@ func (s *store) guardNamespace(ctx context.Context) error {
 
 // guard refuses a record holding sealed events: the store was opened
 // without the key.
+//
+// A guard is the store without a keyring: it passes unencrypted sessions
+// through and refuses encrypted ones. Open refuses a namespace whose
+// marker says it holds encrypted sessions; the guard also refuses each
+// sealed session it meets, for a namespace encrypted since it was opened,
+// or whose marker is gone.
 func (s *store) guard(id string, rec *cairn.Record) error {
 	if err := cairn.CheckUnsealed(id, rec.Events); err != nil {
 		return fmt.Errorf("load %s: %w", id, err)

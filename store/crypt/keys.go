@@ -13,13 +13,6 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// Data keys. Each session's events are sealed with a data key of its own,
-// made at its first append. The data key is stored wrapped (sealed) by the
-// master key, in a key session: a session of the same ID in the store's key
-// namespace, holding one custom event of type "cairn.key" per wrapping.
-// Rekeying appends a wrapping under the new master key; Delete deletes the
-// key session before the session itself.
-
 // keyType is the custom type of a key record.
 const keyType = "cairn.key"
 
@@ -31,6 +24,13 @@ type keyRecord struct {
 }
 
 // sessionKey is a session's data key, opened.
+//
+// Each session's events are sealed with a data key of its own, made at its
+// first append. The data key is stored wrapped (sealed) by the master key,
+// in a key session: a session of the same ID in the store's key namespace
+// (KeyNamespace), holding one custom event of type "cairn.key" (keyType)
+// per wrapping. Rekeying appends a wrapping under the new master key;
+// Delete deletes the key session before the session itself.
 type sessionKey struct {
 	id      string // the data key's ID
 	dek     []byte

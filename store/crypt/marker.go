@@ -10,17 +10,17 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// The marker of an encrypted namespace. Before the first event of a
-// namespace is sealed, the encrypting store records in the key namespace
-// that the namespace holds encrypted sessions, and under which master keys:
-// a session of ID markerID holding one custom event of type markerType per
-// master key ID. A process without a key finds the marker and refuses the
-// namespace (EncryptedError) rather than reading ciphertext or adding
-// plaintext. The marker is never deleted: once a namespace has held
-// encrypted sessions, it is an encrypted namespace.
-
 // markerID is the ID of the marker session in the key namespace. No
 // session of the namespace may take it (Create refuses it).
+//
+// The marker is that of an encrypted namespace. Before the first event of
+// a namespace is sealed, the encrypting store records in the key namespace
+// that the namespace holds encrypted sessions, and under which master
+// keys: a session of ID markerID holding one custom event of type
+// markerType per master key ID. A process without a key finds the marker
+// and refuses the namespace (EncryptedError) rather than reading
+// ciphertext or adding plaintext. The marker is never deleted: once a
+// namespace has held encrypted sessions, it is an encrypted namespace.
 const markerID = "_cairn_namespace_encrypted"
 
 // markerType is the custom type of a marker record.

@@ -10,13 +10,6 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// Repairing a session that holds plaintext. A process without the key, or
-// a program that opened the backend directly, may have appended events in
-// clear after a session's sealed ones (the core now refuses that; see
-// cairn.CheckUnsealed). With the key, such a session does not load
-// (ErrPlaintext). Inspect says which events are in clear; Repair rewrites
-// the session with every event sealed, or cuts the clear ones off.
-
 // Inspection is a session as it is stored, seen with the key.
 type Inspection struct {
 	Session string
@@ -102,6 +95,14 @@ func (s *store) inspect(ctx context.Context, id string) (*Inspection, []cairn.Ev
 // history in the backup, and the error says so. The bytes of the events in
 // clear may stay in the backend's free space, as after any Delete (see
 // docs/SECURITY.md).
+//
+// A session to repair is one that holds plaintext. A process without the
+// key, or a program that opened the backend directly, may have appended
+// events in clear after a session's sealed ones (the core now refuses
+// that; see cairn.CheckUnsealed). With the key, such a session does not
+// load (ErrPlaintext). Inspect says which events are in clear; Repair
+// rewrites the session with every event sealed, or cuts the clear ones off
+// (RepairOptions.Cut).
 //
 // Repair refuses a session with nothing in clear, one whose history is
 // not valid once opened, and one that changed while it ran. Run it while

@@ -7,15 +7,6 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// A sealed event keeps its kind, and its data keeps the shape of that
-// kind (cairn.SealedData), so that every backend validates and summarises
-// it as it does any event: the ciphertext travels in one string field of
-// the kind and every other field is empty, except the two words a listing
-// needs, the status of run.finished and whether a run.interrupted waits
-// for an approval. A sealed message.user carries a second token, the
-// encrypted first characters of its text, which listings decrypt to show
-// the session's first message.
-
 // hintsOf returns the clear words a listing needs from an event's
 // plaintext data.
 func hintsOf(kind cairn.Kind, plain []byte) cairn.SealedHints {
@@ -42,6 +33,15 @@ func hintsOf(kind cairn.Kind, plain []byte) cairn.SealedHints {
 
 // shapeOf returns the sealed data of an event of kind; see
 // cairn.SealedData.
+//
+// A sealed event keeps its kind, and its data keeps the shape of that
+// kind, so that every backend validates and summarises it as it does any
+// event: the ciphertext travels in one string field of the kind and every
+// other field is empty, except the two words a listing needs (hintsOf),
+// the status of run.finished and whether a run.interrupted waits for an
+// approval. A sealed message.user carries a second token, the encrypted
+// first characters of its text, which listings decrypt to show the
+// session's first message.
 func shapeOf(kind cairn.Kind, tok, first string, h cairn.SealedHints) ([]byte, bool) {
 	return cairn.SealedData(kind, tok, first, h)
 }

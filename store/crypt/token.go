@@ -6,10 +6,10 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// A token is one sealed value as text, built and recognised by the core
-// (cairn.SealToken): "cairn1.<data key id>.<base64url of
+// makeToken returns the token of sealed, a value sealed by the data key
+// dkid. A token is one sealed value as text, built and recognised by the
+// core (cairn.SealToken): "cairn1.<data key id>.<base64url of
 // nonce‖ciphertext‖tag>". The data key ID says which data key sealed it.
-
 func makeToken(dkid string, sealed []byte) string { return cairn.SealToken(dkid, sealed) }
 
 func parseToken(tok string) (dkid string, sealed []byte, ok bool) { return cairn.ParseSealToken(tok) }
@@ -19,10 +19,11 @@ func isToken(s string) bool {
 	return ok
 }
 
-// The additional data bound into each sealed value: what it is and where
-// it belongs. A value moved to another namespace, session, position, kind
-// or run does not open.
-
+// eventAAD returns the additional data bound into a sealed event; firstAAD
+// and keyAAD, that bound into the sealed start of a session's first
+// message and into a wrapped data key. The additional data bound into each
+// sealed value says what it is and where it belongs: a value moved to
+// another namespace, session, position, kind or run does not open.
 func eventAAD(ns, id string, e cairn.Event) []byte {
 	return []byte("cairn event v1\x00" + ns + "\x00" + id + "\x00" + strconv.FormatInt(e.Seq, 10) + "\x00" + string(e.Kind) + "\x00" + e.Run)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
+// damaged is one session's damage, as the store remembers it.
+//
 // Damage is found by the calls that read a session: a log shorter than
 // what the store acknowledged, a meta.json that does not read, a line that
 // fails its checksum, journal records that do not fit the log (see
@@ -22,8 +24,6 @@ import (
 // is another session): the session is then refused to every call but
 // Delete, and List shows it as cairn.StatusDamaged. Another process finds
 // the same damage when it reads the same files.
-
-// damaged is one session's damage, as the store remembers it.
 type damaged struct {
 	lockID fileID
 	err    *cairn.DamagedError

@@ -9,25 +9,6 @@ import (
 	"os"
 )
 
-// A record, little-endian:
-//
-//	0  magic "cjr1"
-//	4  CRC-32C of bytes 8 to the record's end
-//	8  generation: the same for every record written since the journal
-//	   was last emptied, and new each time
-//	16 kind: recAppend, or recVoid (an append of a deleted session, its
-//	   bytes zeroed)
-//	17 length of the session ID
-//	18 length of the session's token
-//	19 zero
-//	20 the offset in the session's log where the data was written
-//	28 length of the data
-//	32 the session ID, the token, the data
-//
-// The records of a half follow each other from its start, all of one
-// generation (new each time the half is written again), and every byte
-// after them is zero; see scanJournal for where they end.
-
 // halfBounds returns where half i of a journal file starts, and its
 // length.
 func halfBounds(f *os.File, i int) (base, n int64, err error) {
@@ -149,7 +130,24 @@ func parseRecord(buf []byte, pos int) (e entry, gen uint64, ok bool) {
 	return e, binary.LittleEndian.Uint64(b[8:]), true
 }
 
-// appendRecord appends one record to buf.
+// appendRecord appends one record to buf. A record, little-endian:
+//
+//	0  magic "cjr1"
+//	4  CRC-32C of bytes 8 to the record's end
+//	8  generation: the same for every record written since the journal
+//	   was last emptied, and new each time
+//	16 kind: recAppend, or recVoid (an append of a deleted session, its
+//	   bytes zeroed)
+//	17 length of the session ID
+//	18 length of the session's token
+//	19 zero
+//	20 the offset in the session's log where the data was written
+//	28 length of the data
+//	32 the session ID, the token, the data
+//
+// The records of a half follow each other from its start, all of one
+// generation (new each time the half is written again), and every byte
+// after them is zero; see scanJournal for where they end.
 func appendRecord(buf []byte, gen uint64, kind byte, id, token string, off int64, data []byte) []byte {
 	start := len(buf)
 	buf = append(buf, journalMagic...)

@@ -20,9 +20,8 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// Reading journals back: the replay of those a dead store left when a
-// store opens, and the voiding of a deleted session's records in all of
-// them.
+// Reading journals back: the replay of those a dead store left when a store
+// opens, and the voiding of a deleted session's records in all of them.
 
 // orphan is a journal file no store holds, locked by this one.
 type orphan struct {

@@ -10,14 +10,14 @@ import (
 	"github.com/cairnhq/cairn/internal/envsum"
 )
 
-// The log holds one event envelope per line, led by its checksum (see
-// checksum.go and package envsum). The events of one Append are written together; every line
-// of an append but its last ends with a space before the newline
-// ("continued"), so that recovery can tell a whole append from the start
-// of one that a crash cut short.
-
 // encodeEvents returns the lines of one append: each event's envelope as
 // driver.AppendEnvelope writes it, led by its checksum.
+//
+// The log holds one event envelope per line, led by its checksum (see
+// checksum.go and package envsum). The events of one Append are written
+// together; every line of an append but its last ends with a space before
+// the newline ("continued"), so that recovery can tell a whole append from
+// the start of one that a crash cut short.
 func encodeEvents(events []cairn.Event) ([]byte, error) {
 	n := 0
 	for _, e := range events {

@@ -6,17 +6,18 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// The Lua scripts below run atomically inside Redis. Each takes the keys of
-// one session (meta hash, events list) and, when the store is not split,
-// the namespace index and the claim set as third and fourth keys; a split
-// store (Cluster, Ring) passes two keys, updates the index itself with
-// indexScript and keeps no claim set (see claim.go).
+// luaHelpers is prepended to every script that needs it.
+//
+// The Lua scripts of this file run atomically inside Redis. Each takes the
+// keys of one session (meta hash, events list) and, when the store is not
+// split, the namespace index and the claim set as third and fourth keys; a
+// split store (Cluster, Ring) passes two keys, updates the index itself
+// with indexScript and keeps no claim set (see claim.go).
 //
 // Times reach the scripts as decimal strings of Unix nanoseconds from the
 // store's clock, never Redis's own. Lua numbers are doubles, which cannot
-// hold nanoseconds exactly, so expiry is compared on the strings.
-
-// luaHelpers is prepended to every script that needs it.
+// hold nanoseconds exactly, so expiry is compared on the strings
+// (expired).
 const luaHelpers = `
 -- expired reports whether a session whose expires_at is exp has expired
 -- at now; both are non-negative decimal strings, "0" or false: never.

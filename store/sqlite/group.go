@@ -13,14 +13,6 @@ import (
 	"github.com/cairnhq/cairn/driver"
 )
 
-// Group commit. Appends that arrive while the writer is busy wait in a
-// queue; the next transaction takes all of them, one after another, and one
-// commit (one fsync with synchronous=FULL) makes them all durable. An
-// append that fails its checks (a conflict, a missing session) writes
-// nothing and the others go on; each caller returns only once the commit
-// that holds its events is durable. With a single writer nothing
-// waits: the append runs alone in its own transaction, as before.
-
 // appendReq is one Append waiting for, or in, a group commit.
 type appendReq struct {
 	ctx       context.Context
@@ -48,6 +40,14 @@ type commitQueue struct {
 // to find the writer idle leads: it commits itself and everything that
 // queued meanwhile, then hands the writer to the first append still
 // waiting, which leads the next commit.
+//
+// In a group commit, appends that arrive while the writer is busy wait in
+// a queue; the next transaction takes all of them, one after another, and
+// one commit (one fsync with synchronous=FULL) makes them all durable. An
+// append that fails its checks (a conflict, a missing session) writes
+// nothing and the others go on; each caller returns only once the commit
+// that holds its events is durable. With a single writer nothing waits:
+// the append runs alone in its own transaction, as before.
 func (s *Store) submit(r *appendReq) error {
 	q := &s.queue
 	q.mu.Lock()

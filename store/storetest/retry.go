@@ -9,17 +9,18 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// The retried-append rule (cairn.Store's Append): when the session holds
+// testAppendRetried sends appends again as a caller does after losing the
+// reply to the first: one event, several, the tail of the last append and
+// events as Load returned them. Each returns nil and changes nothing.
+//
+// With testAppendRetriedStale and testLeaseAppendFencedRetried, it checks
+// the retried-append rule (cairn.Store's Append): when the session holds
 // exactly the events given, at the seqs given, with the same envelope
 // (version, seq, time, kind, run, data), Append returns nil and writes
 // nothing, whether they are its last events or others were appended after
 // them since; any other append at a stale expected seq returns
 // cairn.ErrConflict, which always means that nothing of the call was
 // written. AppendFenced keeps the rule with the same lease.
-
-// testAppendRetried sends appends again as a caller does after losing the
-// reply to the first: one event, several, the tail of the last append and
-// events as Load returned them. Each returns nil and changes nothing.
 func testAppendRetried(t *testing.T, h *harness) {
 	s := h.store(t)
 	id := newSession(t, s, nil)
