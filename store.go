@@ -143,24 +143,6 @@ type StoreOptions struct {
 // DefaultNamespace is the namespace of a store opened without one.
 const DefaultNamespace = "default"
 
-// WithDefaults fills in the defaults and validates the namespace.
-func (o StoreOptions) WithDefaults() (StoreOptions, error) {
-	if o.Namespace == "" {
-		o.Namespace = DefaultNamespace
-	}
-	if err := ValidateNamespace(o.Namespace); err != nil {
-		return o, err
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.TTL < 0 {
-		o.TTL = 0
-	}
-	o.Limits = o.Limits.withDefaults()
-	return o, nil
-}
-
 // ExpiresAt returns when a session updated at t expires, or the zero time
 // when the store has no TTL.
 func (o StoreOptions) ExpiresAt(t time.Time) time.Time {

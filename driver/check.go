@@ -101,3 +101,22 @@ func CheckLease(id, holder string, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// Options fills in the defaults of o (the namespace, the clock, the
+// limits) and validates the namespace: what a store's Open does first.
+func Options(o cairn.StoreOptions) (cairn.StoreOptions, error) {
+	if o.Namespace == "" {
+		o.Namespace = cairn.DefaultNamespace
+	}
+	if err := cairn.ValidateNamespace(o.Namespace); err != nil {
+		return o, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.TTL < 0 {
+		o.TTL = 0
+	}
+	o.Limits = o.Limits.WithDefaults()
+	return o, nil
+}

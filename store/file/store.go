@@ -75,7 +75,7 @@ var (
 // touches is reached through an os.Root on dir, so nothing it does can
 // leave dir.
 func Open(ctx context.Context, dir string, opts cairn.StoreOptions) (*Store, error) {
-	opts, err := opts.WithDefaults()
+	opts, err := driver.Options(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func New(opts cairn.StoreOptions) (*Store, error) { return NewDB().Open(opts) }
 
 // Open returns a store on db that sees the namespace of opts.
 func (db *DB) Open(opts cairn.StoreOptions) (*Store, error) {
-	opts, err := opts.WithDefaults()
+	opts, err := driver.Options(opts)
 	if err != nil {
 		return nil, err
 	}

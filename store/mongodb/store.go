@@ -75,7 +75,7 @@ var (
 // "mongodb://127.0.0.1:27017/cairn?w=majority", and returns a store on the
 // URI's database ("cairn" when the URI has no path). Close disconnects.
 func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, error) {
-	if _, err := opts.WithDefaults(); err != nil {
+	if _, err := driver.Options(opts); err != nil {
 		return nil, err
 	}
 	dbName, err := databaseName(uri)
@@ -102,7 +102,7 @@ func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, err
 // after Close. It creates the namespace's collections and indexes if they
 // are missing.
 func New(ctx context.Context, db *mongo.Database, opts cairn.StoreOptions) (*Store, error) {
-	opts, err := opts.WithDefaults()
+	opts, err := driver.Options(opts)
 	if err != nil {
 		return nil, err
 	}

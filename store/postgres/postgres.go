@@ -80,7 +80,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts cairn.StoreOptions) (*Sto
 	if pool == nil {
 		return nil, errors.New("new postgres store: the pool is nil")
 	}
-	opts, err := opts.WithDefaults()
+	opts, err := driver.Options(opts)
 	if err != nil {
 		return nil, err
 	}

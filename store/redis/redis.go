@@ -75,7 +75,7 @@ func newStore(client goredis.UniversalClient, opts cairn.StoreOptions, split boo
 	if client == nil {
 		return nil, errors.New("redis store: nil client")
 	}
-	opts, err := opts.WithDefaults()
+	opts, err := driver.Options(opts)
 	if err != nil {
 		return nil, err
 	}

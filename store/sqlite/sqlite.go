@@ -72,7 +72,7 @@ var (
 // date. It refuses a database whose schema is newer than this package
 // knows (cairn.ErrSchemaTooNew).
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	so, err := opts.StoreOptions.WithDefaults()
+	so, err := driver.Options(opts.StoreOptions)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
