@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/providertest"
 	"github.com/cairnhq/cairn/provider"
 )
 
@@ -43,12 +44,12 @@ func sentKey(h http.Header) string {
 	return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
 }
 
-// body decodes the request body the server received.
-func body(t *testing.T, r received) map[string]json.RawMessage {
+// body decodes the request body the server providertest.Received.
+func body(t *testing.T, r providertest.Received) map[string]json.RawMessage {
 	t.Helper()
 	var b map[string]json.RawMessage
-	if err := json.Unmarshal(r.body, &b); err != nil {
-		t.Fatalf("request body %s: %v", r.body, err)
+	if err := json.Unmarshal(r.Body, &b); err != nil {
+		t.Fatalf("request body %s: %v", r.Body, err)
 	}
 	return b
 }
@@ -92,14 +93,14 @@ func TestModel_GenerateText(t *testing.T) {
 	if resp.Model != "claude-test" {
 		t.Errorf("Model = %q, want claude-test", resp.Model)
 	}
-	reqs := s.requests()
-	if len(reqs) != 1 || reqs[0].path != "/v1/messages" {
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].Path != "/v1/messages" {
 		t.Fatalf("server got %d requests, want 1 to /v1/messages", len(reqs))
 	}
-	if got := sentKey(reqs[0].header); got != "sk-ant-test" {
+	if got := sentKey(reqs[0].Header); got != "sk-ant-test" {
 		t.Errorf("key sent = %q, want sk-ant-test", got)
 	}
-	if reqs[0].header.Get("Anthropic-Version") == "" {
+	if reqs[0].Header.Get("Anthropic-Version") == "" {
 		t.Error("request has no anthropic-version header")
 	}
 	if got := string(body(t, reqs[0])["max_tokens"]); got != "4096" {
@@ -217,7 +218,7 @@ func TestModel_GenerateRequest(t *testing.T) {
 	if _, err := m.Generate(t.Context(), req); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	reqs := s.requests()
+	reqs := s.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("server got %d requests, want 1", len(reqs))
 	}
@@ -253,7 +254,7 @@ func TestModel_GenerateRequest(t *testing.T) {
 	for key, w := range want {
 		g, ok := got[key]
 		if !ok {
-			t.Errorf("request body has no %q: %s", key, reqs[0].body)
+			t.Errorf("request body has no %q: %s", key, reqs[0].Body)
 			continue
 		}
 		if !jsonEqual(t, g, []byte(w)) {
@@ -278,11 +279,11 @@ func TestModel_GenerateRetryAfter(t *testing.T) {
 	if resp.Text != "ok" {
 		t.Errorf("Text = %q, want ok", resp.Text)
 	}
-	reqs := s.requests()
+	reqs := s.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("server got %d requests, want 2 (one retry)", len(reqs))
 	}
-	if gap := reqs[1].at.Sub(reqs[0].at); gap < time.Second {
+	if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
 		t.Errorf("retry came %v after the 429, want at least the Retry-After of 1s", gap)
 	}
 }
@@ -296,7 +297,7 @@ func TestModel_GenerateServerErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("Generate succeeded against a failing server")
 	}
-	if got, want := len(s.requests()), 1+DefaultMaxRetries; got != want {
+	if got, want := len(s.Requests()), 1+DefaultMaxRetries; got != want {
 		t.Errorf("server got %d requests, want %d (1 + %d retries)", got, want, DefaultMaxRetries)
 	}
 	var se *StatusError
@@ -325,7 +326,7 @@ func TestModel_GenerateBackoff(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("error %v, want a 503 *StatusError", err)
 	}
-	if got := len(s.requests()); got != 2 {
+	if got := len(s.Requests()); got != 2 {
 		t.Errorf("server got %d requests, want 2", got)
 	}
 }
@@ -338,7 +339,7 @@ func TestModel_GenerateNoRetries(t *testing.T) {
 	if _, err := m.Generate(t.Context(), userRequest("Hi")); err == nil {
 		t.Fatal("Generate succeeded against a failing server")
 	}
-	if got := len(s.requests()); got != 1 {
+	if got := len(s.Requests()); got != 1 {
 		t.Errorf("server got %d requests with retries off, want 1", got)
 	}
 }
@@ -359,7 +360,7 @@ func TestModel_GenerateUnauthorized(t *testing.T) {
 	if !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "invalid x-api-key") {
 		t.Errorf("error %q does not name the status and the server's message", err)
 	}
-	if got := len(s.requests()); got != 1 {
+	if got := len(s.Requests()); got != 1 {
 		t.Errorf("server got %d requests, want 1 (no retry on 401)", got)
 	}
 }
@@ -418,11 +419,11 @@ func TestNew_Environment(t *testing.T) {
 	if _, err := m.Generate(t.Context(), userRequest("Hi")); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	reqs := s.requests()
+	reqs := s.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("server got %d requests, want 1", len(reqs))
 	}
-	if got := sentKey(reqs[0].header); got != "sk-ant-env" {
+	if got := sentKey(reqs[0].Header); got != "sk-ant-env" {
 		t.Errorf("key sent = %q, want the key from %s", got, EnvAPIKey)
 	}
 }
@@ -453,7 +454,7 @@ func TestModel_GenerateCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Generate did not return after its context was cancelled mid-stream")
 	}
-	if got := len(s.requests()); got != 1 {
+	if got := len(s.Requests()); got != 1 {
 		t.Errorf("server got %d requests, want 1 (no retry after cancel)", got)
 	}
 }

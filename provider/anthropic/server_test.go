@@ -3,60 +3,19 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/cairnhq/cairn/internal/providertest"
 )
 
-// server is a local Messages API endpoint that records what it receives
-// and answers each request with the handler the test gives it.
-type server struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs []received
-}
+// server is a local Messages API endpoint (see providertest).
+type server = providertest.Server
 
-type received struct {
-	at     time.Time
-	path   string
-	header http.Header
-	body   []byte
-}
-
-// newServer starts a server whose handler gets the zero-based number of the
-// request it answers. done is closed when the test ends, before the server
-// closes, so that handlers that wait for it return.
 func newServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int, done <-chan struct{})) *server {
 	t.Helper()
-	s := &server{}
-	done := make(chan struct{})
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		at := time.Now()
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		s.mu.Lock()
-		n := len(s.reqs)
-		s.reqs = append(s.reqs, received{at: at, path: r.URL.Path, header: r.Header.Clone(), body: body})
-		s.mu.Unlock()
-		handle(w, r, n, done)
-	}))
-	t.Cleanup(s.Close)
-	t.Cleanup(func() { close(done) })
-	return s
-}
-
-// requests returns what the server has received so far.
-func (s *server) requests() []received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]received(nil), s.reqs...)
+	return providertest.NewServer(t, handle)
 }
 
 // event is one server-sent event of the Messages stream.

@@ -77,11 +77,11 @@ func TestModel_GenerateText(t *testing.T) {
 	if len(resp.ToolCalls) != 0 {
 		t.Errorf("ToolCalls = %+v, want none", resp.ToolCalls)
 	}
-	reqs := s.requests()
-	if len(reqs) != 1 || reqs[0].path != "/v1/chat/completions" {
-		t.Fatalf("server got %d requests (first path %q), want 1 to /v1/chat/completions", len(reqs), reqs[0].path)
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].Path != "/v1/chat/completions" {
+		t.Fatalf("server got %d requests (first path %q), want 1 to /v1/chat/completions", len(reqs), reqs[0].Path)
 	}
-	if got := reqs[0].header.Get("Authorization"); got != "Bearer sk-test" {
+	if got := reqs[0].Header.Get("Authorization"); got != "Bearer sk-test" {
 		t.Errorf("Authorization = %q, want %q", got, "Bearer sk-test")
 	}
 }
@@ -199,13 +199,13 @@ func TestModel_GenerateRequest(t *testing.T) {
 	if _, err := m.Generate(t.Context(), req); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	reqs := s.requests()
+	reqs := s.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("server got %d requests, want 1", len(reqs))
 	}
 	var body map[string]json.RawMessage
-	if err := json.Unmarshal(reqs[0].body, &body); err != nil {
-		t.Fatalf("request body %s: %v", reqs[0].body, err)
+	if err := json.Unmarshal(reqs[0].Body, &body); err != nil {
+		t.Fatalf("request body %s: %v", reqs[0].Body, err)
 	}
 	want := map[string]string{
 		"model":                 `"gpt-4o-mini"`,
@@ -237,7 +237,7 @@ func TestModel_GenerateRequest(t *testing.T) {
 	for key, w := range want {
 		got, ok := body[key]
 		if !ok {
-			t.Errorf("request body has no %q: %s", key, reqs[0].body)
+			t.Errorf("request body has no %q: %s", key, reqs[0].Body)
 			continue
 		}
 		if !jsonEqual(t, got, []byte(w)) {
@@ -262,11 +262,11 @@ func TestModel_GenerateRetryAfter(t *testing.T) {
 	if resp.Text != "ok" {
 		t.Errorf("Text = %q, want ok", resp.Text)
 	}
-	reqs := s.requests()
+	reqs := s.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("server got %d requests, want 2 (one retry)", len(reqs))
 	}
-	if gap := reqs[1].at.Sub(reqs[0].at); gap < time.Second {
+	if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
 		t.Errorf("retry came %v after the 429, want at least the Retry-After of 1s", gap)
 	}
 }
@@ -280,7 +280,7 @@ func TestModel_GenerateServerErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("Generate succeeded against a failing server")
 	}
-	if got, want := len(s.requests()), 1+DefaultMaxRetries; got != want {
+	if got, want := len(s.Requests()), 1+DefaultMaxRetries; got != want {
 		t.Errorf("server got %d requests, want %d (1 + %d retries)", got, want, DefaultMaxRetries)
 	}
 	var se *StatusError
@@ -305,7 +305,7 @@ func TestModel_GenerateNoRetries(t *testing.T) {
 	if _, err := m.Generate(t.Context(), userRequest("Hi")); err == nil {
 		t.Fatal("Generate succeeded against a failing server")
 	}
-	if got := len(s.requests()); got != 1 {
+	if got := len(s.Requests()); got != 1 {
 		t.Errorf("server got %d requests with retries off, want 1", got)
 	}
 }
@@ -326,7 +326,7 @@ func TestModel_GenerateUnauthorized(t *testing.T) {
 	if !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "Incorrect API key provided") {
 		t.Errorf("error %q does not name the status and the server's message", err)
 	}
-	if got := len(s.requests()); got != 1 {
+	if got := len(s.Requests()); got != 1 {
 		t.Errorf("server got %d requests, want 1 (no retry on 401)", got)
 	}
 }
@@ -373,14 +373,14 @@ func TestNew_Environment(t *testing.T) {
 	if _, err := m.Generate(t.Context(), userRequest("Hi")); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	reqs := s.requests()
+	reqs := s.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("server got %d requests, want 2", len(reqs))
 	}
-	if got := reqs[0].header.Get("Authorization"); got != "Bearer sk-env" {
+	if got := reqs[0].Header.Get("Authorization"); got != "Bearer sk-env" {
 		t.Errorf("Authorization = %q, want the key from %s", got, EnvAPIKey)
 	}
-	if got := reqs[1].header.Get("Authorization"); got != "" {
+	if got := reqs[1].Header.Get("Authorization"); got != "" {
 		t.Errorf("Authorization without a key = %q, want none", got)
 	}
 }
@@ -411,7 +411,7 @@ func TestModel_GenerateCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Generate did not return after its context was cancelled mid-stream")
 	}
-	if got := len(s.requests()); got != 1 {
+	if got := len(s.Requests()); got != 1 {
 		t.Errorf("server got %d requests, want 1 (no retry after cancel)", got)
 	}
 }

@@ -2,6 +2,7 @@ package crypt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -35,7 +36,7 @@ func (s *store) sealEvent(sk *sessionKey, id string, e cairn.Event) (cairn.Event
 // sealFirst seals the start of a user message's text for listings.
 func (s *store) sealFirst(sk *sessionKey, id string, data []byte) (string, error) {
 	var m cairn.MessageUser
-	_ = jsonUnmarshal(data, &m)
+	_ = json.Unmarshal(data, &m)
 	sealed, err := seal(sk.dek, []byte(text.Truncate(m.Text(), maxFirst)), firstAAD(s.ns, id))
 	if err != nil {
 		return "", fmt.Errorf("seal first message: %w", err)
