@@ -18,7 +18,6 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/internal/crashtest"
 	"github.com/cairnhq/cairn/internal/testcheck"
 	_ "github.com/cairnhq/cairn/store/file"
 	_ "github.com/cairnhq/cairn/store/sqlite"
@@ -112,7 +111,7 @@ func crashResume(t *testing.T, bin, url string) {
 
 	// The reference: one uninterrupted run.
 	refSide := filepath.Join(dir, "ref.txt")
-	refScript := crashtest.Script(t, t.TempDir(), refSide, 3)
+	refScript := testcheck.CrashScript(t, t.TempDir(), refSide, 3)
 	if out, err := exec.Command(bin, "-store", url, "-session", "ref", "-script", refScript).CombinedOutput(); err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
@@ -133,7 +132,7 @@ func crashResume(t *testing.T, bin, url string) {
 		id := fmt.Sprintf("crash-%d", sessions)
 		sdir := t.TempDir()
 		side := filepath.Join(sdir, "side.txt")
-		scr := crashtest.Script(t, sdir, side, 3)
+		scr := testcheck.CrashScript(t, sdir, side, 3)
 		for lives := 0; ; lives++ {
 			if lives > 500 {
 				t.Fatalf("session %s did not complete after %d restarts", id, lives)

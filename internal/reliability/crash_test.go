@@ -17,8 +17,8 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/internal/crashtest"
 	"github.com/cairnhq/cairn/internal/fault"
+	"github.com/cairnhq/cairn/internal/testcheck"
 	"github.com/cairnhq/cairn/store/mongodb"
 )
 
@@ -145,7 +145,7 @@ func crashResume(t *testing.T, b *fault.Backend) {
 
 	// The reference: one uninterrupted run.
 	refSide := filepath.Join(t.TempDir(), "ref.txt")
-	refScript := crashtest.Script(t, t.TempDir(), refSide, 2)
+	refScript := testcheck.CrashScript(t, t.TempDir(), refSide, 2)
 	begin := time.Now()
 	if e := start(t, r.c.command(refScript, "run", "--session", "ref", crashPrompt), -1); e.code != 0 {
 		t.Fatalf("reference run: exit %d\n%s", e.code, e.stderr)
@@ -184,7 +184,7 @@ func (r *crashRun) work(t *testing.T, w int, rng *rand.Rand) {
 		id := fmt.Sprintf("crash-%d-%d", w, n)
 		sdir := t.TempDir()
 		side := filepath.Join(sdir, "side.txt")
-		scr := crashtest.Script(t, sdir, side, 2)
+		scr := testcheck.CrashScript(t, sdir, side, 2)
 		r.session(t, id, scr, rng)
 		_, unknown := checkCompleted(t, r.st, id, side, r.ref)
 		r.stats.mu.Lock()

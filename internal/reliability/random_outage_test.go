@@ -11,8 +11,8 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/internal/crashtest"
 	"github.com/cairnhq/cairn/internal/fault"
+	"github.com/cairnhq/cairn/internal/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 )
 
@@ -48,7 +48,7 @@ func TestAgent_OutageRandom(t *testing.T) {
 func randomOutage(t *testing.T, r *outageRig, mode, id string) {
 	dir := t.TempDir()
 	side := filepath.Join(dir, "side.txt")
-	model, err := script.Load(crashtest.Script(t, dir, side, 2))
+	model, err := script.Load(testcheck.CrashScript(t, dir, side, 2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package testcheck holds the checks that the crash tests of the agent
+// Package testcheck holds the checks and the script that the crash tests of the agent
 // runtime and of the reliability suite share.
 package testcheck
 

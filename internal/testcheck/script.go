@@ -1,6 +1,4 @@
-// Package crashtest holds what the crash tests of package agent and of
-// internal/reliability share: the script their killed runs follow.
-package crashtest
+package testcheck
 
 import (
 	"encoding/json"
@@ -12,12 +10,12 @@ import (
 	"github.com/cairnhq/cairn/provider/script"
 )
 
-// Script writes, in dir, a 14-step script whose tool calls append to the
+// CrashScript writes, in dir, a 14-step script whose tool calls append to the
 // file side, one line per step, with calc and remember calls beside them,
 // and returns its path. The model pauses before each step for pace
 // milliseconds and up to three times more, so that a kill lands at every
 // point of a step.
-func Script(t testing.TB, dir, side string, pace int) string {
+func CrashScript(t testing.TB, dir, side string, pace int) string {
 	t.Helper()
 	var s script.Script
 	for i := range 13 {
