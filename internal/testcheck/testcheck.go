@@ -1,5 +1,5 @@
-// Package testcheck holds the checks and the script that the crash tests of the agent
-// runtime and of the reliability suite share.
+// Package testcheck holds the checks and the script that the crash tests
+// of the agent runtime and of the reliability suite share.
 package testcheck
 
 import (
