@@ -173,6 +173,13 @@ func TestStore_OutageClientKill(t *testing.T) {
 			return s.Append(ctx, "kill", 1, storetest.Custom(2, "b"))
 		})
 	}()
+	// Kill only once the append's request waits in the proxy: a kill
+	// before it would leave go-redis a dead idle connection, which it
+	// replaces with a new one before it sends anything.
+	fault.Until(t, 10*time.Second, "the append's request in the proxy", func() (bool, error) {
+		req, _ := p.HeldBytes()
+		return req > 0, nil
+	})
 	for killClients(t, name) == 0 {
 		time.Sleep(10 * time.Millisecond) // until the store's connection is there to kill
 	}
