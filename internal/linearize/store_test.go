@@ -59,6 +59,16 @@ func checkTimeout() time.Duration {
 	return time.Minute
 }
 
+// checkHeap bounds the checker's memory: each call of unknown outcome in a
+// session doubles the orders to try, and the long run has the more of
+// them (the machines this runs on have 24 GiB).
+func checkHeap() uint64 {
+	if isLong() {
+		return 12 << 30
+	}
+	return 2 << 30
+}
+
 // more reports whether the clients should go on.
 func (p plan) more(h *History, begin time.Time) bool {
 	return time.Since(begin) < p.run && h.Len() < p.ops
@@ -135,7 +145,7 @@ func TestLinearizable(t *testing.T) {
 			ran := time.Since(begin)
 			_, st := h.Operations(Whole)
 			t.Logf("%s: checking %d operations, %d of unknown outcome", name, st.Ops, st.Unknown)
-			v := h.Check(checkTimeout(), 2<<30, outDir(t))
+			v := h.Check(checkTimeout(), checkHeap(), outDir(t))
 			report(t, name, v, &f, ran)
 		})
 	}
