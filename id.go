@@ -36,20 +36,31 @@ func ValidateNamespace(ns string) error {
 
 func validateName(what, s string) error {
 	if s == "" {
-		return fmt.Errorf("%w: %s is empty", ErrInvalidID, what)
+		return &nameError{what, "it is empty"}
 	}
 	if len(s) > MaxIDLen {
-		return fmt.Errorf("%w: %s is %d characters long, the limit is %d", ErrInvalidID, what, len(s), MaxIDLen)
+		return &nameError{what, fmt.Sprintf("%q… is %d characters long, the limit is %d", s[:16], len(s), MaxIDLen)}
 	}
 	pos := 0
 	for _, r := range s {
 		if r >= utf8.RuneSelf || !idByte(byte(r)) {
-			return fmt.Errorf("%w: %s %q has %q at position %d (allowed: A-Z a-z 0-9 _ -)", ErrInvalidID, what, s, r, pos)
+			return &nameError{what, fmt.Sprintf("%q has %q at position %d (allowed: A-Z a-z 0-9 _ -)", s, r, pos)}
 		}
 		pos++
 	}
 	return nil
 }
+
+// nameError is a session ID or a namespace that breaks the rules of
+// ValidateID. It wraps ErrInvalidID, and says which of the two it is.
+type nameError struct {
+	what string // "session id" or "namespace"
+	why  string
+}
+
+func (e *nameError) Error() string { return "invalid " + e.what + ": " + e.why }
+
+func (e *nameError) Unwrap() error { return ErrInvalidID }
 
 func idByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'

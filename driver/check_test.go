@@ -84,6 +84,6 @@ func ExampleGuard() {
 	fmt.Println(g.Session("user-1"))
 	// Output:
 	// <nil>
-	// invalid session id: session id "../etc" has '.' at position 0 (allowed: A-Z a-z 0-9 _ -)
+	// invalid session id: "../etc" has '.' at position 0 (allowed: A-Z a-z 0-9 _ -)
 	// store is closed
 }
