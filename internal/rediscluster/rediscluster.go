@@ -278,6 +278,28 @@ func (n *Node) Restart(ctx context.Context) error {
 	return waitPing(ctx, n.Addr)
 }
 
+// WaitFailover waits until a node other than old serves key as master:
+// after old was killed, until a replica has taken over its slots. The
+// cluster looks healthy for a moment after a kill, before the others
+// notice it; a master restarted in that moment, without persistence,
+// would come back empty and still a master, and its replicas would copy
+// the empty data set.
+func (c *Cluster) WaitFailover(ctx context.Context, key string, old *Node) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		m, err := c.MasterOf(ctx, key)
+		if err == nil && m != old {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no replica took over from %s: %v", old.Addr, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // MasterOf returns the node that serves key as master now, asking the
 // running nodes.
 func (c *Cluster) MasterOf(ctx context.Context, key string) (*Node, error) {

@@ -115,6 +115,10 @@ func runFailover(t *testing.T, cl *rediscluster.Cluster, params string) failover
 			t.Fatal(err)
 		}
 		kills++
+		if err := cl.WaitFailover(ctx, "cairn:"+ns+":{"+ns+":"+id+"}:meta", m); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
 		if err := cl.WaitHealthy(ctx); err != nil { // a replica took over
 			cancel()
 			t.Fatal(err)
