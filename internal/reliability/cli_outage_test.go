@@ -3,8 +3,6 @@ package reliability
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,15 +24,7 @@ func slowScript(t *testing.T, steps int) string {
 			ToolCalls: []script.Call{{Name: "calc", Arguments: json.RawMessage(fmt.Sprintf(`{"expression":"%d+1"}`, i))}}})
 	}
 	s.Steps = append(s.Steps, script.Step{Text: "all done"})
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "script.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testcheck.WriteScript(t, t.TempDir(), s)
 }
 
 // cutMidRun waits until the store holds two model responses of session id,

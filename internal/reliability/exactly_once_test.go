@@ -106,15 +106,7 @@ func eoScript(t *testing.T, dir, side string, plan []step) string {
 		s.Steps = append(s.Steps, st)
 	}
 	s.Steps = append(s.Steps, script.Step{Text: "all done"})
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testcheck.WriteScript(t, dir, s)
 }
 
 // run starts cairn with args through c.

@@ -31,6 +31,12 @@ func CrashScript(t testing.TB, dir, side string, pace int) string {
 		s.Steps = append(s.Steps, st)
 	}
 	s.Steps = append(s.Steps, script.Step{Text: "all done", DelayMS: pace})
+	return WriteScript(t, dir, s)
+}
+
+// WriteScript writes s to dir/script.json and returns its path.
+func WriteScript(t testing.TB, dir string, s script.Script) string {
+	t.Helper()
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
