@@ -67,6 +67,13 @@ type Leaser interface {
 	// expired). It returns ErrNotFound for a missing session.
 	CurrentLease(ctx context.Context, id string) (Lease, error)
 
+	// CurrentLeases returns the live leases of those of ids that have
+	// one, keyed by session ID, in one round trip where the backend
+	// allows (a page of List and its holders, as `cairn sessions list`
+	// shows them). A session that is missing or has no live lease is
+	// absent from the map; that is not an error.
+	CurrentLeases(ctx context.Context, ids []string) (map[string]Lease, error)
+
 	// AppendFenced is Append for a lease holder: the same contract, and
 	// in the same atomic step the store checks that lease is still the
 	// session's lease (same token, not released). Otherwise nothing is

@@ -115,6 +115,12 @@ type ListOptions struct {
 	UpdatedBefore time.Time         // updated strictly before
 	Limit         int               // page size; 0 means DefaultListLimit
 	Cursor        string            // from a previous page's Next
+
+	// Prefix keeps the sessions whose ID starts with it (case-sensitive).
+	// Stores serve it from a range of an index on the ID, so a prefix
+	// that matches a few sessions costs what they cost, however many
+	// sessions the namespace holds. The order stays List's.
+	Prefix string
 }
 
 // DefaultListLimit is the page size of List when Limit is 0.

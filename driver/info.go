@@ -88,6 +88,9 @@ func peekString(data []byte, field string) (string, bool) {
 
 // Match reports whether info passes the filters of o (not its cursor).
 func Match(o cairn.ListOptions, info cairn.SessionInfo) bool {
+	if !strings.HasPrefix(info.ID, o.Prefix) {
+		return false
+	}
 	if len(o.Status) > 0 && !slices.Contains(o.Status, info.Status) {
 		return false
 	}

@@ -165,3 +165,7 @@ func (n *noSpaceLeaser) AppendFenced(ctx context.Context, id string, lease cairn
 	}
 	return n.l.AppendFenced(ctx, id, lease, expectSeq, events...)
 }
+
+func (n *noSpaceLeaser) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
+	return n.l.CurrentLeases(ctx, ids)
+}

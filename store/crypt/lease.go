@@ -66,3 +66,8 @@ type claiming struct {
 func (s *claiming) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
 	return s.c.ClaimNext(ctx, holder, ttl, filter)
 }
+
+// CurrentLeases implements cairn.Leaser.
+func (s *leasing) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
+	return s.l.CurrentLeases(ctx, ids)
+}

@@ -277,3 +277,8 @@ func parseLease(data []byte, id string) (leaseFile, error) {
 func (s *Store) leasePath(id string) string {
 	return filepath.Join(s.root.Name(), s.opts.Namespace, id, leaseName)
 }
+
+// CurrentLeases implements cairn.Leaser.
+func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
+	return driver.CurrentLeases(ctx, s, ids)
+}

@@ -179,3 +179,8 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 	}
 	return s.grant(ss, ss.info.ID, holder, ttl, false)
 }
+
+// CurrentLeases implements cairn.Leaser.
+func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
+	return driver.CurrentLeases(ctx, s, ids)
+}

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 var _ cairn.Leaser = (*Store)(nil)
@@ -384,4 +385,9 @@ func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64, doc
 		return errStrays
 	}
 	return s.onDuplicate(ctx, id, expectSeq, docs)
+}
+
+// CurrentLeases implements cairn.Leaser.
+func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
+	return driver.CurrentLeases(ctx, s, ids)
 }

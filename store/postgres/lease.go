@@ -301,3 +301,8 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 	}
 	return l, nil
 }
+
+// CurrentLeases implements cairn.Leaser.
+func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
+	return driver.CurrentLeases(ctx, s, ids)
+}

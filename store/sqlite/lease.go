@@ -207,3 +207,8 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	}
 	return nil
 }
+
+// CurrentLeases implements cairn.Leaser.
+func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
+	return driver.CurrentLeases(ctx, s, ids)
+}

@@ -27,6 +27,7 @@ func runLease(t *testing.T, open Opener, abilities Abilities) {
 		{"AppendFenced", testLeaseAppendFenced},
 		{"AppendFencedRetried", testLeaseAppendFencedRetried},
 		{"Delete", testLeaseDelete},
+		{"CurrentLeases", testLeaseCurrentLeases},
 		{"ConcurrentAcquire", testLeaseConcurrentAcquire},
 		{"ConcurrentFencedAppend", testLeaseConcurrentFenced},
 	}
@@ -435,5 +436,39 @@ func testLeaseConcurrentClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
 		if n != 1 {
 			t.Errorf("session %s claimed %d times, want once", id, n)
 		}
+	}
+}
+
+// testLeaseCurrentLeases checks the leases of many sessions at once: the
+// live ones only, as CurrentLease gives each.
+func testLeaseCurrentLeases(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	held, released, expired, free, deleted := newSession(t, s, nil), newSession(t, s, nil), newSession(t, s, nil), newSession(t, s, nil), newSession(t, s, nil)
+	if err := l.Release(t.Context(), mustAcquire(t, l, released, "worker-r")); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, err := l.Acquire(t.Context(), expired, "worker-e", time.Second); err != nil {
+		t.Fatalf("Acquire(%s): %v", expired, err)
+	}
+	mustAcquire(t, l, deleted, "worker-d")
+	if err := s.Delete(t.Context(), deleted); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	h.clock.Advance(2 * time.Second)
+	a := mustAcquire(t, l, held, "worker-a")
+	got, err := l.CurrentLeases(t.Context(), []string{free, held, released, expired, deleted, "never-created", held})
+	if err != nil {
+		t.Fatalf("CurrentLeases: %v", err)
+	}
+	want, err := l.CurrentLease(t.Context(), held)
+	if err != nil {
+		t.Fatalf("CurrentLease(%s): %v", held, err)
+	}
+	g := got[held]
+	if len(got) != 1 || g.Session != held || g.Holder != want.Holder || g.Token != want.Token || !g.Expires.Equal(want.Expires) || want.Token != a.Token || want.Holder != "worker-a" {
+		t.Errorf("CurrentLeases = %+v\nwant only %s: %+v (CurrentLease gives %+v)", got, held, a, want)
+	}
+	if got, err := l.CurrentLeases(t.Context(), nil); err != nil || len(got) != 0 {
+		t.Errorf("CurrentLeases(nil) = %v, %v; want an empty map", got, err)
 	}
 }

@@ -159,3 +159,46 @@ func testListFilters(t *testing.T, h *harness) {
 		}
 	}
 }
+
+// testListPrefix checks ListOptions.Prefix: IDs that start with it, in
+// List order, with the other filters and paging, and no character of an ID
+// taken as a wildcard (an SQL LIKE would take '_' as one).
+func testListPrefix(t *testing.T, h *harness) {
+	s := h.store(t)
+	create := func(id string, labels map[string]string) {
+		t.Helper()
+		if err := s.Create(t.Context(), cairn.SessionMeta{ID: id, CreatedAt: h.clock.Now(), Labels: labels}); err != nil {
+			t.Fatalf("Create(%s): %v", id, err)
+		}
+		h.clock.Advance(time.Second)
+	}
+	for _, id := range []string{"ab-1", "ab-2", "abc", "a_b", "aXb", "A", "b", "ab"} {
+		create(id, nil)
+	}
+	create("ab-3", map[string]string{"env": "prod"})
+	mustAppend(t, s, "ab-2", 0, UserTurn(0, "r", "q")...)
+	h.clock.Advance(time.Second)
+	cases := []struct {
+		name string
+		opts cairn.ListOptions
+		want []string
+	}{
+		{"prefix", cairn.ListOptions{Prefix: "ab"}, []string{"ab-2", "ab-3", "ab", "abc", "ab-1"}},
+		{"prefix, paged by 2", cairn.ListOptions{Prefix: "ab", Limit: 2}, []string{"ab-2", "ab-3", "ab", "abc", "ab-1"}},
+		{"a whole ID that starts others", cairn.ListOptions{Prefix: "abc"}, []string{"abc"}},
+		{"'_' is no wildcard", cairn.ListOptions{Prefix: "a_"}, []string{"a_b"}},
+		{"case-sensitive", cairn.ListOptions{Prefix: "A"}, []string{"A"}},
+		{"one character", cairn.ListOptions{Prefix: "b"}, []string{"b"}},
+		{"no match", cairn.ListOptions{Prefix: "abd"}, nil},
+		{"no match past every ID", cairn.ListOptions{Prefix: "zz"}, nil},
+		{"a prefix longer than the IDs", cairn.ListOptions{Prefix: "ab-10"}, nil},
+		{"with a status", cairn.ListOptions{Prefix: "ab", Status: []cairn.Status{cairn.StatusCompleted}}, []string{"ab-2"}},
+		{"with a label", cairn.ListOptions{Prefix: "ab", Labels: map[string]string{"env": "prod"}}, []string{"ab-3"}},
+		{"with a label of another prefix", cairn.ListOptions{Prefix: "b", Labels: map[string]string{"env": "prod"}}, nil},
+	}
+	for _, c := range cases {
+		if got := ids(listAll(t, s, c.opts)); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -67,6 +67,7 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 		{"List", testList},
 		{"ListPaging", testListPaging},
 		{"ListFilters", testListFilters},
+		{"ListPrefix", testListPrefix},
 		{"Delete", testDelete},
 		{"TTL", testTTL},
 		{"Namespaces", testNamespaces},
