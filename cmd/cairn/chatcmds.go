@@ -78,7 +78,11 @@ func (ch *chat) sessions() error {
 		ch.app.Notef("no sessions saved yet")
 		return nil
 	}
-	if err := cli.InfoTable(ch.app.Stderr, page.Sessions, nil, time.Now()); err != nil {
+	short, err := cli.StoreShortIDs(ch.ctx, ch.store, page.Sessions)
+	if err != nil {
+		return err
+	}
+	if err := cli.InfoTable(ch.app.Stderr, page.Sessions, short, time.Now()); err != nil {
 		return err
 	}
 	if ch.s != nil {

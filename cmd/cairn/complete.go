@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,12 +49,16 @@ func completeIDs(app *cli.App) cobra.CompletionFunc {
 		}
 		defer store.Close()
 		var out []cobra.Completion
-		_ = cli.EachSession(ctx, store, cairn.ListOptions{}, func(info cairn.SessionInfo) bool {
-			if strings.HasPrefix(info.ID, prefix) {
-				out = append(out, cobra.CompletionWithDesc(info.ID, cli.OneLine(info.FirstMessage, 40)))
-			}
-			return len(out) < maxCompletions
-		})
+		if prefix != "" && cairn.ValidateID(prefix) != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp // no ID starts so
+		}
+		page, err := store.List(ctx, cairn.ListOptions{Prefix: prefix, Limit: maxCompletions})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+		}
+		for _, info := range page.Sessions {
+			out = append(out, cobra.CompletionWithDesc(info.ID, cli.OneLine(info.FirstMessage, 40)))
+		}
 		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
 	}
 }

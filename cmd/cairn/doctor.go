@@ -225,24 +225,6 @@ func lockCheck(ctx context.Context, s cairn.Store) (check, bool) {
 	if err != nil {
 		return check{Name: "locks", Detail: err.Error(), Fix: "check that " + dir + " is readable"}, true
 	}
-	live := map[string]bool{}
-	opts := cairn.ListOptions{Limit: 1000}
-	for {
-		page, err := s.List(ctx, opts)
-		if errors.Is(err, cairn.ErrDamaged) {
-			return check{}, false // reported above; which sessions it holds is not known
-		}
-		if err != nil {
-			return check{Name: "locks", Detail: "list sessions: " + err.Error(), Fix: "`cairn doctor` again once the store answers"}, true
-		}
-		for _, info := range page.Sessions {
-			live[info.ID] = true
-		}
-		if page.Next == "" {
-			break
-		}
-		opts.Cursor = page.Next
-	}
 	var orphans []string
 	n := 0
 	for _, e := range entries {
@@ -251,8 +233,13 @@ func lockCheck(ctx context.Context, s cairn.Store) (check, bool) {
 			continue
 		}
 		n++
-		if !live[id] {
+		// One lookup per lock file, not a walk of every session.
+		_, err := s.Load(ctx, id, 1<<62) // the info alone
+		switch {
+		case errors.Is(err, cairn.ErrNotFound):
 			orphans = append(orphans, id)
+		case errors.Is(err, cairn.ErrDamaged) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			return check{}, false // reported above, or out of time
 		}
 	}
 	if len(orphans) == 0 {

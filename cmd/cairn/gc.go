@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,18 +12,31 @@ import (
 	"github.com/cairnhq/cairn/internal/formats"
 )
 
+// expiredCounter is the ability of a store to count what Sweep would
+// purge.
+type expiredCounter interface {
+	CountExpired(ctx context.Context) (int, error)
+}
+
 func newGCCmd(app *cli.App) *cobra.Command {
-	return &cobra.Command{
+	var dryRun, all bool
+	c := &cobra.Command{
 		Use:   "gc",
 		Short: "Purge expired sessions and incomplete imports now",
 		Long: `Purge sessions whose TTL has passed (persistence.ttl_seconds). Expired
 sessions are invisible at once; gc also removes their data now rather than
-when the backend gets to it.
+when the backend gets to it. It removes them in small batches, so that the
+sessions being written meanwhile wait at most for one batch, and on SQLite
+it gives the space back to the file system.
 
 gc also removes incomplete imports: sessions that cairn sessions import began
 and did not finish (its process was killed), which sessions list shows as
 incomplete. An import still running at the time stops with an error and
-keeps nothing.`,
+keeps nothing. gc finds them by a label imports carry; --all reads every
+session instead, for the incomplete imports of a cairn from before that
+label.
+
+--dry-run counts what gc would remove, and removes nothing.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			store, u, err := app.OpenStore(c.Context())
@@ -31,18 +46,39 @@ keeps nothing.`,
 			defer store.Close()
 			n := 0
 			sw, ok := store.(cairn.Sweeper)
-			if ok {
-				n, err = sw.Sweep(c.Context())
-				if err != nil {
+			switch {
+			case ok && dryRun:
+				cnt, can := store.(expiredCounter)
+				if !can {
+					return cli.Fail(errors.New("this store cannot count its expired sessions"), "run gc without --dry-run")
+				}
+				if n, err = cnt.CountExpired(c.Context()); err != nil {
+					return cli.Fail(fmt.Errorf("count expired sessions: %w", err), "`cairn doctor` checks the store")
+				}
+			case ok:
+				if n, err = sw.Sweep(c.Context()); err != nil {
 					return cli.Fail(fmt.Errorf("purge expired sessions: %w", err), "`cairn doctor` checks the store")
 				}
 			}
-			imports, busy, err := formats.SweepImports(c.Context(), store)
+			imports, busy, err := formats.SweepImports(c.Context(), store, all, dryRun)
 			if err != nil {
 				return cli.Fail(err, "`cairn doctor` checks the store")
 			}
 			if app.Flags.JSON {
-				return cli.WriteJSON(app.Stdout, map[string]any{"purged": n, "incomplete_imports": imports, "incomplete_imports_busy": busy, "store": cairn.RedactURL(u)})
+				out := map[string]any{"purged": n, "incomplete_imports": imports, "incomplete_imports_busy": busy, "store": cairn.RedactURL(u)}
+				if dryRun {
+					out = map[string]any{"dry_run": true, "expired": n, "incomplete_imports": imports, "store": cairn.RedactURL(u)}
+				}
+				return cli.WriteJSON(app.Stdout, out)
+			}
+			if dryRun {
+				if ok {
+					app.Printf("would purge %d expired session(s)\n", n)
+				} else {
+					app.Printf("this store expires sessions by itself; nothing to purge\n")
+				}
+				app.Printf("would remove %d incomplete import(s)\n", imports)
+				return nil
 			}
 			if imports > 0 {
 				app.Printf("removed %d incomplete import(s)\n", imports)
@@ -58,4 +94,7 @@ keeps nothing.`,
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "count what gc would remove; remove nothing")
+	c.Flags().BoolVar(&all, "all", false, "look for incomplete imports in every session, not only those labelled as imports")
+	return c
 }

@@ -130,15 +130,15 @@ func findIn(ctx context.Context, store cairn.Store, ref string, exact bool) (str
 	} else if !errors.Is(err, cairn.ErrNotFound) {
 		return "", nil, StoreFail(ref, fmt.Errorf("load session %s: %w", ref, err))
 	}
-	var matches []string
-	err := EachSession(ctx, store, cairn.ListOptions{}, func(info cairn.SessionInfo) bool {
-		if strings.HasPrefix(info.ID, ref) {
-			matches = append(matches, info.ID)
-		}
-		return len(matches) <= 2*maxCandidates
-	})
+	// The sessions whose ID starts with ref: a range of the store's ID
+	// index, never a walk of every session.
+	page, err := store.List(ctx, cairn.ListOptions{Prefix: ref, Limit: 2*maxCandidates + 1})
 	if err != nil {
-		return "", nil, err
+		return "", nil, StoreFail(ref, fmt.Errorf("list sessions: %w", err))
+	}
+	var matches []string
+	for _, info := range page.Sessions {
+		matches = append(matches, info.ID)
 	}
 	slices.Sort(matches)
 	switch {

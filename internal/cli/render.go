@@ -23,28 +23,10 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// InfoTable writes session infos as an aligned table, generated IDs in
-// their short form (ShortIDs) among all, the IDs of every session in the
-// store (infos' own when nil).
-func InfoTable(w io.Writer, infos []cairn.SessionInfo, all []string, now time.Time) error {
-	short := ShortIDs(idsOf(infos, all))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tSTEPS\tFIRST MESSAGE")
-	for _, i := range infos {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", short[i.ID], Ago(i.UpdatedAt, now), i.Status, i.Steps, OneLine(i.FirstMessage, 50))
-	}
-	return tw.Flush()
-}
-
-func idsOf(infos []cairn.SessionInfo, all []string) []string {
-	if all != nil {
-		return all
-	}
-	ids := make([]string, len(infos))
-	for i, info := range infos {
-		ids[i] = info.ID
-	}
-	return ids
+// InfoTable writes session infos as an aligned table, each ID in the form
+// short gives it (StoreShortIDs; whole when short has none).
+func InfoTable(w io.Writer, infos []cairn.SessionInfo, short map[string]string, now time.Time) error {
+	return InfoTableHolders(w, infos, short, nil, now)
 }
 
 // uuidRe matches a generated session ID (cairn.NewID: a UUIDv7).
@@ -53,37 +35,53 @@ var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 // minShort is the shortest short form of a generated ID.
 const minShort = 8
 
-// ShortIDs returns the form of each ID to show people: a generated ID (a
-// UUID, whose first characters are its creation time) is cut to the
-// shortest prefix of at least 8 characters that no other of ids starts
-// with, as git shows commits, so that it still names one session for the
-// commands that take a prefix; any other ID is shown whole.
-func ShortIDs(ids []string) map[string]string {
-	sorted := slices.Clone(ids)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
-	out := make(map[string]string, len(ids))
-	for i, id := range sorted {
+// StoreShortIDs returns the form of each of infos' IDs to show people: a
+// generated ID (a UUID, whose first characters are its creation time) is
+// cut to the shortest prefix of at least 8 characters that no other
+// session of store has an ID starting with, as git shows commits, so that
+// it still names one session for the commands that take a prefix; any
+// other ID is shown whole. It does not read every session: for each
+// generated ID it asks the store for the sessions whose ID starts with its
+// first 8 characters, then with one character more than the longest start
+// any of them shares with it, until none does. Each question is a range of
+// the store's ID index, so the cost is the page's, not the store's.
+func StoreShortIDs(ctx context.Context, store cairn.Store, infos []cairn.SessionInfo) (map[string]string, error) {
+	out := make(map[string]string, len(infos))
+	for _, info := range infos {
+		id := info.ID
 		if !uuidRe.MatchString(id) {
 			out[id] = id
 			continue
 		}
-		// The longest prefix shared with a neighbour in sorted order is
-		// the longest shared with any ID.
-		n := 0
-		if i > 0 {
-			n = max(n, commonPrefix(id, sorted[i-1]))
+		l := minShort
+		for l < len(id) {
+			page, err := store.List(ctx, cairn.ListOptions{Prefix: id[:l], Limit: 3})
+			if err != nil {
+				return nil, StoreFail("", fmt.Errorf("list sessions: %w", err))
+			}
+			n := 0
+			for _, o := range page.Sessions {
+				if o.ID != id {
+					n = max(n, commonPrefix(id, o.ID))
+				}
+			}
+			if n < l {
+				break // no other session's ID starts with id[:l]
+			}
+			l = n + 1
 		}
-		if i+1 < len(sorted) {
-			n = max(n, commonPrefix(id, sorted[i+1]))
-		}
-		l := max(minShort, n+1)
-		if l < len(id) && id[l-1] == '-' {
-			l++ // not ending in a dash
-		}
-		out[id] = id[:min(l, len(id))]
+		out[id] = shortAt(id, l)
 	}
-	return out
+	return out, nil
+}
+
+// shortAt cuts a generated ID to its first l characters, or one more
+// rather than end in a dash.
+func shortAt(id string, l int) string {
+	if l < len(id) && id[l-1] == '-' {
+		l++
+	}
+	return id[:min(l, len(id))]
 }
 
 func commonPrefix(a, b string) int {
@@ -104,20 +102,23 @@ func Labels(labels map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// Holders returns the live lease of each session that has one, when the
-// store has leases (cairn.Leaser); nil otherwise.
-func Holders(ctx context.Context, store cairn.Store, infos []cairn.SessionInfo) map[string]cairn.Lease {
+// Holders returns the live lease of each of infos' sessions that has one,
+// in one question to the store (cairn.Leaser's CurrentLeases), when the
+// store has leases; nil otherwise.
+func Holders(ctx context.Context, store cairn.Store, infos []cairn.SessionInfo) (map[string]cairn.Lease, error) {
 	l, ok := store.(cairn.Leaser)
-	if !ok {
-		return nil
+	if !ok || len(infos) == 0 {
+		return nil, nil
 	}
-	out := map[string]cairn.Lease{}
-	for _, i := range infos {
-		if lease, err := l.CurrentLease(ctx, i.ID); err == nil && lease.Holder != "" {
-			out[i.ID] = lease
-		}
+	ids := make([]string, len(infos))
+	for i, info := range infos {
+		ids[i] = info.ID
 	}
-	return out
+	leases, err := l.CurrentLeases(ctx, ids)
+	if err != nil {
+		return nil, StoreFail("", fmt.Errorf("read the sessions' leases: %w", err))
+	}
+	return leases, nil
 }
 
 // HeldInfo is a session's info with the holder of its lease, for --json.
@@ -143,19 +144,28 @@ func WithHolders(infos []cairn.SessionInfo, holders map[string]cairn.Lease) []He
 
 // InfoTableHolders is InfoTable with a HOLDER column (the worker or
 // process whose lease holds the session) when any session is held.
-func InfoTableHolders(w io.Writer, infos []cairn.SessionInfo, all []string, holders map[string]cairn.Lease, now time.Time) error {
-	if len(holders) == 0 {
-		return InfoTable(w, infos, all, now)
+func InfoTableHolders(w io.Writer, infos []cairn.SessionInfo, short map[string]string, holders map[string]cairn.Lease, now time.Time) error {
+	name := func(id string) string {
+		if s, ok := short[id]; ok {
+			return s
+		}
+		return id
 	}
-	short := ShortIDs(idsOf(infos, all))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(holders) == 0 {
+		fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tSTEPS\tFIRST MESSAGE")
+		for _, i := range infos {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", name(i.ID), Ago(i.UpdatedAt, now), i.Status, i.Steps, OneLine(i.FirstMessage, 50))
+		}
+		return tw.Flush()
+	}
 	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tSTEPS\tHOLDER\tFIRST MESSAGE")
 	for _, i := range infos {
 		holder := "-"
 		if l, ok := holders[i.ID]; ok {
 			holder = l.Holder
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", short[i.ID], Ago(i.UpdatedAt, now), i.Status, i.Steps, holder, OneLine(i.FirstMessage, 50))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name(i.ID), Ago(i.UpdatedAt, now), i.Status, i.Steps, holder, OneLine(i.FirstMessage, 50))
 	}
 	return tw.Flush()
 }
@@ -298,3 +308,12 @@ func compact(raw json.RawMessage) string {
 }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
+
+// ShellQuote quotes s for a POSIX shell when it holds anything but
+// characters that need no quoting, for commands printed as hints.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.,:/=@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -30,6 +30,13 @@ import (
 // file again finishes it; `cairn sessions gc` (SweepImports) removes it.
 const ImportLabel = "cairn.import"
 
+// ImportedLabel is the label every session written by an import carries
+// beside ImportLabel, always with the value "true", so that SweepImports
+// finds them through the store's label index instead of reading every
+// session (a label filter matches a value, and ImportLabel's differs for
+// each import).
+const ImportedLabel = "cairn.imported"
+
 // StatusIncomplete is what the CLI lists as the status of an incomplete
 // import: one still being written, or one whose process was killed.
 const StatusIncomplete cairn.Status = "incomplete"
@@ -91,6 +98,7 @@ func Save(ctx context.Context, store cairn.Store, meta cairn.SessionMeta, m *cai
 		meta.Labels = map[string]string{}
 	}
 	meta.Labels[ImportLabel] = mark.String()
+	meta.Labels[ImportedLabel] = "true"
 	events := m.Events()
 	from := 0
 	err = store.Create(ctx, meta)
@@ -236,9 +244,17 @@ func samePrefix(stored, events []cairn.Event) bool {
 // appended in the meantime makes that append fail (and the session is
 // left alone, busy), and an importer that appends afterwards fails instead
 // of finishing a session about to be deleted.
-func SweepImports(ctx context.Context, store cairn.Store) (removed, busy int, err error) {
+//
+// It looks at the sessions labelled ImportedLabel. With all, it reads
+// every session instead, for the incomplete imports of a cairn from before
+// that label. With dryRun it counts the incomplete imports and removes
+// nothing.
+func SweepImports(ctx context.Context, store cairn.Store, all, dryRun bool) (removed, busy int, err error) {
 	var found []cairn.SessionInfo
-	opts := cairn.ListOptions{}
+	opts := cairn.ListOptions{Labels: map[string]string{ImportedLabel: "true"}}
+	if all {
+		opts = cairn.ListOptions{}
+	}
 	for {
 		page, err := store.List(ctx, opts)
 		if err != nil {
@@ -253,6 +269,9 @@ func SweepImports(ctx context.Context, store cairn.Store) (removed, busy int, er
 			break
 		}
 		opts.Cursor = page.Next
+	}
+	if dryRun {
+		return len(found), 0, nil
 	}
 	for _, info := range found {
 		fence := cairn.MustEvent(cairn.KindCustom, "", cairn.Custom{Type: AbandonedType})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -50,9 +51,18 @@ func newStore(t *testing.T) cairn.Store {
 // mark and its first k events.
 func partial(t *testing.T, s cairn.Store, data []byte, m *cairn.Memory, k int) {
 	t.Helper()
+	partialLabelled(t, s, data, m, k, map[string]string{formats.ImportedLabel: "true"})
+}
+
+// partialLabelled is partial with the labels of some cairn's import
+// beside the import's mark: an earlier cairn's had no ImportedLabel.
+func partialLabelled(t *testing.T, s cairn.Store, data []byte, m *cairn.Memory, k int, labels map[string]string) {
+	t.Helper()
 	mark := formats.NewImportMark(m.Session.ID, m.Len(), data)
 	ctx := t.Context()
-	if err := s.Create(ctx, cairn.SessionMeta{ID: mark.ID, Labels: map[string]string{formats.ImportLabel: mark.String()}}); err != nil {
+	labels = maps.Clone(labels)
+	labels[formats.ImportLabel] = mark.String()
+	if err := s.Create(ctx, cairn.SessionMeta{ID: mark.ID, Labels: labels}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < k; i += cairn.DefaultMaxAppendEvents {
@@ -229,7 +239,13 @@ func TestSweepImports(t *testing.T) {
 	}
 	data2, m2 := longMemory(t, "half", 2500)
 	partial(t, s, data2, m2, 1000)
-	removed, busy, err := formats.SweepImports(ctx, s)
+	if n, _, err := formats.SweepImports(ctx, s, false, true); err != nil || n != 1 {
+		t.Fatalf("SweepImports, dry run = %d, %v; want 1 counted", n, err)
+	}
+	if got := info(t, s, "half"); got.LastSeq != 1000 {
+		t.Fatalf("a dry run touched the incomplete import: %+v", got)
+	}
+	removed, busy, err := formats.SweepImports(ctx, s, false, false)
 	if err != nil || removed != 1 || busy != 0 {
 		t.Fatalf("SweepImports = %d, %d, %v; want 1 removed", removed, busy, err)
 	}
@@ -248,7 +264,7 @@ func TestSweepImports(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	removed, busy, err = formats.SweepImports(ctx, hook)
+	removed, busy, err = formats.SweepImports(ctx, hook, false, false)
 	if err != nil || removed != 0 || busy != 1 {
 		t.Fatalf("SweepImports while an import writes = %d, %d, %v; want 1 busy", removed, busy, err)
 	}
@@ -268,11 +284,21 @@ func TestSweepImports(t *testing.T) {
 			t.Errorf("an append between the fence and the delete: %v, want ErrConflict", err)
 		}
 	}}
-	if removed, _, err := formats.SweepImports(ctx, fenced); err != nil || removed != 1 {
+	if removed, _, err := formats.SweepImports(ctx, fenced, false, false); err != nil || removed != 1 {
 		t.Fatalf("SweepImports = %d, %v", removed, err)
 	}
 	if err := s.Append(ctx, "half", 1000, m2.Events()[1000:2000]...); !errors.Is(err, cairn.ErrNotFound) {
 		t.Fatalf("an append after the sweep: %v, want ErrNotFound", err)
+	}
+
+	// The incomplete import of an earlier cairn, without ImportedLabel:
+	// found only when asked to read every session.
+	partialLabelled(t, s, data2, m2, 1000, map[string]string{})
+	if removed, _, err := formats.SweepImports(ctx, s, false, false); err != nil || removed != 0 {
+		t.Fatalf("SweepImports of the labelled imports = %d, %v; want none removed", removed, err)
+	}
+	if removed, _, err := formats.SweepImports(ctx, s, true, false); err != nil || removed != 1 {
+		t.Fatalf("SweepImports of every session = %d, %v; want 1 removed", removed, err)
 	}
 }
 

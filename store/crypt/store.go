@@ -351,6 +351,17 @@ func (s *store) Delete(ctx context.Context, id string) error {
 	return s.inner.Delete(ctx, id)
 }
 
+// CountExpired implements cairn.Sweeper: the inner store's count, when it
+// can sweep; a store that expires sessions by itself has none waiting.
+func (s *store) CountExpired(ctx context.Context) (int, error) {
+	if sw, ok := s.inner.(interface {
+		CountExpired(context.Context) (int, error)
+	}); ok {
+		return sw.CountExpired(ctx)
+	}
+	return 0, nil
+}
+
 // Sweep implements cairn.Sweeper: it sweeps the inner store if it can,
 // then deletes the data keys of sessions that no longer exist (expired
 // ones, which backends with native expiry drop without Delete).

@@ -214,6 +214,9 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if !strings.HasPrefix(id, opts.Prefix) {
+			continue // the folder's name is the ID: no need to read it
+		}
 		info, err := s.info(ctx, id)
 		switch {
 		case errors.Is(err, cairn.ErrNotFound):
@@ -262,6 +265,33 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	n, err := s.sweep(ctx)
 	if err != nil {
 		return n, fmt.Errorf("sweep: %w", err)
+	}
+	return n, nil
+}
+
+// CountExpired implements cairn.Sweeper: how many sessions Sweep would
+// delete now.
+func (s *Store) CountExpired(ctx context.Context) (int, error) {
+	if err := s.begin(); err != nil {
+		return 0, err
+	}
+	defer s.ops.RUnlock()
+	ids, err := s.sessionIDs()
+	if err != nil {
+		return 0, fmt.Errorf("count expired: %w", err)
+	}
+	now := s.opts.Now()
+	n := 0
+	for _, id := range ids {
+		info, err := s.info(ctx, id)
+		switch {
+		case ctx.Err() != nil:
+			return n, ctx.Err()
+		case err != nil:
+			continue // gone, or damaged: Sweep leaves a damaged session
+		case s.expired(info, now):
+			n++
+		}
 	}
 	return n, nil
 }

@@ -253,6 +253,24 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// CountExpired implements cairn.Sweeper: how many sessions Sweep would
+// delete now.
+func (s *Store) CountExpired(ctx context.Context) (int, error) {
+	if err := s.guard.Check(); err != nil {
+		return 0, err
+	}
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	n := 0
+	now := s.opts.Now()
+	for _, ss := range s.ns() {
+		if cairn.Expired(ss.expires, now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Close implements cairn.Store.
 func (s *Store) Close() error {
 	s.guard.Close()
