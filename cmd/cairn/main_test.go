@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 		// shortids checks that each generated ID that sessions list shows
 		// in short form names its session for sessions show.
 		"shortids": shortIDs,
+		// listpages ARGS... pages through cairn --json sessions list ARGS...
+		// as a script would, following the next_cursor record on stderr,
+		// and prints "page N: ID ID …" for each page.
+		"listpages": listPages,
 		// jsonone FILE succeeds when FILE holds exactly one JSON document.
 		"jsonone": jsonOne,
 		// jsonlines FILE succeeds when every line of FILE is a JSON object.
@@ -232,6 +236,49 @@ func jsonLines() {
 		}
 	}
 	os.Exit(0)
+}
+
+func listPages() {
+	cursor := ""
+	for page := 1; ; page++ {
+		args := append([]string{"--json", "sessions", "list"}, os.Args[1:]...)
+		if cursor != "" {
+			args = append(args, "--cursor", cursor)
+		}
+		var out, errs bytes.Buffer
+		cmd := exec.Command("cairn", args...) // the binary testscript put on PATH
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "listpages:", args, err, errs.String())
+			os.Exit(1)
+		}
+		var infos []struct{ ID string }
+		if err := json.Unmarshal(out.Bytes(), &infos); err != nil {
+			fmt.Fprintln(os.Stderr, "listpages: stdout is not a JSON array:", err)
+			os.Exit(1)
+		}
+		ids := make([]string, len(infos))
+		for i, info := range infos {
+			ids[i] = info.ID
+		}
+		fmt.Printf("page %d: %s\n", page, strings.Join(ids, " "))
+		cursor = ""
+		for _, line := range strings.Split(strings.TrimSpace(errs.String()), "\n") {
+			var rec struct {
+				Next string `json:"next_cursor"`
+			}
+			if line != "" && json.Unmarshal([]byte(line), &rec) == nil && rec.Next != "" {
+				cursor = rec.Next
+			}
+		}
+		if cursor == "" {
+			os.Exit(0)
+		}
+		if page > 100 {
+			fmt.Fprintln(os.Stderr, "listpages: more than 100 pages")
+			os.Exit(1)
+		}
+	}
 }
 
 func shortIDs() {
