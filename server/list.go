@@ -168,13 +168,23 @@ func displayed(info cairn.SessionInfo) cairn.SessionInfo {
 // withHolders joins infos with the holders of their leases.
 func (s *Server) withHolders(ctx context.Context, infos []cairn.SessionInfo) []sessionJSON {
 	out := make([]sessionJSON, len(infos))
-	l, leases := s.store.(cairn.Leaser)
+	ids := make([]string, len(infos))
 	for i, info := range infos {
 		out[i].SessionInfo = displayed(info)
-		if !leases {
-			continue
-		}
-		if lease, err := l.CurrentLease(ctx, info.ID); err == nil && lease.Holder != "" {
+		ids[i] = info.ID
+	}
+	l, ok := s.store.(cairn.Leaser)
+	if !ok || len(ids) == 0 {
+		return out
+	}
+	// The page's holders in one question; a page without them is still
+	// a page (the holder column is only a hint).
+	leases, err := l.CurrentLeases(ctx, ids)
+	if err != nil {
+		return out
+	}
+	for i, info := range infos {
+		if lease, ok := leases[info.ID]; ok {
 			out[i].Holder = lease.Holder
 			exp := lease.Expires
 			out[i].LeaseExpires = &exp
