@@ -189,8 +189,8 @@ func scaleStore(ctx context.Context, u string, opts ScaleOptions, res *ScaleResu
 		return err
 	}
 	if res.Backend == "sqlite" && res.Fill.Action != "reused" {
-		// The fill wrote through a store of its own; measure through one
-		// opened as the URL says, with a cold cache, as a command would.
+		// The fill went through a store of its own; measure through one
+		// opened afresh, with a cold cache, as a command would.
 		s.Close()
 		if s, err = cairn.Open(ctx, u, so); err != nil {
 			return fmt.Errorf("open %s: %w", cairn.RedactURL(u), err)
@@ -319,19 +319,29 @@ func clearNamespace(ctx context.Context, s cairn.Store, clock *scaleClock, res *
 	return nil
 }
 
-// fillURL is the URL to fill through: for SQLite, with synchronous=normal
-// unless the URL sets it (a fill lost to a power cut is simply done
-// again; SQLite URLs do not take synchronous=off).
+// fillURL is the URL to fill through: one that does not wait for each
+// commit to reach the disk, unless the URL says how to commit. A fill lost
+// to a power cut is simply done again (its marker, written through the URL
+// as given, says complete only after it). SQLite gets synchronous=normal
+// (its URLs take no synchronous=off); PostgreSQL synchronous_commit=off,
+// which pgx passes on to the server as a setting of the fill's
+// connections.
 func fillURL(u string) string {
-	if backendName(u) != "sqlite" {
+	param, value := "", ""
+	switch backendName(u) {
+	case "sqlite":
+		param, value = "synchronous", "normal"
+	case "postgres":
+		param, value = "synchronous_commit", "off"
+	default:
 		return u
 	}
 	pu, err := url.Parse(u)
-	if err != nil || pu.Query().Has("synchronous") {
+	if err != nil || pu.Query().Has(param) {
 		return u
 	}
 	q := pu.Query()
-	q.Set("synchronous", "normal")
+	q.Set(param, value)
 	pu.RawQuery = q.Encode()
 	return pu.String()
 }
