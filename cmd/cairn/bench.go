@@ -45,7 +45,7 @@ fill already there, and times the first page of the list, status and label
 filters, the 20th page, show, a mistyped ID, a prefix, delete, and last gc
 of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
 		Example: `  cairn bench
-  cairn bench --sessions 10000,100000 --store sqlite:///tmp/scale/cairn.db --store postgres://localhost/cairn`,
+  cairn bench --sessions 10000,100000 --store sqlite:scale.db --store postgres://localhost/cairn`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if sessions != "" {
@@ -84,7 +84,7 @@ of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
 func benchScale(c *cobra.Command, app *cli.App, stores []string, sessions string, refill, quick bool, dir string) error {
 	usage := func(err error, hint string) error { return &cli.Error{Err: err, Hint: hint, Code: cli.ExitUsage} }
 	if len(stores) == 0 {
-		return usage(errors.New("--sessions needs the stores to fill"), "give --store URL (repeat for several), e.g. --store sqlite:///tmp/scale/cairn.db")
+		return usage(errors.New("--sessions needs the stores to fill"), "give --store URL (repeat for several), e.g. --store sqlite:scale.db")
 	}
 	if dir != "" {
 		return usage(errors.New("--dir is not for --sessions"), "put the SQLite file where you want it in its --store URL")

@@ -62,8 +62,9 @@ type ScaleResult struct {
 // ScaleFill says how the store came to hold its sessions.
 type ScaleFill struct {
 	// Action is "filled" (written now), "reused" (a fill of the same size
-	// was there) or "topped_up" (reused, and the sessions an earlier gc
-	// removed written again).
+	// was there), "topped_up" (reused, and the sessions an earlier gc
+	// removed written again) or "resumed" (a fill that was stopped,
+	// finished).
 	Action    string  `json:"action"`
 	Written   int     `json:"written"`
 	Seconds   float64 `json:"seconds"`
@@ -230,8 +231,8 @@ func markSwept(ctx context.Context, ms cairn.Store, p plan) error {
 }
 
 // prepare makes s hold the fill of res.Sessions sessions: it reuses the
-// one the marker records, writes again what a gc removed from it, or
-// clears the namespace and fills it.
+// one the marker records, writes again what a gc removed from it,
+// finishes it if it was stopped, or clears the namespace and fills it.
 func prepare(ctx context.Context, u string, s, ms cairn.Store, clock *scaleClock, opts ScaleOptions, res *ScaleResult) (plan, error) {
 	var (
 		m    *marker
@@ -244,7 +245,7 @@ func prepare(ctx context.Context, u string, s, ms cairn.Store, clock *scaleClock
 		}
 	}
 	ok := m != nil && !opts.Refill && m.Version == fillVersion && m.Sessions == res.Sessions &&
-		m.Batch == newPlan(res.Sessions, m.T0).batch && m.State != stateFilling
+		m.Batch == newPlan(res.Sessions, m.T0).batch
 	if ok && m.State == stateComplete {
 		res.Fill.Action = "reused"
 		return newPlan(res.Sessions, m.T0), nil
@@ -252,10 +253,14 @@ func prepare(ctx context.Context, u string, s, ms cairn.Store, clock *scaleClock
 	p := newPlan(res.Sessions, time.Now())
 	from, to := 0, p.n
 	res.Fill.Action = "filled"
-	if ok {
+	switch {
+	case ok && m.State == stateSwept:
 		p, to = newPlan(res.Sessions, m.T0), newPlan(res.Sessions, m.T0).expired()
 		res.Fill.Action = "topped_up"
-	} else {
+	case ok && m.State == stateFilling:
+		p = newPlan(res.Sessions, m.T0)
+		res.Fill.Action = "resumed"
+	default:
 		if err := clearNamespace(ctx, s, clock, res, opts); err != nil {
 			return p, err
 		}

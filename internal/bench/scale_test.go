@@ -104,9 +104,9 @@ func TestRunScale_Memory(t *testing.T) {
 	checkScale(t, res, 300, true)
 }
 
-// TestRunScale_Reuse runs the benchmark three times on one SQLite file: a
-// fill, then a reuse that writes again only what the first gc removed,
-// then a refill asked for.
+// TestRunScale_Reuse runs the benchmark on one SQLite file: a fill, then a
+// reuse that writes again only what the first gc removed, then the
+// resumption of a fill that was stopped, then a refill asked for.
 func TestRunScale_Reuse(t *testing.T) {
 	u := "sqlite://" + filepath.Join(t.TempDir(), "scale.db")
 	t.Run("fill", func(t *testing.T) {
@@ -125,6 +125,45 @@ func TestRunScale_Reuse(t *testing.T) {
 			t.Errorf("fill %+v, want the %d sessions gc removed written again", res.Fill, res.Expired)
 		}
 		checkScale(t, res, 300, false)
+	})
+	t.Run("resume", func(t *testing.T) {
+		// A fill stopped between the Create of a session and its Append.
+		ctx := t.Context()
+		ms, err := cairn.Open(ctx, u, cairn.StoreOptions{Namespace: markerNamespace("bench_scale_300")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ms.Close()
+		m, last, err := readMarker(ctx, ms)
+		if err != nil || m == nil {
+			t.Fatalf("marker %v: %v", m, err)
+		}
+		m.State = stateFilling
+		if err := writeMarker(ctx, ms, *m, last); err != nil {
+			t.Fatal(err)
+		}
+		s, err := cairn.Open(ctx, u, cairn.StoreOptions{Namespace: "bench_scale_300", TTL: scaleTTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		p := newPlan(300, m.T0)
+		ses := p.sessionAt(p.n - 1)
+		if err := s.Delete(ctx, ses.meta.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Create(ctx, ses.meta); err != nil {
+			t.Fatal(err)
+		}
+		res := runScale(t, u, 300, false, "")
+		if res.Fill.Action != "resumed" || res.Fill.Written != 300 {
+			t.Errorf("fill %+v, want the stopped fill of 300 sessions resumed", res.Fill)
+		}
+		checkScale(t, res, 300, false)
+		rec, err := s.Load(ctx, ses.meta.ID, 0)
+		if err != nil || len(rec.Events) != len(ses.events) {
+			t.Errorf("session left without its events: %v, %v", rec, err)
+		}
 	})
 	t.Run("refill", func(t *testing.T) {
 		res := runScale(t, u, 300, true, "")

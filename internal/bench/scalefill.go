@@ -174,8 +174,9 @@ func (c *fillClock) now() time.Time {
 }
 
 // fill writes sessions from..to-1 of p through s, whose clock is clock, 8
-// at a time. A session that is already there is left as it is (a top-up
-// after gc writes only what gc removed). report is told how many are
+// at a time. A session that is already there is left as it is, or given
+// its events if it has none (a top-up after gc writes only what gc
+// removed; a fill that was stopped goes on where it was). report is told how many are
 // done, about once a second.
 func fill(ctx context.Context, s cairn.Store, clock *fillClock, p plan, from, to int, report func(done int)) error {
 	var done atomic.Int64
@@ -223,10 +224,16 @@ func fill(ctx context.Context, s cairn.Store, clock *fillClock, p plan, from, to
 
 func writeSession(ctx context.Context, s cairn.Store, ses session) error {
 	err := s.Create(ctx, ses.meta)
-	if errors.Is(err, cairn.ErrExists) {
+	if errors.Is(err, cairn.ErrExists) && len(ses.events) > 0 {
+		// Written by an earlier fill, which may have stopped before the
+		// session's Append.
+		rec, err := s.Load(ctx, ses.meta.ID, 1<<62)
+		if err != nil || rec.Info.LastSeq > 0 {
+			return err
+		}
+	} else if errors.Is(err, cairn.ErrExists) {
 		return nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return fmt.Errorf("create %s: %w", ses.meta.ID, err)
 	}
 	if len(ses.events) > 0 {
@@ -250,7 +257,7 @@ type marker struct {
 
 // The states of a fill.
 const (
-	stateFilling  = "filling"  // being written: not to be reused
+	stateFilling  = "filling"  // being written: to be finished before it is used
 	stateComplete = "complete" // every session there
 	stateSwept    = "swept"    // a gc removed the expired sessions: they are to be written again
 )
