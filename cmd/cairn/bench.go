@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,9 +15,11 @@ import (
 
 func newBenchCmd(app *cli.App) *cobra.Command {
 	var (
-		stores []string
-		quick  bool
-		dir    string
+		stores   []string
+		quick    bool
+		dir      string
+		sessions string
+		refill   bool
 	)
 	c := &cobra.Command{
 		Use:   "bench",
@@ -29,9 +35,25 @@ With no --store it measures memory, and file and sqlite stores in a temporary
 folder, and PostgreSQL, Redis and MongoDB from CAIRN_TEST_POSTGRES,
 CAIRN_TEST_REDIS and CAIRN_TEST_MONGODB, or at their default local addresses
 when reachable. Each server store works in a namespace of its own, removed at
-the end. docs/PERFORMANCE.md describes the method.`,
+the end. docs/PERFORMANCE.md describes the method.
+
+With --sessions N (or N,M,… for several sizes), it measures instead what the
+commands cost in a store of N sessions: it fills each --store with N
+realistic sessions (4 events, ~1 KB each, over 30 days; mixed statuses; a
+tenth labelled, a tenth expired) in a namespace bench_scale_N, or reuses the
+fill already there, and times the first page of the list, status and label
+filters, the 20th page, show, a mistyped ID, a prefix, delete, and last gc
+of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
+		Example: `  cairn bench
+  cairn bench --sessions 10000,100000 --store sqlite:scale.db --store postgres://localhost/cairn`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
+			if sessions != "" {
+				return benchScale(c, app, stores, sessions, refill, quick, dir)
+			}
+			if refill {
+				return &cli.Error{Err: errors.New("--refill is for a scale benchmark"), Hint: "give --sessions N with it", Code: cli.ExitUsage}
+			}
 			opts := bench.Options{Stores: stores, Quick: quick, Dir: dir}
 			if cli.IsTerminal(app.Stderr) {
 				opts.Progress = func(step string) { fmt.Fprintf(app.Stderr, "\r\033[Kbench: %s…", step) }
@@ -53,5 +75,57 @@ the end. docs/PERFORMANCE.md describes the method.`,
 	f.StringArrayVar(&stores, "store", nil, "store URL to measure (repeat for several; default: every backend reachable)")
 	f.BoolVar(&quick, "quick", false, "fewer samples: a smoke check in well under two minutes")
 	f.StringVar(&dir, "dir", "", "folder for the file and sqlite stores (default: a temporary one, removed afterwards)")
+	f.StringVar(&sessions, "sessions", "", "measure the commands in stores of this many sessions (N, or N,M,… for several sizes; needs --store)")
+	f.BoolVar(&refill, "refill", false, "with --sessions: fill the stores again even where a fill of that size is there")
 	return c
+}
+
+// benchScale is `cairn bench --sessions`.
+func benchScale(c *cobra.Command, app *cli.App, stores []string, sessions string, refill, quick bool, dir string) error {
+	usage := func(err error, hint string) error { return &cli.Error{Err: err, Hint: hint, Code: cli.ExitUsage} }
+	if len(stores) == 0 {
+		return usage(errors.New("--sessions needs the stores to fill"), "give --store URL (repeat for several), e.g. --store sqlite:scale.db")
+	}
+	if dir != "" {
+		return usage(errors.New("--dir is not for --sessions"), "put the SQLite file where you want it in its --store URL")
+	}
+	sizes, err := parseSizes(sessions)
+	if err != nil {
+		return usage(err, "give --sessions 10000, or several sizes as 10000,100000")
+	}
+	opts := bench.ScaleOptions{Stores: stores, Sessions: sizes, Refill: refill}
+	if quick {
+		opts.Reps = 3
+	}
+	if cli.IsTerminal(app.Stderr) {
+		opts.Progress = func(step string) { fmt.Fprintf(app.Stderr, "\r\033[Kbench: %s…", step) }
+	} else {
+		opts.Log = func(line string) { fmt.Fprintf(app.Stderr, "bench: %s\n", line) }
+	}
+	rep, err := bench.RunScale(c.Context(), opts)
+	if opts.Progress != nil {
+		fmt.Fprint(app.Stderr, "\r\033[K")
+	}
+	if err != nil {
+		return cli.Fail(fmt.Errorf("bench: %w", err), "check the stores with `cairn doctor --store URL`")
+	}
+	if app.Flags.JSON {
+		return cli.WriteJSON(app.Stdout, rep)
+	}
+	return bench.WriteScaleTable(app.Stdout, rep)
+}
+
+// parseSizes parses --sessions: one number, or several separated by
+// commas, returned smallest first.
+func parseSizes(s string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 100 {
+			return nil, fmt.Errorf("--sessions %q: %q is not a number of sessions of 100 or more", s, f)
+		}
+		sizes = append(sizes, n)
+	}
+	slices.Sort(sizes)
+	return slices.Compact(sizes), nil
 }
