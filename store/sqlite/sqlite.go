@@ -69,6 +69,8 @@ type Store struct {
 	queue  commitQueue // appends waiting for the writer
 	damage damage      // what the store found damaged (errors.go)
 
+	afterSweepBatch func(n int) // tests: called after each committed batch
+
 	guard     driver.Guard
 	closeOnce sync.Once
 	closeErr  error

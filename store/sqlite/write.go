@@ -185,6 +185,9 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			return total, s.fail("sweep", "", err)
 		}
 		total += int(n)
+		if s.afterSweepBatch != nil {
+			s.afterSweepBatch(int(n))
+		}
 		if n < SweepBatch {
 			break
 		}
