@@ -24,6 +24,7 @@ var (
 // serialises every lease change and every fenced append of that session.
 type leaseStatements struct {
 	acquire, renew, release, current, held string
+	currents                               string // the live leases of many sessions
 	appendFenced, claim                    string
 	appendFencedOne                        string // of a single event
 }
@@ -60,6 +61,9 @@ func newLeaseStatements(schema string) leaseStatements {
 		release: "UPDATE " + sessions + " SET lease_holder = '', lease_expires = NULL" +
 			" WHERE id = $1 AND lease_token = $2 AND lease_holder <> '' AND " + liveSQL("$3") + " RETURNING id",
 		current: "SELECT lease_holder, lease_token, lease_expires FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		// $1 ids, $2 now.
+		currents: "SELECT id, lease_holder, lease_token, lease_expires FROM " + sessions +
+			" WHERE id = ANY($1::text[]) AND " + liveSQL("$2") + " AND lease_holder <> '' AND lease_expires > $2",
 		// Append's statement with the lease in the UPDATE's condition,
 		// and the lease read back to tell a lost lease from a conflict.
 		appendFenced:    appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", false) + fencedTail,
@@ -302,7 +306,33 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 	return l, nil
 }
 
-// CurrentLeases implements cairn.Leaser.
+// CurrentLeases implements cairn.Leaser: one statement, each session found
+// by its primary key.
 func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
-	return driver.CurrentLeases(ctx, s, ids)
+	for _, id := range ids {
+		if err := s.guard.Session(id); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]cairn.Lease{}
+	if len(ids) == 0 {
+		return out, s.guard.Check()
+	}
+	rows, err := s.pool.Query(ctx, s.leaseSQL().currents, ids, s.opts.Now().UTC())
+	if err != nil {
+		return nil, fmt.Errorf("leases: %w", translate(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var l cairn.Lease
+		if err := rows.Scan(&l.Session, &l.Holder, &l.Token, &l.Expires); err != nil {
+			return nil, fmt.Errorf("leases: %w", translate(err))
+		}
+		l.Expires = l.Expires.UTC()
+		out[l.Session] = l
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("leases: %w", translate(err))
+	}
+	return out, nil
 }

@@ -155,6 +155,7 @@ type statements struct {
 	appendOne        string // append of a single event
 	info, loadEvents string
 	del, sweep       string
+	countExpired     string
 }
 
 // appendSQL is the part of an append's statement before its final SELECT:
@@ -223,7 +224,14 @@ func newStatements(schema string) statements {
 		info: "SELECT " + infoColumns + " FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
 		loadEvents: "SELECT seq, envelope FROM " + events + " WHERE session_id = $1 AND seq >= $2" +
 			" AND seq <= (SELECT last_seq FROM " + sessions + " WHERE id = $1) ORDER BY seq",
-		del:   "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),
-		sweep: "DELETE FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
+		del: "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),
+		// $1 now, $2 the batch size: the batch's rows are locked first,
+		// skipping those another transaction holds; the foreign key's
+		// cascade deletes their events.
+		sweep: `WITH doomed AS (
+				SELECT id FROM ` + sessions + ` WHERE expires_at IS NOT NULL AND expires_at <= $1
+				ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+			DELETE FROM ` + sessions + ` AS s USING doomed WHERE s.id = doomed.id AND s.expires_at <= $1`,
+		countExpired: "SELECT count(*) FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,8 +109,8 @@ func scanInfo(row pgx.Row) (cairn.SessionInfo, error) {
 	return info, nil
 }
 
-// List implements cairn.Store. Filters, order and cursor are all in SQL,
-// served by the index on (updated_at DESC, id DESC). Times are kept to the
+// List implements cairn.Store. Filters, order and cursor are all in SQL
+// (see listQuery for the indexes that serve them). Times are kept to the
 // microsecond, PostgreSQL's precision.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
 	if err := s.guard.Check(); err != nil {
@@ -118,6 +119,9 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 	q, args, err := s.listQuery(opts)
 	if err != nil {
 		return nil, err
+	}
+	if q == "" {
+		return &cairn.ListPage{Sessions: []cairn.SessionInfo{}}, nil
 	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
@@ -145,7 +149,23 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 }
 
 // listQuery builds the SELECT of one List page: one row more than the page
-// size, to know whether another page follows.
+// size, to know whether another page follows; an empty query for a List
+// that matches nothing without asking. The indexes that serve it:
+//
+//   - a prefix: a range of the primary key (id >= prefix AND id < the
+//     prefix with its last byte incremented; the IDs' collation is "C", so
+//     bytewise);
+//   - labels: containment (labels @> …) through the GIN index;
+//   - one status: sessions_status_idx, already in List order;
+//   - several statuses: one such walk per status, each stopped after a
+//     page, merged (Merge Append). status = ANY(…) would read every
+//     session of those statuses and sort them when one of them is common,
+//     or walk sessions_updated_idx past every session of the others when
+//     they are rare;
+//   - otherwise sessions_updated_idx, in List order.
+//
+// Between a prefix or labels and a walk in List order the planner chooses
+// by the table's statistics.
 func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 	args := []any{s.opts.Now().UTC()}
 	arg := func(v any) string {
@@ -153,12 +173,12 @@ func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 		return "$" + strconv.Itoa(len(args))
 	}
 	where := []string{liveSQL("$1")}
-	if len(opts.Status) > 0 {
-		st := make([]string, len(opts.Status))
-		for i, x := range opts.Status {
-			st[i] = string(x)
+	if opts.Prefix != "" {
+		lo, hi, ok := driver.PrefixRange(opts.Prefix)
+		if !ok {
+			return "", nil, nil
 		}
-		where = append(where, "status = ANY("+arg(st)+"::text[])")
+		where = append(where, "id >= "+arg(lo)+"::text", "id < "+arg(hi)+"::text")
 	}
 	if len(opts.Labels) > 0 {
 		where = append(where, "labels @> "+arg(opts.Labels)+"::jsonb")
@@ -177,10 +197,25 @@ func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 		}
 		where = append(where, "(updated_at, id) < ("+arg(c.UpdatedAt)+"::timestamptz, "+arg(c.ID)+"::text)")
 	}
-	q := "SELECT " + infoColumns + " FROM " + s.sql.sessions +
-		" WHERE " + strings.Join(where, " AND ") +
-		" ORDER BY updated_at DESC, id DESC LIMIT " + arg(driver.PageSize(opts)+1)
-	return q, args, nil
+	limit := arg(driver.PageSize(opts) + 1)
+	order := " ORDER BY updated_at DESC, id DESC LIMIT " + limit
+	statuses := slices.Compact(slices.Sorted(slices.Values(opts.Status)))
+	if len(statuses) <= 1 {
+		if len(statuses) == 1 {
+			where = append(where, "status = "+arg(string(statuses[0]))+"::text")
+		}
+		return "SELECT " + infoColumns + " FROM " + s.sql.sessions + " WHERE " + strings.Join(where, " AND ") + order, args, nil
+	}
+	var q strings.Builder
+	for i, st := range statuses {
+		if i > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		q.WriteString("(SELECT " + infoColumns + " FROM " + s.sql.sessions + " WHERE status = " + arg(string(st)) +
+			"::text AND " + strings.Join(where, " AND ") + order + ")")
+	}
+	q.WriteString(order)
+	return q.String(), args, nil
 }
 
 // ceilMicro rounds t up to the microsecond, so that "strictly before" an

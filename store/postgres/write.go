@@ -153,19 +153,49 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
+// SweepBatch is how many expired sessions Sweep deletes in one
+// statement (its own transaction). Deleting a session deletes its events
+// through the foreign key's cascade, the larger part of the cost: a batch
+// of 4-event sessions takes a few milliseconds, and other transactions
+// never queue behind a long one.
+const SweepBatch = 256
+
 // Sweep implements cairn.Sweeper: it deletes every session of the namespace
-// whose TTL has passed on the store's clock, with its events, and returns
-// how many it deleted. Expired sessions are invisible without it; Sweep only
-// frees their space.
+// that had expired on the store's clock when it started, with its events,
+// SweepBatch sessions per transaction, and returns how many it deleted.
+// Expired sessions are invisible without it; Sweep only frees their space
+// (PostgreSQL's autovacuum reclaims it for reuse). If it fails part way,
+// it returns what it deleted so far with the error.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, s.sql.sweep, s.opts.Now().UTC())
-	if err != nil {
-		return 0, fmt.Errorf("sweep: %w", translate(err))
+	now := s.opts.Now().UTC()
+	total := 0
+	for {
+		tag, err := s.pool.Exec(ctx, s.sql.sweep, now, SweepBatch)
+		if err != nil {
+			return total, fmt.Errorf("sweep: %w", translate(err))
+		}
+		total += int(tag.RowsAffected())
+		if tag.RowsAffected() < SweepBatch {
+			return total, nil
+		}
 	}
-	return int(tag.RowsAffected()), nil
+}
+
+// CountExpired returns how many sessions of the namespace have expired on
+// the store's clock: what Sweep would delete now, counted through the
+// expiry index without deleting anything.
+func (s *Store) CountExpired(ctx context.Context) (int, error) {
+	if err := s.guard.Check(); err != nil {
+		return 0, err
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, s.sql.countExpired, s.opts.Now().UTC()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count expired: %w", translate(err))
+	}
+	return n, nil
 }
 
 // nullTime is nil (SQL NULL) for the zero time, t otherwise.

@@ -28,13 +28,47 @@
 //     expires_at as Unix nanoseconds (expires_at 0: never), status, steps,
 //     first_message, labels as a JSON object and last_seq — what List shows,
 //     kept up to date by every Append, so listing never replays a history.
-//     An index on (namespace, updated_at DESC, id DESC) serves List.
+//     Indexes on (namespace, updated_at DESC, id DESC) and (namespace,
+//     status, updated_at DESC, id DESC) serve List in its order; the
+//     primary key serves lookups by ID and List's Prefix (a range: id >=
+//     prefix AND id < the prefix with its last byte incremented, never
+//     LIKE); a partial index on (namespace, expires_at) serves Sweep.
+//   - session_labels, keyed by (namespace, session_id, key), with value:
+//     one row per label, written by Create with the session and erased
+//     with it, and an index on (namespace, key, value) that finds the
+//     sessions of a label. Migration 0003 made it, and filled it from the
+//     sessions already stored.
 //   - events, keyed by (namespace, session_id, seq): each event's JSON
 //     envelope {"v","seq","at","kind","run","data"}, with its data kept as
 //     it was appended, led by a checksum of itself (see Damage below).
 //
 // A namespace is a value of the namespace column: stores opened on one file
 // with different namespaces never see each other's sessions.
+//
+// # A large store
+//
+// Every List reads a number of rows bounded by its page or by what its
+// filters match, whatever the size of the namespace: a status walks its
+// range of the status index; several statuses walk one range each, merged;
+// a prefix or a label held by fewer than 10,000 sessions reads those and
+// sorts them, a more common one walks the namespace in List order and
+// stops once the page is full. Each connection has a 16 MiB page cache.
+// Measured at 200,000 sessions of 4 events: a status, a label or a prefix
+// with few or no matches answers in under a millisecond or two, as the
+// first page does.
+//
+// Sweep deletes expired sessions 64 per transaction, so other writers wait
+// for one short batch at most, not for the whole sweep. A database created
+// by this version has auto_vacuum=INCREMENTAL, and Sweep gives the pages it
+// freed back to the file system afterwards (PRAGMA incremental_vacuum, a
+// megabyte per step). A file created before keeps its free pages for
+// reuse, so it never grows for them but does not shrink either; to switch
+// it, run once, with no cairn process using the file:
+//
+//	sqlite3 .cairn/cairn.db 'PRAGMA auto_vacuum = INCREMENTAL; VACUUM;'
+//
+// VACUUM rewrites the whole file (it needs as much free disk again) and
+// holds the write lock while it runs.
 //
 // # Durability and concurrency
 //

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -208,7 +209,43 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	return nil
 }
 
-// CurrentLeases implements cairn.Leaser.
+// CurrentLeases implements cairn.Leaser: one query, the IDs passed as one
+// JSON array and each session read by its key.
 func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
-	return driver.CurrentLeases(ctx, s, ids)
+	for _, id := range ids {
+		if err := s.guard.Session(id); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]cairn.Lease{}
+	if len(ids) == 0 {
+		return out, s.guard.Check()
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("leases: %w", err)
+	}
+	now := nanos(s.opts.Now())
+	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_holder, lease_token, lease_expires FROM sessions
+		WHERE namespace = ? AND id IN (SELECT value FROM json_each(?)) AND (expires_at = 0 OR expires_at > ?)
+			AND lease_holder <> '' AND lease_expires > ?`, s.opts.Namespace, string(list), now, now)
+	if err != nil {
+		return nil, s.fail("leases", "", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			l   cairn.Lease
+			exp int64
+		)
+		if err := rows.Scan(&l.Session, &l.Holder, &l.Token, &exp); err != nil {
+			return nil, s.fail("leases", "", err)
+		}
+		l.Expires = fromNanos(exp)
+		out[l.Session] = l
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("leases", "", err)
+	}
+	return out, nil
 }

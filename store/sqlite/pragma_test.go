@@ -52,9 +52,15 @@ func TestOpen_Pragmas(t *testing.T) {
 			if got := pragma[int](t, s.w, "foreign_keys"); got != 1 {
 				t.Errorf("writer foreign_keys = %d, want 1", got)
 			}
+			if got := pragma[int](t, s.w, "auto_vacuum"); got != 2 {
+				t.Errorf("auto_vacuum of a new file = %d, want 2 (incremental)", got)
+			}
 			for name, db := range map[string]*sql.DB{"writer": s.w, "reader": s.r} {
 				if got := pragma[int](t, db, "cell_size_check"); got != 1 {
 					t.Errorf("%s cell_size_check = %d, want 1", name, got)
+				}
+				if got := pragma[int](t, db, "cache_size"); got != -16384 {
+					t.Errorf("%s cache_size = %d, want -16384 (16 MiB)", name, got)
 				}
 			}
 			if got, want := pragma[int64](t, s.w, "busy_timeout"), BusyTimeout.Milliseconds(); got != want {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -136,15 +137,20 @@ func scanInfo(row interface{ Scan(...any) error }) (cairn.SessionInfo, int64, er
 }
 
 // List implements cairn.Store. Filters, order, the cursor and the page
-// size are all applied by SQLite, using the (namespace, updated_at DESC,
-// id DESC) index; expired sessions are left out on the store's clock.
+// size are all applied by SQLite, through the indexes that keep the cost of
+// a page independent of the namespace's size (see listQuery); expired
+// sessions are left out on the store's clock.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
 	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
-	query, args, err := s.listQuery(opts)
+	page := &cairn.ListPage{Sessions: []cairn.SessionInfo{}}
+	query, args, err := s.listQuery(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, s.fail("list", "", err)
+	}
+	if query == "" {
+		return page, nil
 	}
 	n := driver.PageSize(opts)
 	rows, err := s.r.QueryContext(ctx, query, args...)
@@ -152,7 +158,6 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 		return nil, s.fail("list", "", err)
 	}
 	defer rows.Close()
-	page := &cairn.ListPage{Sessions: []cairn.SessionInfo{}}
 	for rows.Next() {
 		info, _, err := scanInfo(rows)
 		if d, ok := errors.AsType[*cairn.DamagedError](err); ok {
@@ -176,46 +181,114 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 	return page, nil
 }
 
-// listQuery builds List's query: one more row than the page holds, to tell
-// whether there is a next page.
-func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
-	var q strings.Builder
-	q.WriteString(`SELECT ` + infoColumns + `, expires_at FROM sessions
-		WHERE namespace = ? AND (expires_at = 0 OR expires_at > ?)`)
-	args := []any{s.opts.Namespace, nanos(s.opts.Now())}
-	if len(opts.Status) > 0 {
-		// A session this store found damaged has the status damaged,
-		// whatever its row says.
-		var damaged []any
-		for _, id := range s.damage.ids() {
-			damaged = append(damaged, id)
+// fewCandidates is the number of sessions under which a List with a
+// prefix or a label reads the sessions that have it and sorts them,
+// rather than walking the namespace in List order until a page is full.
+//
+// Reading M candidates costs M lookups and a sort of M rows; walking in
+// List order costs about page*N/M rows for N sessions (the walk stops
+// once a page is full), or all N when nothing matches. SQLite has no
+// statistics of ours to choose between them, so listQuery counts the
+// candidates first, up to this number (an index range, stopped there):
+// below it, reading them costs at most that many rows; at it or above,
+// walking costs at most page*N/fewCandidates rows, 10,000 at a million
+// sessions and the default page. The walk assumes the candidates are
+// spread over time; a label held only by old sessions costs more.
+var fewCandidates = 10000 // a variable for the tests of both plans
+
+// listSQL is a query being built: its text and arguments.
+type listSQL struct {
+	strings.Builder
+	args []any
+}
+
+func (q *listSQL) add(text string, args ...any) {
+	q.WriteString(text)
+	q.args = append(q.args, args...)
+}
+
+// in returns "(?, ?, …)" for n values.
+func in(n int) string { return "(?" + strings.Repeat(", ?", n-1) + ")" }
+
+// listQuery builds List's query, which reads one more row than the page
+// holds to tell whether there is a next page; an empty query for a List
+// that matches nothing without asking SQLite. Every plan it makes reads a
+// number of rows bounded by the page, or by what the filters match, never
+// by the namespace's size (the exception: a walk in List order while a
+// filter matches fewCandidates sessions or more; see there):
+//
+//   - a prefix with fewer than fewCandidates sessions: their range of the
+//     primary key (namespace, id), then a sort;
+//   - otherwise a label held by fewer than fewCandidates sessions: its
+//     range of session_labels_by_value, each session by its key, a sort;
+//   - otherwise, with one status: sessions_by_status, in List order;
+//   - with several: one such walk per status, each stopped after a page,
+//     merged (an IN list would read every session of the statuses and
+//     sort them, the whole namespace for a common status);
+//   - otherwise sessions_by_update, in List order.
+//
+// The other filters, the cursor and expiry are conditions on each row
+// read; labels are looked up by session_labels' key.
+func (s *Store) listQuery(ctx context.Context, opts cairn.ListOptions) (string, []any, error) {
+	var lo, hi string
+	if opts.Prefix != "" {
+		var ok bool
+		if lo, hi, ok = driver.PrefixRange(opts.Prefix); !ok {
+			return "", nil, nil
 		}
-		q.WriteString(` AND (status IN (?` + strings.Repeat(`, ?`, len(opts.Status)-1) + `)`)
-		for _, st := range opts.Status {
-			args = append(args, string(st))
+	}
+	keys := slices.Sorted(maps.Keys(opts.Labels))
+	// by: "prefix", a label key, or "" for a walk in List order.
+	by := ""
+	switch {
+	case opts.Prefix != "":
+		n, err := s.countUpTo(ctx, `SELECT 1 FROM sessions WHERE namespace = ? AND id >= ? AND id < ?`,
+			s.opts.Namespace, lo, hi)
+		if err != nil {
+			return "", nil, err
 		}
-		if len(damaged) > 0 {
-			in := `(?` + strings.Repeat(`, ?`, len(damaged)-1) + `)`
-			q.WriteString(` AND id NOT IN ` + in)
-			args = append(args, damaged...)
-			if slices.Contains(opts.Status, cairn.StatusDamaged) {
-				q.WriteString(` OR id IN ` + in)
-				args = append(args, damaged...)
+		if n < fewCandidates {
+			by = "prefix"
+			break
+		}
+		fallthrough
+	default:
+		least := fewCandidates
+		for _, k := range keys {
+			n, err := s.countUpTo(ctx, `SELECT 1 FROM session_labels WHERE namespace = ? AND key = ? AND value = ?`,
+				s.opts.Namespace, k, opts.Labels[k])
+			if err != nil {
+				return "", nil, err
+			}
+			if n < least {
+				by, least = k, n
 			}
 		}
-		q.WriteString(`)`)
 	}
-	for k, v := range opts.Labels {
-		q.WriteString(` AND EXISTS (SELECT 1 FROM json_each(labels) WHERE key = ? AND type = 'text' AND value = ?)`)
-		args = append(args, k, v)
+
+	// The conditions on a row, but for its status.
+	var where listSQL
+	where.add(` AND (s.expires_at = 0 OR s.expires_at > ?)`, nanos(s.opts.Now()))
+	if opts.Prefix != "" {
+		// Unary + keeps a walk in List order from trading its index for
+		// the primary key's range (and a sort of all of it).
+		plus := "+"
+		if by == "prefix" {
+			plus = ""
+		}
+		where.add(` AND `+plus+`s.id >= ? AND `+plus+`s.id < ?`, lo, hi)
+	}
+	for _, k := range keys {
+		if k != by {
+			where.add(` AND EXISTS (SELECT 1 FROM session_labels AS l WHERE l.namespace = s.namespace
+				AND l.session_id = s.id AND l.key = ? AND l.value = ?)`, k, opts.Labels[k])
+		}
 	}
 	if !opts.UpdatedAfter.IsZero() {
-		q.WriteString(` AND updated_at > ?`)
-		args = append(args, nanos(opts.UpdatedAfter))
+		where.add(` AND s.updated_at > ?`, nanos(opts.UpdatedAfter))
 	}
 	if !opts.UpdatedBefore.IsZero() {
-		q.WriteString(` AND updated_at < ?`)
-		args = append(args, nanos(opts.UpdatedBefore))
+		where.add(` AND s.updated_at < ?`, nanos(opts.UpdatedBefore))
 	}
 	if opts.Cursor != "" {
 		c, err := driver.ParseCursor(opts.Cursor)
@@ -223,10 +296,99 @@ func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 			return "", nil, err
 		}
 		at := nanos(c.UpdatedAt)
-		q.WriteString(` AND updated_at <= ? AND (updated_at < ? OR id < ?)`)
-		args = append(args, at, at, c.ID)
+		where.add(` AND s.updated_at <= ? AND (s.updated_at < ? OR s.id < ?)`, at, at, c.ID)
 	}
-	q.WriteString(` ORDER BY updated_at DESC, id DESC LIMIT ?`)
-	args = append(args, driver.PageSize(opts)+1)
-	return q.String(), args, nil
+	limit := driver.PageSize(opts) + 1
+	const order = ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+
+	// A session this store found damaged has the status damaged, whatever
+	// its row says.
+	var damaged []any
+	if len(opts.Status) > 0 {
+		for _, id := range s.damage.ids() {
+			damaged = append(damaged, id)
+		}
+	}
+	var q listSQL
+	switch {
+	case by != "":
+		// NOT INDEXED: the sessions are read by their key (the table's
+		// own b-tree), not walked through an index in List order.
+		if by == "prefix" {
+			q.add(`SELECT `+sessionColumns+` FROM sessions AS s NOT INDEXED WHERE s.namespace = ?`, s.opts.Namespace)
+		} else {
+			q.add(`SELECT `+sessionColumns+` FROM session_labels AS d CROSS JOIN sessions AS s NOT INDEXED
+				WHERE d.namespace = ? AND d.key = ? AND d.value = ? AND s.namespace = d.namespace AND s.id = d.session_id`,
+				s.opts.Namespace, by, opts.Labels[by])
+		}
+		if len(opts.Status) > 0 {
+			q.add(` AND (s.status IN `+in(len(opts.Status)), statusArgs(opts.Status)...)
+			if len(damaged) > 0 {
+				q.add(` AND s.id NOT IN `+in(len(damaged)), damaged...)
+				if slices.Contains(opts.Status, cairn.StatusDamaged) {
+					q.add(` OR s.id IN `+in(len(damaged)), damaged...)
+				}
+			}
+			q.add(`)`)
+		}
+		q.add(where.String(), where.args...)
+		q.add(order, limit)
+	case len(opts.Status) == 0:
+		q.add(`SELECT `+sessionColumns+` FROM sessions AS s WHERE s.namespace = ?`, s.opts.Namespace)
+		q.add(where.String(), where.args...)
+		q.add(order, limit)
+	default:
+		// One arm per status, each in List order and cut at a page.
+		var arms []listSQL
+		for _, st := range slices.Compact(slices.Sorted(slices.Values(opts.Status))) {
+			var a listSQL
+			a.add(`SELECT `+sessionColumns+` FROM sessions AS s WHERE s.namespace = ? AND s.status = ?`,
+				s.opts.Namespace, string(st))
+			if len(damaged) > 0 {
+				a.add(` AND s.id NOT IN `+in(len(damaged)), damaged...)
+			}
+			arms = append(arms, a)
+		}
+		if len(damaged) > 0 && slices.Contains(opts.Status, cairn.StatusDamaged) {
+			var a listSQL
+			a.add(`SELECT `+sessionColumns+` FROM sessions AS s WHERE s.namespace = ? AND s.id IN `+in(len(damaged)),
+				append([]any{s.opts.Namespace}, damaged...)...)
+			arms = append(arms, a)
+		}
+		if len(arms) == 1 {
+			q.add(arms[0].String(), arms[0].args...)
+			q.add(where.String(), where.args...)
+			q.add(order, limit)
+			break
+		}
+		for i, a := range arms {
+			if i > 0 {
+				q.WriteString(` UNION ALL `)
+			}
+			q.add(`SELECT * FROM (`+a.String(), a.args...)
+			q.add(where.String(), where.args...)
+			q.add(order+`)`, limit)
+		}
+		q.add(order, limit)
+	}
+	return q.String(), q.args, nil
+}
+
+// sessionColumns are infoColumns and expires_at of the sessions table as s,
+// in scanInfo's order.
+const sessionColumns = `s.id, s.created_at, s.updated_at, s.status, s.steps, s.first_message, s.labels, s.last_seq, s.expires_at`
+
+func statusArgs(sts []cairn.Status) []any {
+	out := make([]any, len(sts))
+	for i, st := range sts {
+		out[i] = string(st)
+	}
+	return out
+}
+
+// countUpTo counts the rows query returns, stopping at fewCandidates.
+func (s *Store) countUpTo(ctx context.Context, query string, args ...any) (int, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+query+` LIMIT ?)`, append(args, fewCandidates)...).Scan(&n)
+	return n, err
 }

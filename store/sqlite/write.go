@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
@@ -47,6 +48,11 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 			VALUES (?, ?, ?, ?, ?, ?, 0, '', ?, 0)`,
 			s.opts.Namespace, meta.ID, nanos(created), nanos(now), nanos(s.opts.ExpiresAt(now)),
 			string(cairn.StatusNew), string(labels))
+		if err != nil || len(meta.Labels) == 0 {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO session_labels (namespace, session_id, key, value)
+			SELECT ?, ?, key, value FROM json_each(?)`, s.opts.Namespace, meta.ID, string(labels))
 		return err
 	})
 	return s.fail("create", meta.ID, err)
@@ -118,42 +124,133 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // ErrNotFound.
 var errExpiredErased = errors.New("expired session erased")
 
-// erase deletes a session's events and row inside tx.
+// erase deletes a session's events, labels and row inside tx.
 func (s *Store) erase(ctx context.Context, tx *sql.Tx, id string) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE namespace = ? AND session_id = ?`,
-		s.opts.Namespace, id); err != nil {
-		return err
+	for _, q := range []string{
+		`DELETE FROM events WHERE namespace = ? AND session_id = ?`,
+		`DELETE FROM session_labels WHERE namespace = ? AND session_id = ?`,
+		`DELETE FROM sessions WHERE namespace = ? AND id = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, s.opts.Namespace, id); err != nil {
+			return err
+		}
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE namespace = ? AND id = ?`, s.opts.Namespace, id)
-	return err
+	return nil
 }
 
-// Sweep implements cairn.Sweeper: it deletes every expired session of the
-// namespace, with its events, in one transaction and returns how many.
+// SweepBatch is how many expired sessions Sweep deletes in one
+// transaction. Deleting a batch of 4-event sessions takes a few
+// milliseconds (256 took 20 ms and more, measured at 200,000 sessions), so
+// the writers of other sessions wait no longer than that and a commit.
+const SweepBatch = 64
+
+// expiredSQL selects the IDs of a batch of the namespace's expired
+// sessions, through sessions_by_expiry; ?1 namespace, ?2 now, ?3 the
+// batch size.
+const expiredSQL = `SELECT id FROM sessions WHERE namespace = ?1 AND expires_at > 0 AND expires_at <= ?2
+	ORDER BY expires_at LIMIT ?3`
+
+// Sweep implements cairn.Sweeper: it deletes every session of the
+// namespace that had expired when it started, with its events and labels,
+// SweepBatch sessions per transaction, and returns how many it deleted.
+// Between batches other writers take their turn. When it deleted any, it
+// gives the freed pages back to the file system (see incrementalVacuum).
+// If it fails part way, it returns what it deleted so far with the error.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
-	var n int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		now := nanos(s.opts.Now())
-		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE namespace = ? AND session_id IN
-			(SELECT id FROM sessions WHERE namespace = ? AND expires_at > 0 AND expires_at <= ?)`,
-			s.opts.Namespace, s.opts.Namespace, now); err != nil {
+	now := nanos(s.opts.Now())
+	total := 0
+	for {
+		var n int64
+		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+			for _, q := range []string{
+				`DELETE FROM events WHERE namespace = ?1 AND session_id IN (` + expiredSQL + `)`,
+				`DELETE FROM session_labels WHERE namespace = ?1 AND session_id IN (` + expiredSQL + `)`,
+			} {
+				if _, err := tx.ExecContext(ctx, q, s.opts.Namespace, now, SweepBatch); err != nil {
+					return err
+				}
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE namespace = ?1 AND id IN (`+expiredSQL+`)`,
+				s.opts.Namespace, now, SweepBatch)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return total, s.fail("sweep", "", err)
+		}
+		total += int(n)
+		if s.afterSweepBatch != nil {
+			s.afterSweepBatch(int(n))
+		}
+		if n < SweepBatch {
+			break
+		}
+	}
+	if total > 0 {
+		if err := s.incrementalVacuum(ctx); err != nil {
+			return total, s.fail("sweep: give back free pages", "", err)
+		}
+	}
+	return total, nil
+}
+
+// vacuumStep is how many free pages one incremental_vacuum step gives
+// back: 1 MiB of the default 4 KiB pages, a few milliseconds of writing.
+const vacuumStep = 256
+
+// incrementalVacuum gives the database's free pages back to the file
+// system, vacuumStep pages per transaction, so that other writers wait
+// only for one step. It does nothing to a file whose auto_vacuum is not
+// incremental (a file made before cairn set it, until a VACUUM; see the
+// package documentation), where free pages stay in the file for reuse.
+func (s *Store) incrementalVacuum(ctx context.Context) error {
+	for last := int64(-1); ; {
+		var mode, free int64
+		if err := s.w.QueryRowContext(ctx, `SELECT auto_vacuum FROM pragma_auto_vacuum`).Scan(&mode); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE namespace = ? AND expires_at > 0 AND expires_at <= ?`,
-			s.opts.Namespace, now)
+		if err := s.w.QueryRowContext(ctx, `SELECT freelist_count FROM pragma_freelist_count`).Scan(&free); err != nil {
+			return err
+		}
+		if mode != 2 || free == 0 || free == last {
+			return nil // nothing (more) to give back
+		}
+		last = free
+		if err := s.fileWritable(); err != nil {
+			return err
+		}
+		rows, err := s.w.QueryContext(ctx, `PRAGMA incremental_vacuum(`+strconv.Itoa(vacuumStep)+`)`)
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return 0, s.fail("sweep", "", err)
+		for rows.Next() {
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
 	}
-	return int(n), nil
+}
+
+// CountExpired returns how many sessions of the namespace have expired on
+// the store's clock: what Sweep would delete now, counted through the
+// expiry index without deleting anything.
+func (s *Store) CountExpired(ctx context.Context) (int, error) {
+	if err := s.guard.Check(); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE namespace = ? AND expires_at > 0 AND expires_at <= ?`,
+		s.opts.Namespace, nanos(s.opts.Now())).Scan(&n)
+	if err != nil {
+		return 0, s.fail("count expired", "", err)
+	}
+	return n, nil
 }
 
 // envelopes returns the events' envelopes as stored: each as

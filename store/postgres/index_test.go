@@ -1,0 +1,199 @@
+package postgres_test
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/postgres"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+// fillSQL adds $1 sessions with four events each, in one statement per
+// table: a first message of 400 bytes (a table of some megabytes, where
+// reading it all costs the planner more than an index), statuses mostly completed (one in 10,000 awaiting approval),
+// labels env (two values) and team (1,000 values); the first $2 have
+// expired at $3.
+const fillSQL = `INSERT INTO %[1]s.sessions (id, created_at, updated_at, expires_at, status, steps, first_message, labels, last_seq)
+	SELECT 's-' || lpad(i::text, 6, '0'), t, t, CASE WHEN i < $2 THEN $3::timestamptz END,
+		CASE WHEN i %% 10000 = 7 THEN 'awaiting_approval' WHEN i %% 10 = 9 THEN 'failed' ELSE 'completed' END, 2, repeat('q', 400),
+		jsonb_build_object('env', CASE WHEN i %% 2 = 0 THEN 'prod' ELSE 'dev' END, 'team', 't' || (i %% 1000)), 4
+	FROM generate_series(0, $1::int - 1) AS i, LATERAL (SELECT timestamptz '2026-01-01 00:00:00+00' + i * interval '1 second' AS t) AS x;
+INSERT INTO %[1]s.events (session_id, seq, envelope)
+	SELECT id, seq, convert_to('{"v":1,"seq":' || seq || '}', 'UTF8') FROM %[1]s.sessions, generate_series(1, 4) AS seq;
+ANALYZE %[1]s.sessions`
+
+func fill(t *testing.T, s *postgres.Store, n, expired int, at time.Time) {
+	t.Helper()
+	q := strings.ReplaceAll(fillSQL, "%[1]s", pgx.Identifier{s.Schema()}.Sanitize())
+	q = strings.ReplaceAll(q, "%%", "%")
+	for _, stmt := range strings.Split(q, ";\n") {
+		var args []any
+		if strings.Contains(stmt, "$3") {
+			args = []any{n, expired, at}
+		}
+		if _, err := s.Pool().Exec(t.Context(), stmt, args...); err != nil {
+			t.Fatalf("fill: %v", err)
+		}
+	}
+}
+
+// explain returns PostgreSQL's plan for query, one line per step.
+func explain(t *testing.T, s *postgres.Store, query string, args ...any) string {
+	t.Helper()
+	rows, err := s.Pool().Query(t.Context(), "EXPLAIN "+query, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN %s: %v", query, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestList_IndexPlans: on a table of 20,000 sessions with its statistics
+// (enough for the planner to weigh an index against reading the table;
+// enable_seqscan stays on), a List by prefix, status or label and the
+// lookups by ID read through an index, never a sequential scan of the
+// sessions.
+func TestList_IndexPlans(t *testing.T) {
+	s := open(t, cairn.StoreOptions{})
+	fill(t, s, 20000, 0, time.Time{})
+	sessions := pgx.Identifier{s.Schema(), "sessions"}.Sanitize()
+	cases := []struct {
+		name string
+		opts cairn.ListOptions
+	}{
+		{"prefix", cairn.ListOptions{Prefix: "s-0123"}},
+		{"missing prefix", cairn.ListOptions{Prefix: "zz"}},
+		{"rare status", cairn.ListOptions{Status: []cairn.Status{cairn.StatusAwaiting}}},
+		{"missing status", cairn.ListOptions{Status: []cairn.Status{cairn.StatusRunning}}},
+		{"statuses", cairn.ListOptions{Status: []cairn.Status{cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusAwaiting}}},
+		{"label", cairn.ListOptions{Labels: map[string]string{"team": "t7"}}},
+		{"missing label", cairn.ListOptions{Labels: map[string]string{"team": "none"}}},
+		{"status and label", cairn.ListOptions{Status: []cairn.Status{cairn.StatusFailed}, Labels: map[string]string{"team": "t9"}}},
+	}
+	for _, c := range cases {
+		q, args, err := s.ListQuery(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := explain(t, s, q, args...)
+		if strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "Index") {
+			t.Errorf("%s: the plan reads the table, not an index:\n%s", c.name, plan)
+		}
+	}
+	for name, q := range map[string]string{
+		"missing ID":    "SELECT * FROM " + sessions + " WHERE id = 'no-such-session'",
+		"leases":        "SELECT * FROM " + sessions + " WHERE id = ANY('{s-000001,s-000002}'::text[]) AND lease_holder <> ''",
+		"count expired": "SELECT count(*) FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= now()",
+	} {
+		if plan := explain(t, s, q); strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s: the plan reads the table, not an index:\n%s", name, plan)
+		}
+	}
+	// The pages are List's all the same.
+	p, err := s.List(t.Context(), cairn.ListOptions{Status: []cairn.Status{cairn.StatusAwaiting, cairn.StatusFailed}, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, i := range p.Sessions {
+		got = append(got, i.ID+":"+string(i.Status))
+	}
+	if want := []string{"s-019999:failed", "s-019989:failed", "s-019979:failed"}; !slices.Equal(got, want) {
+		t.Errorf("List(awaiting, failed) = %v, want %v", got, want)
+	}
+}
+
+// TestMigrate_LabelsFrom0002: a namespace at schema version 2 holding
+// labelled sessions migrates, and its labels filter List afterwards.
+func TestMigrate_LabelsFrom0002(t *testing.T) {
+	ns := "t_" + strings.ToLower(t.Name()[:8]) + "_old"
+	dropSchemaLater(t, ns)
+	schema := pgx.Identifier{postgres.Schema(ns)}.Sanitize()
+	pool := adminPool(t)
+	stmts := []string{"CREATE SCHEMA " + schema, "SET search_path TO " + schema,
+		"CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"}
+	for _, f := range []string{"0001_init.sql", "0002_leases.sql"} {
+		b, err := os.ReadFile("migrations/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(b), "INSERT INTO schema_migrations (version, name) VALUES ("+f[3:4]+", '"+f+"')")
+	}
+	stmts = append(stmts, `INSERT INTO sessions (id, created_at, updated_at, status, labels) VALUES
+		('a', now(), now() - interval '3 s', 'new', '{"team":"x","env":"prod"}'),
+		('b', now(), now() - interval '2 s', 'new', '{"team":"y"}'),
+		('c', now(), now() - interval '1 s', 'new', '{"team":"x"}')`)
+	conn, err := pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, q := range stmts {
+		if _, err := conn.Exec(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := conn.Exec(t.Context(), "RESET search_path"); err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, cairn.StoreOptions{Namespace: ns})
+	if got := readMigrations(t, postgres.Schema(ns)); len(got) != migrationCount(t) {
+		t.Fatalf("after Open the schema has %d migrations, want %d", len(got), migrationCount(t))
+	}
+	for _, c := range []struct {
+		labels map[string]string
+		want   []string
+	}{
+		{map[string]string{"team": "x"}, []string{"c", "a"}},
+		{map[string]string{"team": "x", "env": "prod"}, []string{"a"}},
+		{map[string]string{"team": "z"}, nil},
+	} {
+		p, err := s.List(t.Context(), cairn.ListOptions{Labels: c.labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, i := range p.Sessions {
+			got = append(got, i.ID)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("List(%v) after migrating = %v, want %v", c.labels, got, c.want)
+		}
+	}
+}
+
+// TestStore_SweepMany: Sweep deletes many expired sessions, more than a
+// few batches, with their events, keeps the live ones, and CountExpired
+// counts them before and none after.
+func TestStore_SweepMany(t *testing.T) {
+	clock := storetest.NewClock()
+	s := open(t, cairn.StoreOptions{TTL: time.Hour, Now: clock.Now})
+	expired := 4*postgres.SweepBatch + 3
+	fill(t, s, expired+10, expired, clock.Now().Add(-time.Minute))
+	if n, err := s.CountExpired(t.Context()); err != nil || n != expired {
+		t.Fatalf("CountExpired = %d, %v; want %d", n, err, expired)
+	}
+	n, err := s.Sweep(t.Context())
+	if err != nil || n != expired {
+		t.Fatalf("Sweep = %d, %v; want %d", n, err, expired)
+	}
+	if n, err := s.CountExpired(t.Context()); err != nil || n != 0 {
+		t.Errorf("CountExpired after Sweep = %d, %v; want 0", n, err)
+	}
+	var sessions, events int
+	err = s.Pool().QueryRow(t.Context(), "SELECT (SELECT count(*) FROM "+pgx.Identifier{s.Schema(), "sessions"}.Sanitize()+
+		"), (SELECT count(*) FROM "+pgx.Identifier{s.Schema(), "events"}.Sanitize()+")").Scan(&sessions, &events)
+	if err != nil || sessions != 10 || events != 40 {
+		t.Errorf("after Sweep: %d sessions and %d events (%v), want the 10 live ones and their 40", sessions, events, err)
+	}
+}
