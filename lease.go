@@ -70,7 +70,7 @@ type Leaser interface {
 	// CurrentLeases returns the live leases of those of ids that have
 	// one, keyed by session ID, in one round trip where the backend
 	// allows (a page of List and its holders, as `cairn sessions list`
-	// shows them). A session that is missing or has no live lease is
+	// shows them). A session that is missing, damaged or has no live lease is
 	// absent from the map; that is not an error.
 	CurrentLeases(ctx context.Context, ids []string) (map[string]Lease, error)
 
