@@ -99,4 +99,3 @@ func shortIDs(ids []string) map[string]string {
 	}
 	return out
 }
-
