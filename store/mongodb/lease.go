@@ -11,7 +11,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/driver"
 )
 
 var _ cairn.Leaser = (*Store)(nil)
@@ -387,7 +386,67 @@ func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64, doc
 	return s.onDuplicate(ctx, id, expectSeq, docs)
 }
 
-// CurrentLeases implements cairn.Leaser.
-func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
-	return driver.CurrentLeases(ctx, s, ids)
+// CurrentLeases implements cairn.Leaser with two queries whatever the
+// number of IDs: the live sessions of ids, with the token of their latest
+// lease (lease_token), from the _id index; then, with one $or of a branch
+// per session served by the (session, seq) index, their lease documents
+// from that token on (the latest, and any newer one whose acquirer has not
+// recorded its token yet). Each session's lease is its latest document, as
+// CurrentLease reads it.
+func (s *Store) CurrentLeases(ctx context.Context, ids []string) (_ map[string]cairn.Lease, err error) {
+	defer unavailable(&err)
+	for _, id := range ids {
+		if err := s.guard.Session(id); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[string]cairn.Lease, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	now := s.now()
+	in := bson.A{}
+	for _, id := range ids {
+		in = append(in, id)
+	}
+	cur, err := s.sessions.Find(ctx, append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, live(now)...),
+		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "lease_token", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("leases of %d sessions: %w", len(ids), err)
+	}
+	var docs []struct {
+		ID    string `bson:"_id"`
+		Token int64  `bson:"lease_token"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("leases of %d sessions: %w", len(ids), err)
+	}
+	if len(docs) == 0 {
+		return out, nil
+	}
+	or := bson.A{}
+	for _, d := range docs {
+		or = append(or, bson.D{{Key: "session", Value: d.ID}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: 0}}},
+			{Key: "lease_token", Value: bson.D{{Key: "$gte", Value: d.Token}}}})
+	}
+	cur, err = s.events.Find(ctx, bson.D{{Key: "$or", Value: or}})
+	if err != nil {
+		return nil, fmt.Errorf("leases of %d sessions: %w", len(ids), err)
+	}
+	var leases []leaseDoc
+	if err := cur.All(ctx, &leases); err != nil {
+		return nil, fmt.Errorf("leases of %d sessions: %w", len(ids), err)
+	}
+	latest := map[string]leaseDoc{}
+	for _, l := range leases {
+		if prev, ok := latest[l.Session]; !ok || l.Seq < prev.Seq {
+			latest[l.Session] = l
+		}
+	}
+	for id, l := range latest {
+		if !l.Released && l.Expires > now.UnixNano() {
+			out[id] = cairn.Lease{Session: id, Holder: l.Holder, Token: l.Token, Expires: time.Unix(0, l.Expires).UTC()}
+		}
+	}
+	return out, nil
 }

@@ -113,14 +113,26 @@ func (s *Store) find(ctx context.Context, id string) (*sessionDoc, error) {
 }
 
 // List implements cairn.Store. Filters, order and cursor are all part of
-// the query, which the (updated_ns desc, _id desc) index serves.
+// the query. On MongoDB an index serves each: (updated_ns desc, _id desc)
+// the order, (status, updated_ns desc, _id desc) a status filter, the
+// multikey (labels, updated_ns desc, _id desc) a label filter, and the
+// _id index a prefix (a range of IDs). One status and the first label are
+// plain equalities at the top of the filter, the form FerretDB hands to
+// its backend, which then returns only the matching documents.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.ListPage, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
 	filter := live(s.now())
-	if len(opts.Status) > 0 {
+	if opts.Prefix != "" {
+		filter = append(filter, bson.E{Key: "_id", Value: prefixRange(opts.Prefix)})
+	}
+	switch len(opts.Status) {
+	case 0:
+	case 1:
+		filter = append(filter, bson.E{Key: "status", Value: string(opts.Status[0])})
+	default:
 		st := bson.A{}
 		for _, x := range opts.Status {
 			st = append(st, string(x))
@@ -128,8 +140,12 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.List
 		filter = append(filter, bson.E{Key: "status", Value: bson.D{{Key: "$in", Value: st}}})
 	}
 	var and bson.A
-	for k, v := range opts.Labels {
-		and = append(and, bson.D{{Key: "labels", Value: labelPair(k, v)}})
+	for i, pair := range encodeLabels(opts.Labels) {
+		if i == 0 {
+			filter = append(filter, bson.E{Key: "labels", Value: pair})
+		} else {
+			and = append(and, bson.D{{Key: "labels", Value: pair}})
+		}
 	}
 	updated := bson.D{}
 	if !opts.UpdatedAfter.IsZero() {
@@ -175,4 +191,12 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.List
 		page.Next = driver.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.Encode()
 	}
 	return page, nil
+}
+
+// prefixRange matches the IDs that start with prefix: those from prefix up
+// to, not including, prefix followed by a character above every character
+// an ID may hold (IDs are ASCII letters, digits, _ and -, and strings
+// compare by their bytes).
+func prefixRange(prefix string) bson.D {
+	return bson.D{{Key: "$gte", Value: prefix}, {Key: "$lt", Value: prefix + "\x7f"}}
 }

@@ -300,11 +300,22 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 	})
 }
 
+// sweepBatch is how many sessions Sweep reads at a time. Each is erased on
+// its own (no transaction spans two sessions), so no writer waits for the
+// sweep.
+const sweepBatch = 100
+
+// expiredFilter matches the committed sessions that have expired at now
+// (Unix ns); on MongoDB the expires_ns index serves it.
+func expiredFilter(now int64) bson.D {
+	return bson.D{{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: 0}}}, {Key: "expires_ns", Value: bson.D{{Key: "$lte", Value: now}}}}
+}
+
 // Sweep implements cairn.Sweeper. It erases every expired session of the
-// namespace and returns how many; it also finishes Creates and Deletes
-// that were interrupted more than StaleAfter ago, and removes event
-// documents older than StaleAfter whose session document is gone (left by
-// a crash, or by the server's TTL index on MongoDB).
+// namespace, sweepBatch at a time, and returns how many; it also finishes
+// Creates and Deletes that were interrupted more than StaleAfter ago, and
+// removes event documents older than StaleAfter whose session document is
+// gone (left by a crash, or by the server's TTL index on MongoDB).
 func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Check(); err != nil {
@@ -312,29 +323,42 @@ func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
 	}
 	now := s.now().UnixNano()
 	stale := bson.NewDateTimeFromTime(time.Now().Add(-StaleAfter))
-	expired := bson.D{{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: 0}}}, {Key: "expires_ns", Value: bson.D{{Key: "$lte", Value: now}}}}
+	expired := expiredFilter(now)
 	abandoned := bson.D{{Key: "last_seq", Value: bson.D{{Key: "$lt", Value: 0}}}, {Key: "busy_since", Value: bson.D{{Key: "$lt", Value: stale}}}}
-	cur, err := s.sessions.Find(ctx, bson.D{{Key: "$or", Value: bson.A{expired, abandoned}}},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "last_seq", Value: 1}}))
-	if err != nil {
-		return 0, fmt.Errorf("sweep: %w", err)
-	}
-	var docs []sessionDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return 0, fmt.Errorf("sweep: %w", err)
-	}
 	n := 0
-	for _, d := range docs {
-		cond := expired
-		if d.LastSeq < 0 {
-			cond = abandoned
+	skip := bson.A{} // sessions a batch could not erase (changed meanwhile): not read again
+	for {
+		filter := bson.D{{Key: "$or", Value: bson.A{expired, abandoned}}}
+		if len(skip) > 0 {
+			filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$nin", Value: skip}}})
 		}
-		ok, err := s.erase(ctx, d.ID, cond)
+		cur, err := s.sessions.Find(ctx, filter,
+			options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "last_seq", Value: 1}}).SetLimit(sweepBatch))
 		if err != nil {
-			return n, fmt.Errorf("sweep %s: %w", d.ID, err)
+			return n, fmt.Errorf("sweep: %w", err)
 		}
-		if ok && d.LastSeq >= 0 {
-			n++
+		var docs []sessionDoc
+		if err := cur.All(ctx, &docs); err != nil {
+			return n, fmt.Errorf("sweep: %w", err)
+		}
+		for _, d := range docs {
+			cond := expired
+			if d.LastSeq < 0 {
+				cond = abandoned
+			}
+			ok, err := s.erase(ctx, d.ID, cond)
+			if err != nil {
+				return n, fmt.Errorf("sweep %s: %w", d.ID, err)
+			}
+			switch {
+			case !ok:
+				skip = append(skip, d.ID)
+			case d.LastSeq >= 0:
+				n++
+			}
+		}
+		if len(docs) < sweepBatch {
+			break
 		}
 	}
 	if err := s.sweepOrphans(ctx, stale); err != nil {
@@ -345,6 +369,21 @@ func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
 		return n, fmt.Errorf("sweep: %w", err)
 	}
 	return n, nil
+}
+
+// CountExpired counts the sessions that Sweep would erase now as expired:
+// one count of the committed session documents whose expiry has passed
+// (on MongoDB from the expires_ns index). It removes nothing.
+func (s *Store) CountExpired(ctx context.Context) (_ int, err error) {
+	defer unavailable(&err)
+	if err := s.guard.Check(); err != nil {
+		return 0, err
+	}
+	n, err := s.sessions.CountDocuments(ctx, expiredFilter(s.now().UnixNano()))
+	if err != nil {
+		return 0, fmt.Errorf("count expired: %w", err)
+	}
+	return int(n), nil
 }
 
 // sweepOrphans removes event documents written before stale whose session

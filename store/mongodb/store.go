@@ -139,8 +139,13 @@ func databaseName(uri string) (string, error) {
 }
 
 // ensureIndexes creates the indexes the store relies on: (session, seq)
-// unique on the events, (updated_ns desc, _id desc) for List and (status,
-// created_ns, _id) for ClaimNext on the sessions. A TTL index on
+// unique on the events; on the sessions (updated_ns desc, _id desc) for
+// List, (status, updated_ns desc, _id desc) and (labels, updated_ns desc,
+// _id desc) for its filters, (status, created_ns, _id) for ClaimNext and
+// expires_ns for Sweep. Creating an index that exists is a no-op, so a
+// namespace written by an earlier version gets the new ones at its next
+// Open (the server builds them from the documents: labels were always
+// stored as an array of "[key, value]" strings). A TTL index on
 // the sessions' expires_at is attempted; a server that refuses it (such as
 // FerretDB) leaves expiry to read filters and Sweep.
 func (s *Store) ensureIndexes(ctx context.Context) error {
@@ -158,12 +163,22 @@ func (s *Store) ensureIndexes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create index on %s: %w", s.sessions.Name(), err)
 	}
-	_, err = s.sessions.Indexes().CreateOne(ctx, mongo.IndexModel{
+	for _, m := range []mongo.IndexModel{{
 		Keys:    bson.D{{Key: "status", Value: 1}, {Key: "created_ns", Value: 1}, {Key: "_id", Value: 1}},
 		Options: options.Index().SetName("status_created_id"),
-	})
-	if err != nil {
-		return fmt.Errorf("create index on %s: %w", s.sessions.Name(), err)
+	}, {
+		Keys:    bson.D{{Key: "status", Value: 1}, {Key: "updated_ns", Value: -1}, {Key: "_id", Value: -1}},
+		Options: options.Index().SetName("status_updated_id"),
+	}, {
+		Keys:    bson.D{{Key: "labels", Value: 1}, {Key: "updated_ns", Value: -1}, {Key: "_id", Value: -1}},
+		Options: options.Index().SetName("labels_updated_id"),
+	}, {
+		Keys:    bson.D{{Key: "expires_ns", Value: 1}},
+		Options: options.Index().SetName("expires_ns"),
+	}} {
+		if _, err := s.sessions.Indexes().CreateOne(ctx, m); err != nil {
+			return fmt.Errorf("create index on %s: %w", s.sessions.Name(), err)
+		}
 	}
 	_, err = s.sessions.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys:    bson.D{{Key: "expires_at", Value: 1}},

@@ -497,3 +497,32 @@ func TestStore_LeaseKeepsCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_SweepInBatches sweeps more expired sessions than one batch
+// reads, among live ones, and counts them first.
+func TestStore_SweepInBatches(t *testing.T) {
+	clock := storetest.NewClock()
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace(), TTL: time.Hour, Now: clock.Now})
+	const expired, live = 230, 20
+	for i := range expired {
+		create(t, s, fmt.Sprintf("old-%d", i))
+	}
+	clock.Advance(30 * time.Minute)
+	for i := range live {
+		create(t, s, fmt.Sprintf("new-%d", i))
+	}
+	clock.Advance(45 * time.Minute)
+	if n, err := s.CountExpired(t.Context()); n != expired || err != nil {
+		t.Errorf("CountExpired = %d, %v; want %d", n, err, expired)
+	}
+	if n, err := s.Sweep(t.Context()); n != expired || err != nil {
+		t.Errorf("Sweep = %d, %v; want %d", n, err, expired)
+	}
+	if n, err := s.CountExpired(t.Context()); n != 0 || err != nil {
+		t.Errorf("CountExpired after Sweep = %d, %v; want 0", n, err)
+	}
+	sessions, _ := collections(t, s)
+	if got := count(t, sessions, bson.D{}); got != live {
+		t.Errorf("%d session documents after Sweep, want %d", got, live)
+	}
+}

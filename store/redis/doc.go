@@ -114,6 +114,24 @@
 //	                                microseconds, and the marker "" (-inf)
 //	                                once it is complete (single server only)
 //
+// and the side indexes, whose keys carry the hash tag {cairn:<ns>:sessions}
+// (the whole name of the namespace index) so that they share its slot:
+//
+//	cairn:<ns>:{cairn:<ns>:sessions}:ids
+//	                                sorted set, every score 0: the session
+//	                                IDs in byte order (a prefix is a
+//	                                ZRANGEBYLEX range), and the marker ""
+//	                                once complete
+//	cairn:<ns>:{cairn:<ns>:sessions}:expiry
+//	                                sorted set: the sessions that expire,
+//	                                scored by their expiry in Unix µs
+//	cairn:<ns>:{cairn:<ns>:sessions}:status:<status>
+//	                                sorted set: the sessions of a status,
+//	                                scored by updated time as the index is
+//	cairn:<ns>:{cairn:<ns>:sessions}:label:<len(key)>:<key>=<value>
+//	                                sorted set: the sessions that carry a
+//	                                label, scored the same way
+//
 // Namespaces and IDs hold only A-Z a-z 0-9 _ -, so the braces and colons
 // are unambiguous and two namespaces never share a key.
 //
@@ -141,7 +159,7 @@
 // whose expires_at has passed on the store's clock as gone at once; Redis
 // deletes its keys by itself soon after (the native TTL is never shorter
 // than the logical one when the store's clock is the real one). Sweep
-// deletes expired sessions now and cleans the index; List purges the
+// deletes expired sessions now and cleans the indexes; List purges the
 // expired sessions it meets. The index carries a TTL too, extended to the
 // latest of its sessions' expiries, so an idle namespace vanishes whole.
 // The claim set's TTL is extended only when a session enters it (appends
@@ -172,11 +190,44 @@
 //     out of List until its next Append (Load still finds it), and a List
 //     racing such repairs can, rarely, order or page a session wrongly.
 //
-// List walks the index from the newest score down, from the cursor's time,
-// in batches, reads each batch's metas in one pipeline, and stops as soon
-// as it holds more than a page of matching sessions that nothing further
-// down can precede. Filters by status and label are applied to the metas,
-// so a rare status may scan much of the index; time filters bound the scan.
+// The side indexes follow the same two ways: on a single server the
+// scripts of Create, Append, AppendFenced and Delete keep them in the same
+// atomic step (building their keys from the index's name); on Cluster and
+// Ring the store reads the session's meta after each write and runs one
+// script on the index's slot that sets the index score and the side
+// indexes together, or does nothing when the index already holds a later
+// write's score. List repairs side entries whose status or score disagree
+// with the meta, as it repairs the index.
+//
+// List walks a sorted set scored by updated time from the newest score
+// down, from the cursor's time, in batches, reads each batch's metas in
+// one pipeline, and stops as soon as it holds more than a page of matching
+// sessions that nothing further down can precede. Without a filter it
+// walks the namespace index; with a status filter the sets of its
+// statuses; with a label filter the set of its smallest label, when that
+// holds fewer sessions than the status sets. So a filter with no match
+// reads no meta, and a rare one reads the few it matches. A prefix reads
+// its range of the ID set and the metas of those sessions: its cost
+// follows the sessions it matches, whatever the namespace holds. Time
+// filters bound every walk. Sessions found missing or expired are removed
+// from every index on the way. A session whose keys Redis deleted on their
+// TTL leaves its label entries until a List that walks those sets meets
+// them (its other entries go with the next Sweep).
+//
+// Sweep walks the expiry set from the earliest expiry up to the store's
+// now, 100 sessions at a time (one short script each, in one pipeline),
+// so its cost follows the number of expired sessions and no writer waits
+// for more than one session's removal. CountExpired counts the same
+// sessions without removing them.
+//
+// Upgrading: a namespace written by an earlier version of the store has no
+// side indexes. The first List with a prefix, status or label filter, or
+// the first Sweep or CountExpired, finds no marker in the ID set and
+// builds them from the namespace index in one pass (as a claim builds the
+// claim set), then adds the marker. Writes of this version keep them in
+// step whether or not the marker is there; sessions written meanwhile by
+// processes of the earlier version are missing from them, so stop those,
+// then delete cairn:<ns>:{cairn:<ns>:sessions}:ids to have them rebuilt.
 //
 // # Claims
 //

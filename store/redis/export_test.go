@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"context"
+
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
@@ -15,3 +17,13 @@ func NewSplit(client goredis.UniversalClient, opts cairn.StoreOptions) (*Store, 
 
 // EventsKey returns the key of session id's events list.
 func EventsKey(s *Store, id string) string { return s.eventsKey(id) }
+
+// MetaKey returns the key of session id's meta hash.
+func MetaKey(s *Store, id string) string { return s.metaKey(id) }
+
+// SideKeys returns the keys of the side indexes of the namespace that
+// exist.
+func SideKeys(s *Store) []string {
+	keys, _ := s.client.Keys(context.Background(), s.side("*")).Result()
+	return keys
+}

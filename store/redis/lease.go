@@ -135,7 +135,7 @@ const fencedAppendArgs = appendArgs + 2
 //	KEYS: meta, events[, index, claims]
 //	ARGV: appendScript's twelve, token, nonce, event...
 //	returns "OK", "DONE", "NOTFOUND", "LOST" or "CONFLICT"
-var fencedAppendScript = goredis.NewScript(luaHelpers + claimHelpers + retryHelpers + leaseFence + callHelpers + `
+var fencedAppendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + retryHelpers + leaseFence + callHelpers + `
 local bad, cur = fence(ARGV[1], ARGV[13])
 if bad == 'LOST' and seen(ARGV[14]) then return 'DONE' end
 if bad then return bad end
@@ -158,7 +158,10 @@ if ARGV[8] == '1' then
   if not first or first == '' then redis.call('HSET', KEYS[1], 'first_message', ARGV[9]) end
 end
 touch(ARGV[3])
-if KEYS[3] then index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0') end
+if KEYS[3] then
+  index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0')
+  reside(cur[5], ARGV[7], ARGV[11], ARGV[12], ARGV[2], ARGV[3])
+end
 return 'OK'
 `)
 
@@ -300,6 +303,10 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 	return leaseReply("release", lease.Session, res, err)
 }
 
+// leaseFields are the meta fields a lease is read from, in the order
+// readLease expects them.
+var leaseFields = []string{"expires_at", "last_seq", "lease_holder", "lease_token", "lease_expires"}
+
 // CurrentLease implements cairn.Leaser.
 func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
@@ -307,25 +314,77 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err
 		return cairn.Lease{}, err
 	}
 	vals, err := retry(ctx, func(ctx context.Context) ([]any, error) {
-		return s.client.HMGet(ctx, s.metaKey(id), "expires_at", "last_seq", "lease_holder", "lease_token", "lease_expires").Result()
+		return s.client.HMGet(ctx, s.metaKey(id), leaseFields...).Result()
 	})
 	if err != nil {
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, err)
 	}
-	str := func(i int) string { v, _ := vals[i].(string); return v }
-	now := s.now()
-	if vals[1] == nil || cairn.Expired(fromNanos(str(0)), now) {
+	lease, live, err := readLease(id, vals, s.now())
+	if err != nil {
+		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, err)
+	}
+	if !live {
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, cairn.ErrNotFound)
+	}
+	return lease, nil
+}
+
+// CurrentLeases implements cairn.Leaser: one pipeline of HMGETs, one per
+// session (on Redis Cluster, one per node the sessions live on, sent at
+// once).
+func (s *Store) CurrentLeases(ctx context.Context, ids []string) (_ map[string]cairn.Lease, err error) {
+	defer unavailable(&err)
+	for _, id := range ids {
+		if err := s.guard.Session(id); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[string]cairn.Lease, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cmds := make([]*goredis.SliceCmd, len(ids))
+	_, err = retry(ctx, func(ctx context.Context) ([]goredis.Cmder, error) {
+		return s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HMGet(ctx, s.metaKey(id), leaseFields...)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leases of %d sessions: %w", len(ids), err)
+	}
+	now := s.now()
+	for i, id := range ids {
+		lease, live, err := readLease(id, cmds[i].Val(), now)
+		if err != nil {
+			return nil, fmt.Errorf("lease of %s: %w", id, err)
+		}
+		if live && lease.Holder != "" {
+			out[id] = lease
+		}
+	}
+	return out, nil
+}
+
+// readLease decodes the reply of HMGET meta leaseFields for session id at
+// now. live is false when the session does not exist or has expired; a
+// free lease has no holder.
+func readLease(id string, vals []any, now time.Time) (lease cairn.Lease, live bool, err error) {
+	str := func(i int) string { v, _ := vals[i].(string); return v }
+	if len(vals) != len(leaseFields) || vals[1] == nil || cairn.Expired(fromNanos(str(0)), now) {
+		return cairn.Lease{}, false, nil
 	}
 	exp := fromNanos(str(4))
 	if str(2) == "" || exp.IsZero() || !now.Before(exp) {
-		return cairn.Lease{Session: id}, nil
+		return cairn.Lease{Session: id}, true, nil
 	}
 	tok, err := strconv.ParseInt(str(3), 10, 64)
 	if err != nil {
-		return cairn.Lease{}, fmt.Errorf("lease of %s: token %q: %w", id, str(3), err)
+		return cairn.Lease{}, false, fmt.Errorf("token %q: %w", str(3), err)
 	}
-	return cairn.Lease{Session: id, Holder: str(2), Token: tok, Expires: exp}, nil
+	return cairn.Lease{Session: id, Holder: str(2), Token: tok, Expires: exp}, true, nil
 }
 
 // AppendFenced implements cairn.Leaser: one script checks the lease, then
@@ -375,14 +434,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		return err
 	}
 	if s.split {
-		if err := s.updateIndex(ctx, id, now, true); err != nil {
+		if err := s.reindex(ctx, id); err != nil {
 			return fmt.Errorf("append %s: index: %w", id, err)
 		}
 	}
 	return nil
-}
-
-// CurrentLeases implements cairn.Leaser.
-func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
-	return driver.CurrentLeases(ctx, s, ids)
 }

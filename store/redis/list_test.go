@@ -159,7 +159,8 @@ func TestStore_ListRepairsIndex(t *testing.T) {
 }
 
 // TestStore_Sweep checks that Sweep deletes exactly the expired sessions,
-// keys and index entries, counts them, and drops dangling index entries.
+// keys and index entries, counts them, and drops the index entries of a
+// session whose keys Redis deleted.
 func TestStore_Sweep(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -168,14 +169,16 @@ func TestStore_Sweep(t *testing.T) {
 			s := m.open(t, cairn.StoreOptions{Namespace: ns, TTL: time.Hour, Now: clock.Now})
 			c := adminClient(t)
 			index := "cairn:" + ns + ":sessions"
-			for _, id := range []string{"a", "b", "live"} {
+			for _, id := range []string{"a", "b", "live", "ghost"} {
 				mustCreate(t, s, id)
 			}
 			mustAppend(t, s, "b", 0, storetest.UserTurn(0, "r", "hi")...)
 			clock.Advance(30 * time.Minute)
 			mustAppend(t, s, "live", 0, storetest.Custom(1, "x"))
 			clock.Advance(45 * time.Minute)
-			if err := c.ZAdd(t.Context(), index, goredis.Z{Score: 1, Member: "ghost"}).Err(); err != nil {
+			// ghost's keys are gone as if Redis had deleted them on their
+			// TTL: its index entries dangle.
+			if err := c.Del(t.Context(), redis.MetaKey(s, "ghost"), redis.EventsKey(s, "ghost")).Err(); err != nil {
 				t.Fatal(err)
 			}
 			n, err := s.Sweep(t.Context())
@@ -194,6 +197,15 @@ func TestStore_Sweep(t *testing.T) {
 			}
 			if !slices.Equal(members, []string{"live"}) {
 				t.Errorf("index after Sweep = %v, want [live]", members)
+			}
+			for _, key := range redis.SideKeys(s) {
+				members, err := c.ZRange(t.Context(), key, 0, -1).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if members = slices.DeleteFunc(members, func(m string) bool { return m == "" }); len(members) > 0 && !slices.Equal(members, []string{"live"}) {
+					t.Errorf("%s after Sweep = %v, want [live] or nothing", key, members)
+				}
 			}
 			if n, err := s.Sweep(t.Context()); n != 0 || err != nil {
 				t.Errorf("second Sweep = %d, %v; want 0, nil", n, err)

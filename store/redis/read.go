@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -119,80 +120,225 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 	return &cairn.Record{Info: m.info, Events: events}, nil
 }
 
-// List implements cairn.Store. It walks the namespace index from the
-// newest score down, in batches, starting at the cursor's time; reads the
-// batch's metas in one pipeline; and stops once it holds more than a page
-// of matching sessions that no session further down can precede. Index
-// entries whose session is gone are removed, and expired sessions purged,
-// on the way.
+// List implements cairn.Store. Unfiltered, it walks the namespace index
+// from the newest score down, in batches, starting at the cursor's time;
+// reads the batch's metas in one pipeline; and stops once it holds more
+// than a page of matching sessions that no session further down can
+// precede. A status or label filter walks the side index that serves it
+// the same way (the status sets of the filter, or the smallest label set
+// of the filter when it is smaller still), so a filter that matches few
+// sessions reads only those. A prefix reads the IDs of its range in the ID
+// set and their metas: what it costs follows the sessions it matches.
+// Index entries whose session is gone are removed, and expired sessions
+// purged, on the way.
 func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.ListPage, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
-	var cur *driver.Cursor
+	l := &lister{s: s, opts: opts, found: map[string]cairn.SessionInfo{}, prune: map[string][]string{}, now: s.opts.Now()}
 	if opts.Cursor != "" {
 		c, err := driver.ParseCursor(opts.Cursor)
 		if err != nil {
 			return nil, err
 		}
-		cur = &c
+		l.cur = &c
 	}
-	rng := s.scoreRange(opts, cur)
-	limit := driver.PageSize(opts)
-	batch := int64(min(max(2*limit, 64), 1000))
-	now := s.opts.Now()
-	var (
-		found = map[string]cairn.SessionInfo{}
-		prune []string // index entries of missing or expired sessions
-	)
-	for offset := int64(0); ; {
-		rng.Offset, rng.Count = offset, batch
-		entries, err := retry(ctx, func(ctx context.Context) ([]goredis.Z, error) {
-			return s.client.ZRevRangeByScoreWithScores(ctx, s.index, &rng).Result()
-		})
-		if err != nil {
+	if opts.Prefix != "" || len(opts.Status) > 0 || len(opts.Labels) > 0 {
+		if err := s.sideReady(ctx); err != nil {
 			return nil, fmt.Errorf("list: %w", err)
 		}
-		if len(entries) == 0 {
-			break
-		}
-		offset += int64(len(entries))
-		metas, err := s.readMetas(ctx, entries)
-		if err != nil {
-			return nil, fmt.Errorf("list: %w", err)
-		}
-		for i, m := range metas {
-			id := entries[i].Member.(string)
-			if m == nil || cairn.Expired(m.expires, now) {
-				prune = append(prune, id)
-				continue
-			}
-			if s.split && float64(score(m.info.UpdatedAt)) != entries[i].Score {
-				// Repair an index update lost to a crash or overtaken by
-				// another writer's; the order of this page uses the meta.
-				if err := s.updateIndex(ctx, id, m.info.UpdatedAt, false); err != nil {
-					return nil, fmt.Errorf("list: %w", err)
-				}
-			}
-			if driver.Match(opts, m.info) && (cur == nil || !cur.Before(m.info)) {
-				found[id] = m.info
-			}
-		}
-		if len(entries) < int(batch) || settled(found, entries[len(entries)-1].Score) > limit {
-			break
-		}
 	}
-	if len(prune) > 0 {
-		if _, err := s.remove(ctx, prune); err != nil {
+	var sets []string
+	switch {
+	case opts.Prefix != "":
+		err = l.prefix(ctx)
+	case len(opts.Status) > 0 || len(opts.Labels) > 0:
+		sets, err = s.filterSets(ctx, opts)
+		for _, key := range sets {
+			if err == nil {
+				err = l.walk(ctx, key)
+			}
+		}
+	default:
+		err = l.walk(ctx, s.index)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	for key, ids := range l.prune {
+		if key == s.index {
+			key = ""
+		}
+		if _, err := s.remove(ctx, ids, key); err != nil {
 			return nil, fmt.Errorf("list: prune: %w", err)
 		}
 	}
-	all := make([]cairn.SessionInfo, 0, len(found))
-	for _, info := range found {
+	all := make([]cairn.SessionInfo, 0, len(l.found))
+	for _, info := range l.found {
 		all = append(all, info)
 	}
 	return driver.PageInfos(all, opts)
+}
+
+// filterSets returns the side indexes a status or label filter walks: the
+// sets of its statuses, or the smallest set of its labels when that holds
+// fewer sessions than those together (or the filter names no status).
+func (s *Store) filterSets(ctx context.Context, opts cairn.ListOptions) ([]string, error) {
+	var keys []string
+	for _, st := range opts.Status {
+		keys = append(keys, s.statusKey(st))
+	}
+	nst := len(keys)
+	for k, v := range opts.Labels {
+		keys = append(keys, s.labelKey(k, v))
+	}
+	cmds := make([]*goredis.IntCmd, len(keys))
+	_, err := retry(ctx, func(ctx context.Context) ([]goredis.Cmder, error) {
+		return s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i, k := range keys {
+				cmds[i] = p.ZCard(ctx, k)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	statuses := int64(0)
+	for _, c := range cmds[:nst] {
+		statuses += c.Val()
+	}
+	best := -1
+	for i := nst; i < len(keys); i++ {
+		if best < 0 || cmds[i].Val() < cmds[best].Val() {
+			best = i
+		}
+	}
+	if best >= 0 && (nst == 0 || cmds[best].Val() < statuses) {
+		return keys[best : best+1], nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(keys[:nst]))), nil
+}
+
+// lister gathers the sessions of one List call.
+type lister struct {
+	s     *Store
+	opts  cairn.ListOptions
+	cur   *driver.Cursor
+	now   time.Time
+	found map[string]cairn.SessionInfo
+	prune map[string][]string // by the side index walked ("" none): entries of sessions missing or expired
+}
+
+// walk reads a sorted set of session IDs scored by updated time (the
+// namespace index, a status or a label set) from the newest score down,
+// in batches, and stops once it holds more than a page of matching
+// sessions that nothing further down can precede.
+func (l *lister) walk(ctx context.Context, key string) error {
+	s := l.s
+	rng := s.scoreRange(l.opts, l.cur)
+	limit := driver.PageSize(l.opts)
+	batch := int64(min(max(2*limit, 64), 1000))
+	mine := map[string]cairn.SessionInfo{}
+	for offset := int64(0); ; {
+		rng.Offset, rng.Count = offset, batch
+		entries, err := retry(ctx, func(ctx context.Context) ([]goredis.Z, error) {
+			return s.client.ZRevRangeByScoreWithScores(ctx, key, &rng).Result()
+		})
+		if err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		offset += int64(len(entries))
+		ids := make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = e.Member.(string)
+		}
+		metas, err := s.readMetas(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i, m := range metas {
+			if m == nil || cairn.Expired(m.expires, l.now) {
+				l.prune[key] = append(l.prune[key], ids[i])
+				continue
+			}
+			if s.split && (float64(score(m.info.UpdatedAt)) != entries[i].Score || key != s.index && !l.belongs(key, m.info)) {
+				// Repair an index update lost to a crash or overtaken by
+				// another writer's; the order of this page uses the meta.
+				if err := s.reindex(ctx, ids[i]); err != nil {
+					return err
+				}
+			}
+			if l.take(m.info) {
+				mine[ids[i]] = m.info
+			}
+		}
+		if len(entries) < int(batch) || settled(mine, entries[len(entries)-1].Score) > limit {
+			return nil
+		}
+	}
+}
+
+// belongs reports whether a session of info belongs in the side index
+// key: the set of its status or of one of its labels.
+func (l *lister) belongs(key string, info cairn.SessionInfo) bool {
+	if key == l.s.statusKey(info.Status) {
+		return true
+	}
+	for k, v := range info.Labels {
+		if key == l.s.labelKey(k, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// take adds info to the sessions found if it passes the filters and comes
+// after the cursor, and reports whether it did.
+func (l *lister) take(info cairn.SessionInfo) bool {
+	if !driver.Match(l.opts, info) || (l.cur != nil && l.cur.Before(info)) {
+		return false
+	}
+	l.found[info.ID] = info
+	return true
+}
+
+// prefix reads the IDs of the prefix's range of the ID set, in batches,
+// and their metas.
+func (l *lister) prefix(ctx context.Context) error {
+	s := l.s
+	const batch = 1000
+	rng := goredis.ZRangeBy{Min: "[" + l.opts.Prefix, Max: "(" + l.opts.Prefix + "\xff", Count: batch}
+	for {
+		ids, err := retry(ctx, func(ctx context.Context) ([]string, error) {
+			return s.client.ZRangeByLex(ctx, s.idsKey(), &rng).Result()
+		})
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		metas, err := s.readMetas(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i, m := range metas {
+			if m == nil || cairn.Expired(m.expires, l.now) {
+				l.prune[""] = append(l.prune[""], ids[i])
+				continue
+			}
+			l.take(m.info)
+		}
+		if len(ids) < batch {
+			return nil
+		}
+		rng.Min = "(" + ids[len(ids)-1]
+	}
 }
 
 // scoreRange bounds the index scan by the cursor and the time filters.
@@ -230,14 +376,14 @@ func settled(found map[string]cairn.SessionInfo, last float64) int {
 	return n
 }
 
-// readMetas reads the metas of index entries in one pipeline; a nil meta
-// is a session that no longer exists.
-func (s *Store) readMetas(ctx context.Context, entries []goredis.Z) ([]*meta, error) {
-	cmds := make([]*goredis.SliceCmd, len(entries))
+// readMetas reads the metas of sessions in one pipeline; a nil meta is a
+// session that no longer exists.
+func (s *Store) readMetas(ctx context.Context, ids []string) ([]*meta, error) {
+	cmds := make([]*goredis.SliceCmd, len(ids))
 	_, err := retry(ctx, func(ctx context.Context) ([]goredis.Cmder, error) {
 		return s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for i, e := range entries {
-				cmds[i] = p.HMGet(ctx, s.metaKey(e.Member.(string)), metaFields...)
+			for i, id := range ids {
+				cmds[i] = p.HMGet(ctx, s.metaKey(id), metaFields...)
 			}
 			return nil
 		})
@@ -245,9 +391,9 @@ func (s *Store) readMetas(ctx context.Context, entries []goredis.Z) ([]*meta, er
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*meta, len(entries))
+	out := make([]*meta, len(ids))
 	for i, c := range cmds {
-		m, err := readMeta(entries[i].Member.(string), c.Val())
+		m, err := readMeta(ids[i], c.Val())
 		if err != nil {
 			return nil, err
 		}

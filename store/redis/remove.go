@@ -3,6 +3,8 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -10,13 +12,25 @@ import (
 )
 
 // Delete implements cairn.Store. One script deletes every key of the
-// session (and, unless the store is split, its index entry; a split store
-// removes that right after). An Append that arrives later finds no meta
-// and gets cairn.ErrNotFound, so it cannot bring the session back.
+// session and (unless the store is split) its entries in the namespace
+// index, the claim set and the side indexes; a split store reads the
+// session's status and labels first and removes its index entries right
+// after. An Append that arrives later finds no meta and gets
+// cairn.ErrNotFound, so it cannot bring the session back.
 func (s *Store) Delete(ctx context.Context, id string) (err error) {
 	defer unavailable(&err)
 	if err := s.guard.Session(id); err != nil {
 		return err
+	}
+	var before placed
+	if s.split {
+		vals, err := retry(ctx, func(ctx context.Context) ([]any, error) {
+			return s.client.HMGet(ctx, s.metaKey(id), sideFields...).Result()
+		})
+		if err != nil {
+			return fmt.Errorf("delete %s: %w", id, err)
+		}
+		before = readPlaced(id, vals)
 	}
 	now := nanos(s.now())
 	res, err := change(ctx, func(ctx context.Context) (string, error) {
@@ -28,7 +42,7 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 		return fmt.Errorf("delete %s: %w", id, err)
 	}
 	if s.split {
-		if err := s.client.ZRem(ctx, s.index, id).Err(); err != nil {
+		if err := unplaceScript.Run(ctx, s.client, s.unplaceKeys(before.status, before.labels, ""), id).Err(); err != nil {
 			return fmt.Errorf("delete %s: index: %w", id, err)
 		}
 	}
@@ -42,72 +56,152 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 	}
 }
 
-// Sweep implements cairn.Sweeper: it walks the namespace index with ZSCAN
-// and deletes every session that has expired on the store's clock, with
-// its index entry, and drops index entries whose session is already gone.
-// It returns the number of expired sessions it deleted. Redis deletes
-// expired keys by itself too (every key carries the TTL); Sweep makes it
-// happen now, and cleans the index.
+// sweepBatch is how many expired sessions Sweep removes per pipeline: each
+// is one short script, so writers wait for one session's removal at most.
+const sweepBatch = 100
+
+// Sweep implements cairn.Sweeper: it walks the expiry set from the
+// earliest expiry up to now, sweepBatch sessions at a time, and deletes
+// each session that has expired on the store's clock, with its index
+// entries (one short script per session, the batch in one pipeline), and
+// the entries of sessions already gone. Its cost follows the number of
+// expired sessions, not the size of the namespace. It returns the number
+// of expired sessions it deleted. Redis deletes expired keys by itself too
+// (every key carries the TTL); Sweep makes it happen now, and cleans the
+// indexes.
 func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
-	now := s.opts.Now()
+	if err := s.sideReady(ctx); err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	now := s.now()
 	n := 0
-	var cursor uint64
 	for {
-		kv, next, err := s.client.ZScan(ctx, s.index, cursor, "", 500).Result()
+		ids, err := s.dueBatch(ctx, now, sweepBatch)
 		if err != nil {
 			return n, fmt.Errorf("sweep: %w", err)
 		}
-		entries := make([]goredis.Z, 0, len(kv)/2)
-		for i := 0; i+1 < len(kv); i += 2 {
-			entries = append(entries, goredis.Z{Member: kv[i]})
+		if len(ids) == 0 {
+			return n, nil
 		}
-		metas, err := s.readMetas(ctx, entries)
-		if err != nil {
-			return n, fmt.Errorf("sweep: %w", err)
-		}
-		var stale []string
-		for i, m := range metas {
-			if m == nil || cairn.Expired(m.expires, now) {
-				stale = append(stale, entries[i].Member.(string))
-			}
-		}
-		k, err := s.remove(ctx, stale)
+		k, err := s.remove(ctx, ids, s.expiryKey())
 		n += k
 		if err != nil {
 			return n, fmt.Errorf("sweep: %w", err)
 		}
-		if cursor = next; cursor == 0 {
+		if err := ctx.Err(); err != nil {
+			return n, fmt.Errorf("sweep: %w", err)
+		}
+	}
+}
+
+// dueBatch returns up to n entries of the expiry set whose expiry is
+// before now's microsecond: sessions that have expired, unless an append
+// refreshed them since (remove then scores them again, past now).
+func (s *Store) dueBatch(ctx context.Context, now time.Time, n int64) ([]string, error) {
+	return retry(ctx, func(ctx context.Context) ([]string, error) {
+		return s.client.ZRangeByScore(ctx, s.expiryKey(), &goredis.ZRangeBy{
+			Min: "-inf", Max: "(" + strconv.FormatInt(now.UnixMicro(), 10), Count: n,
+		}).Result()
+	})
+}
+
+// CountExpired counts the sessions that Sweep would delete now: those of
+// the expiry set whose meta exists and has expired on the store's clock.
+// It reads the expired part of the expiry set and those sessions' metas,
+// nothing else, and deletes nothing (on a namespace written by an earlier
+// version of the store it builds the side indexes first, as Sweep and
+// List do).
+func (s *Store) CountExpired(ctx context.Context) (_ int, err error) {
+	defer unavailable(&err)
+	if err := s.guard.Check(); err != nil {
+		return 0, err
+	}
+	if err := s.sideReady(ctx); err != nil {
+		return 0, fmt.Errorf("count expired: %w", err)
+	}
+	now := s.now()
+	max := "(" + strconv.FormatInt(now.UnixMicro(), 10)
+	n := 0
+	for offset := int64(0); ; {
+		ids, err := retry(ctx, func(ctx context.Context) ([]string, error) {
+			return s.client.ZRangeByScore(ctx, s.expiryKey(), &goredis.ZRangeBy{Min: "-inf", Max: max, Offset: offset, Count: 1000}).Result()
+		})
+		if err != nil {
+			return n, fmt.Errorf("count expired: %w", err)
+		}
+		if len(ids) == 0 {
 			return n, nil
+		}
+		offset += int64(len(ids))
+		cmds := make([]*goredis.SliceCmd, len(ids))
+		_, err = retry(ctx, func(ctx context.Context) ([]goredis.Cmder, error) {
+			return s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+				for i, id := range ids {
+					cmds[i] = p.HMGet(ctx, s.metaKey(id), "expires_at", "last_seq")
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return n, fmt.Errorf("count expired: %w", err)
+		}
+		for _, c := range cmds {
+			v := c.Val()
+			if exp, _ := v[0].(string); v[1] != nil && cairn.Expired(fromNanos(exp), now) {
+				n++
+			}
 		}
 	}
 }
 
 // remove deletes the sessions of ids that have expired, and the index
-// entries of those that are gone, in one pipeline of removeScript calls
-// (a live session, refreshed in the meantime, is left alone). It returns
-// how many expired sessions it deleted.
-func (s *Store) remove(ctx context.Context, ids []string) (int, error) {
+// entries of those that are gone (in extra too, a side index the caller
+// walked, "" for none), in one pipeline of removeScript calls (a live
+// session, refreshed in the meantime, is left alone, and its expiry entry
+// set right). A split store reads the sessions' status and labels first
+// and removes the index entries after. It returns how many expired
+// sessions it deleted.
+func (s *Store) remove(ctx context.Context, ids []string, extra string) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
+	}
+	var before []*goredis.SliceCmd
+	if s.split {
+		before = make([]*goredis.SliceCmd, len(ids))
+		if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i, id := range ids {
+				before[i] = p.HMGet(ctx, s.metaKey(id), sideFields...)
+			}
+			return nil
+		}); err != nil {
+			return 0, fmt.Errorf("remove: %w", err)
+		}
+	}
+	keys := func(id string) []string {
+		k := s.scriptKeys(id)
+		if !s.split && extra != "" {
+			k = append(k, extra)
+		}
+		return k
 	}
 	now := nanos(s.now())
 	cmds := make([]*goredis.Cmd, len(ids))
 	_, _ = s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = removeScript.EvalSha(ctx, p, s.scriptKeys(id), now, id, "1")
+			cmds[i] = removeScript.EvalSha(ctx, p, keys(id), now, id, "1")
 		}
 		return nil
 	})
 	n := 0
-	var drop []any
+	var drop []int
 	for i, c := range cmds {
 		res, err := c.Text()
 		if goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			res, err = removeScript.Run(ctx, s.client, s.scriptKeys(ids[i]), now, ids[i], "1").Text()
+			res, err = removeScript.Run(ctx, s.client, keys(ids[i]), now, ids[i], "1").Text()
 		}
 		if err != nil {
 			return n, fmt.Errorf("remove %s: %w", ids[i], err)
@@ -115,13 +209,28 @@ func (s *Store) remove(ctx context.Context, ids []string) (int, error) {
 		switch res {
 		case replyExpired:
 			n++
-			drop = append(drop, ids[i])
+			drop = append(drop, i)
 		case replyMissing:
-			drop = append(drop, ids[i])
+			drop = append(drop, i)
+		case replyLive:
+			if s.split {
+				if err := s.reindex(ctx, ids[i]); err != nil {
+					return n, fmt.Errorf("remove %s: index: %w", ids[i], err)
+				}
+			}
 		}
 	}
 	if s.split && len(drop) > 0 {
-		if err := s.client.ZRem(ctx, s.index, drop...).Err(); err != nil {
+		if err := unplaceScript.Load(ctx, s.client).Err(); err != nil {
+			return n, fmt.Errorf("remove: index: %w", err)
+		}
+		if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, i := range drop {
+				b := readPlaced(ids[i], before[i].Val())
+				unplaceScript.EvalSha(ctx, p, s.unplaceKeys(b.status, b.labels, extra), ids[i])
+			}
+			return nil
+		}); err != nil {
 			return n, fmt.Errorf("remove: index: %w", err)
 		}
 	}

@@ -129,11 +129,12 @@ end
 //	ARGV: now, expires_at, ttl, id, score, created_at, updated_at, labels,
 //	      created_score, nonce
 //	returns "OK" or "EXISTS"
-var createScript = goredis.NewScript(luaHelpers + callHelpers + `
+var createScript = goredis.NewScript(luaHelpers + sideHelpers + callHelpers + `
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local exp = redis.call('HGET', KEYS[1], 'expires_at')
   if not expired(exp, ARGV[1]) then return 'EXISTS' end
 end
+local old = redis.call('HMGET', KEYS[1], 'status', 'labels')
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HSET', KEYS[1],
   'created_at', ARGV[6], 'updated_at', ARGV[7], 'expires_at', ARGV[2],
@@ -141,6 +142,12 @@ redis.call('HSET', KEYS[1],
   'last_seq', 0)
 note(ARGV[10], 'OK')
 touch(ARGV[3])
+if KEYS[3] then
+  local p = sidepfx(KEYS[3])
+  if old[2] then unplace(p, ARGV[4], old[1], old[2]) end
+  if redis.call('EXISTS', KEYS[3]) == 0 then index(p .. 'ids', 0, '', ARGV[3], '0') end
+  place(p, ARGV[4], 'new', ARGV[8], ARGV[5], ARGV[2], ARGV[3])
+end
 if KEYS[4] then
   if redis.call('EXISTS', KEYS[3]) == 0 then index(KEYS[4], '-inf', '', ARGV[3], '0') end
   index(KEYS[4], ARGV[9], ARGV[4], ARGV[3], '0')
@@ -167,7 +174,7 @@ const appendArgs = 12
 // At a stale expected seq, an append whose events the session holds
 // exactly at their seqs (retried), followed by others or not, writes
 // nothing and returns "DONE".
-var appendScript = goredis.NewScript(luaHelpers + claimHelpers + retryHelpers + `
+var appendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + retryHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
@@ -188,7 +195,10 @@ if ARGV[8] == '1' then
   if not first or first == '' then redis.call('HSET', KEYS[1], 'first_message', ARGV[9]) end
 end
 touch(ARGV[3])
-if KEYS[3] then index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0') end
+if KEYS[3] then
+  index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0')
+  reside(cur[3], ARGV[7], ARGV[11], ARGV[12], ARGV[2], ARGV[3])
+end
 return 'OK'
 `)
 
@@ -200,19 +210,27 @@ return 'OK'
 //	ARGV: now, id, only_expired
 //	returns "DELETED" (it was live), "EXPIRED" (deleted, it had expired),
 //	"MISSING" (no such session) or "LIVE" (kept, only_expired)
-var removeScript = goredis.NewScript(luaHelpers + `
-local function unindex()
+var removeScript = goredis.NewScript(luaHelpers + sideHelpers + `
+local function unindex(status, labels)
   for i = 3, #KEYS do redis.call('ZREM', KEYS[i], ARGV[2]) end
+  if KEYS[3] then unplace(sidepfx(KEYS[3]), ARGV[2], status, labels) end
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('DEL', KEYS[2])
-  unindex()
+  unindex(false, false)
   return 'MISSING'
 end
-local gone = expired(redis.call('HGET', KEYS[1], 'expires_at'), ARGV[1])
-if ARGV[3] == '1' and not gone then return 'LIVE' end
+local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'status', 'labels')
+local gone = expired(cur[1], ARGV[1])
+if ARGV[3] == '1' and not gone then
+  if KEYS[3] then
+    local e = expscore(cur[1])
+    if e then redis.call('ZADD', sidepfx(KEYS[3]) .. 'expiry', e, ARGV[2]) end
+  end
+  return 'LIVE'
+end
 redis.call('DEL', KEYS[1], KEYS[2])
-unindex()
+unindex(cur[2], cur[3])
 if gone then return 'EXPIRED' end
 return 'DELETED'
 `)

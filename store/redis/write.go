@@ -50,7 +50,7 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 		return fmt.Errorf("create %s: unexpected script reply %q", meta.ID, res)
 	}
 	if s.split {
-		if err := s.updateIndex(ctx, meta.ID, now, true); err != nil {
+		if err := s.reindex(ctx, meta.ID); err != nil {
 			return fmt.Errorf("create %s: index: %w", meta.ID, err)
 		}
 	}
@@ -107,7 +107,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		return fmt.Errorf("append %s: unexpected script reply %q", id, res)
 	}
 	if s.split {
-		if err := s.updateIndex(ctx, id, now, true); err != nil {
+		if err := s.reindex(ctx, id); err != nil {
 			return fmt.Errorf("append %s: index: %w", id, err)
 		}
 	}
