@@ -63,8 +63,14 @@ type Store interface {
 // expired sessions lazily; either way they are invisible once expired.
 type Sweeper interface {
 	// Sweep deletes every expired session of the namespace and returns
-	// how many it deleted.
+	// how many it deleted. It deletes them a few at a time, so that the
+	// namespace's other writers do not wait for the whole sweep, and its
+	// cost follows what it deletes, not the number of sessions.
 	Sweep(ctx context.Context) (int, error)
+
+	// CountExpired returns how many sessions Sweep would delete now,
+	// deleting nothing (`cairn sessions gc --dry-run`).
+	CountExpired(ctx context.Context) (int, error)
 }
 
 // SessionMeta is what Create records about a new session.

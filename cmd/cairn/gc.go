@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -11,12 +9,6 @@ import (
 	"github.com/cairnhq/cairn/internal/cli"
 	"github.com/cairnhq/cairn/internal/formats"
 )
-
-// expiredCounter is the ability of a store to count what Sweep would
-// purge.
-type expiredCounter interface {
-	CountExpired(ctx context.Context) (int, error)
-}
 
 func newGCCmd(app *cli.App) *cobra.Command {
 	var dryRun, all bool
@@ -48,11 +40,7 @@ label.
 			sw, ok := store.(cairn.Sweeper)
 			switch {
 			case ok && dryRun:
-				cnt, can := store.(expiredCounter)
-				if !can {
-					return cli.Fail(errors.New("this store cannot count its expired sessions"), "run gc without --dry-run")
-				}
-				if n, err = cnt.CountExpired(c.Context()); err != nil {
+				if n, err = sw.CountExpired(c.Context()); err != nil {
 					return cli.Fail(fmt.Errorf("count expired sessions: %w", err), "`cairn doctor` checks the store")
 				}
 			case ok:

@@ -354,9 +354,7 @@ func (s *store) Delete(ctx context.Context, id string) error {
 // CountExpired implements cairn.Sweeper: the inner store's count, when it
 // can sweep; a store that expires sessions by itself has none waiting.
 func (s *store) CountExpired(ctx context.Context) (int, error) {
-	if sw, ok := s.inner.(interface {
-		CountExpired(context.Context) (int, error)
-	}); ok {
+	if sw, ok := s.inner.(cairn.Sweeper); ok {
 		return sw.CountExpired(ctx)
 	}
 	return 0, nil

@@ -132,6 +132,9 @@ func testSweep(t *testing.T, h *harness) {
 	other := h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_other", TTL: ttl})
 	sweep := func(s cairn.Store, want int, when string) {
 		t.Helper()
+		if n, err := sweeper(t, s).CountExpired(t.Context()); err != nil || n != want {
+			t.Errorf("CountExpired %s = %d, %v; want %d", when, n, err, want)
+		}
 		n, err := sweeper(t, s).Sweep(t.Context())
 		if err != nil {
 			t.Fatalf("Sweep %s: %v", when, err)
