@@ -123,7 +123,12 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 	if q == "" {
 		return &cairn.ListPage{Sessions: []cairn.SessionInfo{}}, nil
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	// Unprepared (an unnamed statement), so that PostgreSQL plans each
+	// List with its values: a cached generic plan cannot tell a prefix
+	// or a label that a few sessions have from one that most have, and
+	// after five Lists it walked the whole updated_at index for a
+	// mistyped ID.
+	rows, err := s.pool.Query(ctx, q, append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", translate(err))
 	}
@@ -167,7 +172,9 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 // Between a prefix or labels and a walk in List order the planner chooses
 // by the table's statistics.
 func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
-	args := []any{s.opts.Now().UTC()}
+	// Times go as text (the query is not prepared), which PostgreSQL
+	// rounds to the microsecond: they are cut to it here instead.
+	args := []any{s.opts.Now().UTC().Truncate(time.Microsecond)}
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
@@ -181,11 +188,15 @@ func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 		where = append(where, "id >= "+arg(lo)+"::text", "id < "+arg(hi)+"::text")
 	}
 	if len(opts.Labels) > 0 {
-		where = append(where, "labels @> "+arg(opts.Labels)+"::jsonb")
+		labels, err := json.Marshal(opts.Labels)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, "labels @> "+arg(string(labels))+"::jsonb") // text: the query is not prepared
 	}
 	if !opts.UpdatedAfter.IsZero() {
 		// Truncating to the microsecond keeps "strictly after" exact.
-		where = append(where, "updated_at > "+arg(opts.UpdatedAfter.UTC())+"::timestamptz")
+		where = append(where, "updated_at > "+arg(opts.UpdatedAfter.UTC().Truncate(time.Microsecond))+"::timestamptz")
 	}
 	if !opts.UpdatedBefore.IsZero() {
 		where = append(where, "updated_at < "+arg(ceilMicro(opts.UpdatedBefore.UTC()))+"::timestamptz")

@@ -191,6 +191,14 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		if n < SweepBatch {
 			break
 		}
+		// A batch writes its pages to the WAL; left there, they make
+		// some writer's commit run a long checkpoint of them. The
+		// sweeper copies them into the database itself, on a reading
+		// connection (a checkpoint takes no write lock), so that the
+		// writers' commits meet a short WAL.
+		if err := s.checkpoint(ctx); err != nil {
+			return total, s.fail("sweep: checkpoint", "", err)
+		}
 	}
 	if total > 0 {
 		if err := s.incrementalVacuum(ctx); err != nil {
@@ -198,6 +206,13 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// checkpoint copies the WAL's pages into the database file without
+// waiting for, or blocking, any writer (PASSIVE), on a reading connection.
+func (s *Store) checkpoint(ctx context.Context) error {
+	var busy, frames, done int
+	return s.r.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
 }
 
 // vacuumStep is how many free pages one incremental_vacuum step gives
