@@ -228,10 +228,17 @@ func newStatements(schema string) statements {
 		// $1 now, $2 the batch size: the batch's rows are locked first,
 		// skipping those another transaction holds; the foreign key's
 		// cascade deletes their events.
+		// $3: the latest expiry the previous batch deleted. Starting
+		// each batch there, not at the index's start, steps over the
+		// index entries of the rows deleted before, which stay until a
+		// vacuum: from the start, each batch walked all of them, and a
+		// sweep of 100,000 sessions at a million took 6 minutes.
 		sweep: `WITH doomed AS (
-				SELECT id FROM ` + sessions + ` WHERE expires_at IS NOT NULL AND expires_at <= $1
-				ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-			DELETE FROM ` + sessions + ` AS s USING doomed WHERE s.id = doomed.id AND s.expires_at <= $1`,
+				SELECT id FROM ` + sessions + ` WHERE expires_at IS NOT NULL AND expires_at >= $3 AND expires_at <= $1
+				ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+			gone AS (DELETE FROM ` + sessions + ` AS s USING doomed WHERE s.id = doomed.id AND s.expires_at <= $1
+				RETURNING s.expires_at)
+			SELECT count(*), max(expires_at) FROM gone`,
 		countExpired: "SELECT count(*) FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
 	}
 }

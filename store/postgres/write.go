@@ -172,15 +172,20 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	}
 	now := s.opts.Now().UTC()
 	total := 0
+	from := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 	for {
-		tag, err := s.pool.Exec(ctx, s.sql.sweep, now, SweepBatch)
-		if err != nil {
+		var (
+			n    int
+			last *time.Time
+		)
+		if err := s.pool.QueryRow(ctx, s.sql.sweep, now, SweepBatch, from).Scan(&n, &last); err != nil {
 			return total, fmt.Errorf("sweep: %w", translate(err))
 		}
-		total += int(tag.RowsAffected())
-		if tag.RowsAffected() < SweepBatch {
+		total += n
+		if n < SweepBatch || last == nil {
 			return total, nil
 		}
+		from = *last
 	}
 }
 
