@@ -21,6 +21,10 @@ INSERT INTO session_labels (id, key, value, updated_at)
     FROM sessions AS s, jsonb_each_text(s.labels) AS l
     WHERE jsonb_typeof(s.labels) = 'object';
 
+-- Statistics now, so that the planner weighs a label's walk against a
+-- prefix's range before autovacuum comes by.
+ANALYZE session_labels;
+
 -- The functions run with the search_path of this migration (the
 -- namespace's schema), whatever the caller's.
 CREATE FUNCTION session_labels_insert() RETURNS trigger LANGUAGE plpgsql
