@@ -46,10 +46,15 @@
 //	          status, steps, first_message, labels jsonb, last_seq)
 //	          index (updated_at DESC, id DESC) for List
 //	          index (status, updated_at DESC, id DESC) for List by status
-//	          GIN index (labels jsonb_path_ops) for List by labels (@>)
 //	          index (created_at, id) for ClaimNext
 //	          partial index (expires_at) for Sweep
 //	          lease_holder, lease_token, lease_expires
+//	session_labels (id REFERENCES sessions ON DELETE CASCADE, key, value,
+//	          updated_at, PRIMARY KEY (id, key))
+//	          index (key, value, updated_at DESC, id DESC) for List by label
+//	          filled by a trigger after an insert into sessions (one row per
+//	          label), its updated_at kept by a trigger after an update of
+//	          sessions.updated_at (an append) of a session with labels
 //	events   (session_id REFERENCES sessions ON DELETE CASCADE, seq, envelope bytea,
 //	          PRIMARY KEY (session_id, seq))
 //	schema_migrations (version PRIMARY KEY, name, applied_at)
@@ -62,13 +67,20 @@
 // with its last byte incremented; never LIKE, where '_' is a wildcard).
 // Several statuses are one walk of the status index per status, each
 // stopped after a page and merged, so a common status costs a page and a
-// rare one what it holds. Between a prefix or labels and a walk in List
-// order the planner chooses by the table's statistics (autovacuum keeps
-// them; ANALYZE after a bulk load).
+// rare one what it holds. A label is one range of session_labels' index,
+// already in List order: the walk stops once the page is full, and a
+// label no session has costs an empty range (with several labels, the
+// first by key is walked, unless the planner finds another rarer; the
+// status, the prefix and the time window are checked on each session
+// read). Between a prefix and a walk in List order the planner chooses by
+// the tables' statistics (autovacuum keeps them; ANALYZE after a bulk
+// load).
 //
 // Migration 0003 builds the status and label indexes with CREATE INDEX in
 // its transaction: writes to the namespace wait while it runs, about two
-// seconds at 200,000 sessions.
+// seconds at 200,000 sessions. Migration 0004 fills session_labels from
+// the sessions' labels, builds its index and drops 0003's GIN index, in
+// its transaction as well.
 //
 // # Migrations
 //

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -26,7 +28,8 @@ const fillSQL = `INSERT INTO %[1]s.sessions (id, created_at, updated_at, expires
 	FROM generate_series(0, $1::int - 1) AS i, LATERAL (SELECT timestamptz '2026-01-01 00:00:00+00' + i * interval '1 second' AS t) AS x;
 INSERT INTO %[1]s.events (session_id, seq, envelope)
 	SELECT id, seq, convert_to('{"v":1,"seq":' || seq || '}', 'UTF8') FROM %[1]s.sessions, generate_series(1, 4) AS seq;
-ANALYZE %[1]s.sessions`
+ANALYZE %[1]s.sessions;
+ANALYZE %[1]s.session_labels`
 
 func fill(t *testing.T, s *postgres.Store, n, expired int, at time.Time) {
 	t.Helper()
@@ -61,7 +64,8 @@ func explain(t *testing.T, s *postgres.Store, query string, args ...any) string 
 // (enough for the planner to weigh an index against reading the table;
 // enable_seqscan stays on), a List by prefix, status or label and the
 // lookups by ID read through an index, never a sequential scan of the
-// sessions.
+// sessions. A List by one label walks the label's range of
+// session_labels_order_idx in List order: no sort of its sessions.
 func TestList_IndexPlans(t *testing.T) {
 	s := open(t, cairn.StoreOptions{})
 	fill(t, s, 20000, 0, time.Time{})
@@ -78,6 +82,11 @@ func TestList_IndexPlans(t *testing.T) {
 		{"label", cairn.ListOptions{Labels: map[string]string{"team": "t7"}}},
 		{"missing label", cairn.ListOptions{Labels: map[string]string{"team": "none"}}},
 		{"status and label", cairn.ListOptions{Status: []cairn.Status{cairn.StatusFailed}, Labels: map[string]string{"team": "t9"}}},
+		{"common label", cairn.ListOptions{Labels: map[string]string{"env": "prod"}}},
+		{"labels, statuses, a window, a cursor", cairn.ListOptions{Labels: map[string]string{"env": "prod", "team": "t8"},
+			Status:       []cairn.Status{cairn.StatusFailed, cairn.StatusCompleted},
+			UpdatedAfter: time.Unix(1, 0), UpdatedBefore: time.Now(),
+			Cursor: driver.Cursor{UpdatedAt: time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC), ID: "s-010800"}.Encode()}},
 	}
 	for _, c := range cases {
 		q, args, err := s.ListQuery(c.opts)
@@ -87,6 +96,9 @@ func TestList_IndexPlans(t *testing.T) {
 		plan := explain(t, s, q, args...)
 		if strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "Index") {
 			t.Errorf("%s: the plan reads the table, not an index:\n%s", c.name, plan)
+		}
+		if len(c.opts.Labels) == 1 && (!strings.Contains(plan, "session_labels_order_idx") || strings.Contains(plan, "Sort")) {
+			t.Errorf("%s: the plan does not walk the label in List order:\n%s", c.name, plan)
 		}
 	}
 	for name, q := range map[string]string{
@@ -112,16 +124,25 @@ func TestList_IndexPlans(t *testing.T) {
 	}
 }
 
-// TestMigrate_LabelsFrom0002: a namespace at schema version 2 holding
-// labelled sessions migrates, and its labels filter List afterwards.
-func TestMigrate_LabelsFrom0002(t *testing.T) {
-	ns := "t_" + strings.ToLower(t.Name()[:8]) + "_old"
+// TestMigrate_Labels: a namespace at schema version 2 or 3 holding
+// labelled sessions migrates, and its labels filter List afterwards, in
+// List order; an append to a migrated session moves it to the top of its
+// label's List.
+func TestMigrate_Labels(t *testing.T) {
+	files := []string{"0001_init.sql", "0002_leases.sql", "0003_indexes.sql"}
+	for _, from := range []int{2, 3} {
+		t.Run(files[from-1], func(t *testing.T) { testMigrateLabels(t, files[:from]) })
+	}
+}
+
+func testMigrateLabels(t *testing.T, files []string) {
+	ns := "t_migrate_labels_" + strconv.Itoa(len(files))
 	dropSchemaLater(t, ns)
 	schema := pgx.Identifier{postgres.Schema(ns)}.Sanitize()
 	pool := adminPool(t)
 	stmts := []string{"CREATE SCHEMA " + schema, "SET search_path TO " + schema,
 		"CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"}
-	for _, f := range []string{"0001_init.sql", "0002_leases.sql"} {
+	for _, f := range files {
 		b, err := os.ReadFile("migrations/" + f)
 		if err != nil {
 			t.Fatal(err)
@@ -131,7 +152,8 @@ func TestMigrate_LabelsFrom0002(t *testing.T) {
 	stmts = append(stmts, `INSERT INTO sessions (id, created_at, updated_at, status, labels) VALUES
 		('a', now(), now() - interval '3 s', 'new', '{"team":"x","env":"prod"}'),
 		('b', now(), now() - interval '2 s', 'new', '{"team":"y"}'),
-		('c', now(), now() - interval '1 s', 'new', '{"team":"x"}')`)
+		('c', now(), now() - interval '1 s', 'new', '{"team":"x"}'),
+		('d', now(), now(), 'new', '{}')`)
 	conn, err := pool.Acquire(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -150,15 +172,9 @@ func TestMigrate_LabelsFrom0002(t *testing.T) {
 	if got := readMigrations(t, postgres.Schema(ns)); len(got) != migrationCount(t) {
 		t.Fatalf("after Open the schema has %d migrations, want %d", len(got), migrationCount(t))
 	}
-	for _, c := range []struct {
-		labels map[string]string
-		want   []string
-	}{
-		{map[string]string{"team": "x"}, []string{"c", "a"}},
-		{map[string]string{"team": "x", "env": "prod"}, []string{"a"}},
-		{map[string]string{"team": "z"}, nil},
-	} {
-		p, err := s.List(t.Context(), cairn.ListOptions{Labels: c.labels})
+	list := func(labels map[string]string, want []string) {
+		t.Helper()
+		p, err := s.List(t.Context(), cairn.ListOptions{Labels: labels})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,10 +182,18 @@ func TestMigrate_LabelsFrom0002(t *testing.T) {
 		for _, i := range p.Sessions {
 			got = append(got, i.ID)
 		}
-		if !slices.Equal(got, c.want) {
-			t.Errorf("List(%v) after migrating = %v, want %v", c.labels, got, c.want)
+		if !slices.Equal(got, want) {
+			t.Errorf("List(%v) = %v, want %v", labels, got, want)
 		}
 	}
+	list(map[string]string{"team": "x"}, []string{"c", "a"})
+	list(map[string]string{"team": "x", "env": "prod"}, []string{"a"})
+	list(map[string]string{"team": "z"}, nil)
+	if err := s.Append(t.Context(), "a", 0, storetest.UserTurn(0, "r", "q")...); err != nil {
+		t.Fatal(err)
+	}
+	list(map[string]string{"team": "x"}, []string{"a", "c"})
+	list(map[string]string{"env": "prod", "team": "x"}, []string{"a"})
 }
 
 // TestStore_SweepMany: Sweep deletes many expired sessions, more than a

@@ -149,7 +149,7 @@ func liveSQL(param string) string {
 
 // statements are the store's SQL, with the schema's tables named in full.
 type statements struct {
-	sessions         string
+	sessions, labels string
 	create, purge    string
 	append, tail     string
 	appendOne        string // append of a single event
@@ -202,6 +202,7 @@ func newStatements(schema string) statements {
 	events := pgx.Identifier{schema, "events"}.Sanitize()
 	return statements{
 		sessions: sessions,
+		labels:   pgx.Identifier{schema, "session_labels"}.Sanitize(),
 		purge:    "DELETE FROM " + sessions + " WHERE id = $1 AND expires_at IS NOT NULL AND expires_at <= $2",
 		create: "INSERT INTO " + sessions + ` (id, created_at, updated_at, expires_at, status, labels)
 			VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (id) DO NOTHING`,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,10 +158,15 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 // size, to know whether another page follows; an empty query for a List
 // that matches nothing without asking. The indexes that serve it:
 //
+//   - labels: the first label's (by key) range of session_labels_order_idx,
+//     in List order, each session by its key, the other filters checked
+//     on it, stopped once the page is full; a label no session has is an
+//     empty range. The other labels are semi-joins on session_labels,
+//     which the planner drives from instead (and sorts) when its
+//     statistics say one of them is rarer;
 //   - a prefix: a range of the primary key (id >= prefix AND id < the
 //     prefix with its last byte incremented; the IDs' collation is "C", so
 //     bytewise);
-//   - labels: containment (labels @> …) through the GIN index;
 //   - one status: sessions_status_idx, already in List order;
 //   - several statuses: one such walk per status, each stopped after a
 //     page, merged (Merge Append). status = ANY(…) would read every
@@ -169,8 +175,8 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 //     they are rare;
 //   - otherwise sessions_updated_idx, in List order.
 //
-// Between a prefix or labels and a walk in List order the planner chooses
-// by the table's statistics.
+// Between a prefix and a walk in List order (of the sessions or of a
+// label) the planner chooses by the tables' statistics.
 func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 	// Times go as text (the query is not prepared), which PostgreSQL
 	// rounds to the microsecond: they are cut to it here instead.
@@ -179,54 +185,77 @@ func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	// at and id: the columns of List's order, those of the label's rows
+	// when a label is walked.
+	from, at, id := s.sql.sessions+" AS s", "s.updated_at", "s.id"
 	where := []string{liveSQL("$1")}
+	keys := slices.Sorted(maps.Keys(opts.Labels))
+	if len(keys) > 0 {
+		from, at, id = s.sql.labels+" AS l JOIN "+s.sql.sessions+" AS s ON s.id = l.id", "l.updated_at", "l.id"
+		where = append(where, "l.key = "+arg(keys[0])+"::text", "l.value = "+arg(opts.Labels[keys[0]])+"::text")
+		for _, k := range keys[1:] {
+			// A semi-join the planner may also drive from, for a label
+			// rarer than the walked one (then it sorts what it holds).
+			where = append(where, "EXISTS (SELECT 1 FROM "+s.sql.labels+" AS o WHERE o.id = s.id AND o.key = "+
+				arg(k)+"::text AND o.value = "+arg(opts.Labels[k])+"::text)")
+		}
+	}
 	if opts.Prefix != "" {
 		lo, hi, ok := driver.PrefixRange(opts.Prefix)
 		if !ok {
 			return "", nil, nil
 		}
-		where = append(where, "id >= "+arg(lo)+"::text", "id < "+arg(hi)+"::text")
-	}
-	if len(opts.Labels) > 0 {
-		labels, err := json.Marshal(opts.Labels)
-		if err != nil {
-			return "", nil, err
-		}
-		where = append(where, "labels @> "+arg(string(labels))+"::jsonb") // text: the query is not prepared
+		where = append(where, "s.id >= "+arg(lo)+"::text", "s.id < "+arg(hi)+"::text")
 	}
 	if !opts.UpdatedAfter.IsZero() {
 		// Truncating to the microsecond keeps "strictly after" exact.
-		where = append(where, "updated_at > "+arg(opts.UpdatedAfter.UTC().Truncate(time.Microsecond))+"::timestamptz")
+		where = append(where, at+" > "+arg(opts.UpdatedAfter.UTC().Truncate(time.Microsecond))+"::timestamptz")
 	}
 	if !opts.UpdatedBefore.IsZero() {
-		where = append(where, "updated_at < "+arg(ceilMicro(opts.UpdatedBefore.UTC()))+"::timestamptz")
+		where = append(where, at+" < "+arg(ceilMicro(opts.UpdatedBefore.UTC()))+"::timestamptz")
 	}
 	if opts.Cursor != "" {
 		c, err := driver.ParseCursor(opts.Cursor)
 		if err != nil {
 			return "", nil, err
 		}
-		where = append(where, "(updated_at, id) < ("+arg(c.UpdatedAt)+"::timestamptz, "+arg(c.ID)+"::text)")
+		where = append(where, "("+at+", "+id+") < ("+arg(c.UpdatedAt)+"::timestamptz, "+arg(c.ID)+"::text)")
 	}
 	limit := arg(driver.PageSize(opts) + 1)
-	order := " ORDER BY updated_at DESC, id DESC LIMIT " + limit
+	order := " ORDER BY " + at + " DESC, " + id + " DESC LIMIT " + limit
 	statuses := slices.Compact(slices.Sorted(slices.Values(opts.Status)))
+	if len(keys) > 0 && len(statuses) > 0 {
+		// The label's walk checks the status of each session it reads.
+		where = append(where, "s.status = ANY("+arg(statusTexts(statuses))+"::text[])")
+		statuses = nil
+	}
 	if len(statuses) <= 1 {
 		if len(statuses) == 1 {
-			where = append(where, "status = "+arg(string(statuses[0]))+"::text")
+			where = append(where, "s.status = "+arg(string(statuses[0]))+"::text")
 		}
-		return "SELECT " + infoColumns + " FROM " + s.sql.sessions + " WHERE " + strings.Join(where, " AND ") + order, args, nil
+		return "SELECT " + sessionColumns + " FROM " + from + " WHERE " + strings.Join(where, " AND ") + order, args, nil
 	}
 	var q strings.Builder
 	for i, st := range statuses {
 		if i > 0 {
 			q.WriteString(" UNION ALL ")
 		}
-		q.WriteString("(SELECT " + infoColumns + " FROM " + s.sql.sessions + " WHERE status = " + arg(string(st)) +
+		q.WriteString("(SELECT " + sessionColumns + " FROM " + from + " WHERE s.status = " + arg(string(st)) +
 			"::text AND " + strings.Join(where, " AND ") + order + ")")
 	}
-	q.WriteString(order)
+	q.WriteString(" ORDER BY updated_at DESC, id DESC LIMIT " + limit)
 	return q.String(), args, nil
+}
+
+// sessionColumns are infoColumns of the sessions table as s.
+const sessionColumns = "s.id, s.created_at, s.updated_at, s.status, s.steps, s.first_message, s.labels, s.last_seq"
+
+func statusTexts(sts []cairn.Status) []string {
+	out := make([]string, len(sts))
+	for i, st := range sts {
+		out[i] = string(st)
+	}
+	return out
 }
 
 // ceilMicro rounds t up to the microsecond, so that "strictly before" an

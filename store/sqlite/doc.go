@@ -33,11 +33,16 @@
 //     primary key serves lookups by ID and List's Prefix (a range: id >=
 //     prefix AND id < the prefix with its last byte incremented, never
 //     LIKE); a partial index on (namespace, expires_at) serves Sweep.
-//   - session_labels, keyed by (namespace, session_id, key), with value:
-//     one row per label, written by Create with the session and erased
-//     with it, and an index on (namespace, key, value) that finds the
-//     sessions of a label. Migration 0003 made it, and filled it from the
-//     sessions already stored.
+//   - session_labels, keyed by (namespace, session_id, key), with value
+//     and updated_at: one row per label, written by Create with the
+//     session and erased with it; a trigger on sessions
+//     (session_labels_follow, after an update of updated_at of a session
+//     with labels) copies each Append's updated_at to the session's label
+//     rows in the same transaction. An index on (namespace, key, value,
+//     updated_at DESC, session_id DESC) gives the sessions of a label in
+//     List order. Migration 0003 made the table and filled it from the
+//     sessions already stored; 0004 added updated_at, its index and the
+//     trigger.
 //   - events, keyed by (namespace, session_id, seq): each event's JSON
 //     envelope {"v","seq","at","kind","run","data"}, with its data kept as
 //     it was appended, led by a checksum of itself (see Damage below).
@@ -50,9 +55,13 @@
 // Every List reads a number of rows bounded by its page or by what its
 // filters match, whatever the size of the namespace: a status walks its
 // range of the status index; several statuses walk one range each, merged;
-// a prefix or a label held by fewer than 10,000 sessions reads those and
-// sorts them, a more common one walks the namespace in List order and
-// stops once the page is full. Each connection has a 16 MiB page cache.
+// a label walks its range of the label index, in List order, and stops
+// once the page is full (with several labels, the one with the fewest
+// sessions; the others, the status and the time window are checked on
+// each session read); a prefix held by fewer than 10,000 sessions reads
+// those and sorts them, a more common one walks the namespace in List
+// order and stops once the page is full. Each connection has a 16 MiB
+// page cache.
 // Measured at 200,000 sessions of 4 events: a status, a label or a prefix
 // with few or no matches answers in under a millisecond or two, as the
 // first page does.
@@ -88,7 +97,8 @@
 // process but the last few may be lost if the machine loses power.
 //
 // An Append is one transaction that reads the session's row by its key,
-// inserts the events and updates the row: its cost does not depend on the
+// inserts the events and updates the row (and, by the trigger, the
+// updated_at of the session's label rows): its cost does not depend on the
 // length of the history. Expiry (StoreOptions.TTL) is checked on every read
 // against the store's clock, so a session is invisible the moment it
 // expires; Sweep deletes expired sessions and their events for good.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	schema "github.com/cairnhq/cairn/internal/migrations"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -71,11 +72,19 @@ func fillPlans(t *testing.T, s *Store) {
 
 // TestList_QueryPlans: every List with a prefix, a status or a label, and
 // every lookup by ID, reads through an index range or the primary key,
-// never a scan of the sessions, under either plan listQuery chooses.
+// never a scan of the sessions, under either plan listQuery chooses. A
+// List with labels (and no prefix of few sessions) walks one label's
+// range of session_labels_in_order in List order: no sort of all its
+// sessions.
 func TestList_QueryPlans(t *testing.T) {
 	s := openTest(t, filepath.Join(t.TempDir(), "p.db"), Options{})
 	fillPlans(t, s)
 	completed := cairn.StatusCompleted
+	first, err := s.List(t.Context(), cairn.ListOptions{Labels: map[string]string{"env": "dev"}, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := first.Next
 	cases := []struct {
 		name string
 		opts cairn.ListOptions
@@ -92,6 +101,9 @@ func TestList_QueryPlans(t *testing.T) {
 		{"statuses and label, paged", cairn.ListOptions{Status: []cairn.Status{completed, cairn.StatusNew},
 			Labels: map[string]string{"env": "prod"}, Limit: 2}},
 		{"prefix and status", cairn.ListOptions{Prefix: "s-1", Status: []cairn.Status{completed}}},
+		{"label, a page after the cursor in a window", cairn.ListOptions{Labels: map[string]string{"env": "dev"},
+			Cursor: cursor, UpdatedAfter: time.Unix(1, 0), UpdatedBefore: time.Now().Add(time.Hour)}},
+		{"prefix and label", cairn.ListOptions{Prefix: "s-", Labels: map[string]string{"team": "t3"}}},
 	}
 	for _, few := range []int{fewCandidates, 1} {
 		t.Run(fmt.Sprintf("fewCandidates=%d", few), func(t *testing.T) {
@@ -108,6 +120,11 @@ func TestList_QueryPlans(t *testing.T) {
 				plan := queryPlan(t, s.r, q, args...)
 				if sc := scans(plan); len(sc) > 0 && (few > 1 || len(c.opts.Status) > 0) {
 					t.Errorf("%s: the plan scans %v\nplan: %q\nquery: %s", c.name, sc, plan, q)
+				}
+				if len(c.opts.Labels) > 0 && (c.opts.Prefix == "" || few == 1) &&
+					(!strings.Contains(plan[0], "INDEX session_labels_in_order (namespace=? AND key=? AND value=?") ||
+						slices.ContainsFunc(plan, func(d string) bool { return strings.Contains(d, "TEMP B-TREE") })) {
+					t.Errorf("%s: the plan does not walk the label in List order\nplan: %q\nquery: %s", c.name, plan, q)
 				}
 			}
 		})
@@ -170,11 +187,18 @@ func TestList_BothPlans(t *testing.T) {
 	}
 }
 
-// TestMigrate_LabelsFrom0002: a file at schema version 2 holding labelled
-// sessions migrates, and its labels filter List afterwards; a row whose
-// labels do not decode does not stop the migration. Deleting a migrated
-// session deletes its labels.
-func TestMigrate_LabelsFrom0002(t *testing.T) {
+// TestMigrate_Labels: a file at schema version 2 or 3 holding labelled
+// sessions migrates, and its labels filter List afterwards, in List order;
+// a row whose labels do not decode does not stop the migration. An append
+// to a migrated session moves it to the top of its label's List, and
+// deleting one deletes its labels.
+func TestMigrate_Labels(t *testing.T) {
+	for _, from := range []int{2, 3} {
+		t.Run(fmt.Sprintf("from %d", from), func(t *testing.T) { testMigrateLabels(t, from) })
+	}
+}
+
+func testMigrateLabels(t *testing.T, from int) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	if _, err := createFile(path); err != nil {
 		t.Fatal(err)
@@ -190,21 +214,25 @@ func TestMigrate_LabelsFrom0002(t *testing.T) {
 	if _, err := db.ExecContext(t.Context(), `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms[:2] {
-		if _, err := db.ExecContext(t.Context(), m.SQL); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.ExecContext(t.Context(), `INSERT INTO schema_migrations VALUES (?, 1)`, m.Version); err != nil {
-			t.Fatal(err)
+	apply := func(ms []schema.Migration) {
+		for _, m := range ms {
+			if _, err := db.ExecContext(t.Context(), m.SQL); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(t.Context(), `INSERT INTO schema_migrations VALUES (?, 1)`, m.Version); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	apply(ms[:2])
 	now := time.Now().UnixNano()
-	for i, labels := range []string{`{"team":"a","env":"prod"}`, `{"team":"b"}`, `{}`, `{"team":"a"}`, `not json`} {
+	for i, labels := range []string{`{"env":"prod","team":"a"}`, `{"team":"b"}`, `{}`, `{"team":"a"}`, `not json`} {
 		if _, err := db.ExecContext(t.Context(), `INSERT INTO sessions (namespace, id, created_at, updated_at, status, labels)
-			VALUES ('default', ?, ?, ?, 'new', ?)`, fmt.Sprintf("old-%d", i), now, now+int64(i), labels); err != nil {
+			VALUES ('default', ?, ?, ?, 'new', ?)`, fmt.Sprintf("old-%d", i), now, now-int64(i), labels); err != nil {
 			t.Fatal(err)
 		}
 	}
+	apply(ms[2:from]) // 0003 fills session_labels from these
 	db.Close()
 
 	s := openTest(t, path, Options{})
@@ -222,11 +250,17 @@ func TestMigrate_LabelsFrom0002(t *testing.T) {
 		}
 		return ids
 	}
-	if got, want := list(map[string]string{"team": "a"}), []string{"old-3", "old-0"}; !slices.Equal(got, want) {
+	if got, want := list(map[string]string{"team": "a"}), []string{"old-0", "old-3"}; !slices.Equal(got, want) {
 		t.Errorf("List(team=a) after migrating = %v, want %v", got, want)
 	}
 	if got, want := list(map[string]string{"team": "a", "env": "prod"}), []string{"old-0"}; !slices.Equal(got, want) {
 		t.Errorf("List(team=a, env=prod) after migrating = %v, want %v", got, want)
+	}
+	if err := s.Append(t.Context(), "old-3", 0, storetest.UserTurn(0, "r", "q")...); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := list(map[string]string{"team": "a"}), []string{"old-3", "old-0"}; !slices.Equal(got, want) {
+		t.Errorf("List(team=a) after an append to old-3 = %v, want %v", got, want)
 	}
 	if err := s.Delete(t.Context(), "old-0"); err != nil {
 		t.Fatal(err)

@@ -182,8 +182,8 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 }
 
 // fewCandidates is the number of sessions under which a List with a
-// prefix or a label reads the sessions that have it and sorts them,
-// rather than walking the namespace in List order until a page is full.
+// prefix reads the sessions that have it and sorts them, rather than
+// walking an index in List order until a page is full.
 //
 // Reading M candidates costs M lookups and a sort of M rows; walking in
 // List order costs about page*N/M rows for N sessions (the walk stops
@@ -192,8 +192,9 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 // candidates first, up to this number (an index range, stopped there):
 // below it, reading them costs at most that many rows; at it or above,
 // walking costs at most page*N/fewCandidates rows, 10,000 at a million
-// sessions and the default page. The walk assumes the candidates are
-// spread over time; a label held only by old sessions costs more.
+// sessions and the default page. A label needs no such choice: its range
+// of session_labels_in_order is in List order already (with several
+// labels, the count picks the one with the fewest sessions to walk).
 var fewCandidates = 10000 // a variable for the tests of both plans
 
 // listSQL is a query being built: its text and arguments.
@@ -215,12 +216,13 @@ func in(n int) string { return "(?" + strings.Repeat(", ?", n-1) + ")" }
 // that matches nothing without asking SQLite. Every plan it makes reads a
 // number of rows bounded by the page, or by what the filters match, never
 // by the namespace's size (the exception: a walk in List order while a
-// filter matches fewCandidates sessions or more; see there):
+// prefix matches fewCandidates sessions or more; see there):
 //
 //   - a prefix with fewer than fewCandidates sessions: their range of the
 //     primary key (namespace, id), then a sort;
-//   - otherwise a label held by fewer than fewCandidates sessions: its
-//     range of session_labels_by_value, each session by its key, a sort;
+//   - otherwise with labels: the range of one label in
+//     session_labels_in_order (the one with the fewest sessions), in List
+//     order, each session by its key;
 //   - otherwise, with one status: sessions_by_status, in List order;
 //   - with several: one such walk per status, each stopped after a page,
 //     merged (an IN list would read every session of the statuses and
@@ -228,7 +230,7 @@ func in(n int) string { return "(?" + strings.Repeat(", ?", n-1) + ")" }
 //   - otherwise sessions_by_update, in List order.
 //
 // The other filters, the cursor and expiry are conditions on each row
-// read; labels are looked up by session_labels' key.
+// read; the other labels are looked up by session_labels' key.
 func (s *Store) listQuery(ctx context.Context, opts cairn.ListOptions) (string, []any, error) {
 	var lo, hi string
 	if opts.Prefix != "" {
@@ -238,32 +240,37 @@ func (s *Store) listQuery(ctx context.Context, opts cairn.ListOptions) (string, 
 		}
 	}
 	keys := slices.Sorted(maps.Keys(opts.Labels))
-	// by: "prefix", a label key, or "" for a walk in List order.
-	by := ""
-	switch {
-	case opts.Prefix != "":
+	// The plan: the prefix's range, a label's walk (the label of key by),
+	// or a walk in List order.
+	byPrefix, byLabel, by := false, false, ""
+	if opts.Prefix != "" {
 		n, err := s.countUpTo(ctx, `SELECT 1 FROM sessions WHERE namespace = ? AND id >= ? AND id < ?`,
 			s.opts.Namespace, lo, hi)
 		if err != nil {
 			return "", nil, err
 		}
-		if n < fewCandidates {
-			by = "prefix"
-			break
-		}
-		fallthrough
-	default:
-		least := fewCandidates
+		byPrefix = n < fewCandidates
+	}
+	if !byPrefix && len(keys) > 0 {
+		byLabel, by = true, keys[0]
+	}
+	if byLabel && len(keys) > 1 {
+		least := -1
 		for _, k := range keys {
 			n, err := s.countUpTo(ctx, `SELECT 1 FROM session_labels WHERE namespace = ? AND key = ? AND value = ?`,
 				s.opts.Namespace, k, opts.Labels[k])
 			if err != nil {
 				return "", nil, err
 			}
-			if n < least {
+			if least < 0 || n < least {
 				by, least = k, n
 			}
 		}
+	}
+	// A label's walk reads the order and the cursor from its index, d.
+	atCol, idCol, order := "s.updated_at", "s.id", ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	if byLabel {
+		atCol, idCol, order = "d.updated_at", "d.session_id", ` ORDER BY d.updated_at DESC, d.session_id DESC LIMIT ?`
 	}
 
 	// The conditions on a row, but for its status.
@@ -273,33 +280,32 @@ func (s *Store) listQuery(ctx context.Context, opts cairn.ListOptions) (string, 
 		// Unary + keeps a walk in List order from trading its index for
 		// the primary key's range (and a sort of all of it).
 		plus := "+"
-		if by == "prefix" {
+		if byPrefix {
 			plus = ""
 		}
 		where.add(` AND `+plus+`s.id >= ? AND `+plus+`s.id < ?`, lo, hi)
 	}
 	for _, k := range keys {
-		if k != by {
+		if !byLabel || k != by {
 			where.add(` AND EXISTS (SELECT 1 FROM session_labels AS l WHERE l.namespace = s.namespace
 				AND l.session_id = s.id AND l.key = ? AND l.value = ?)`, k, opts.Labels[k])
 		}
 	}
 	if !opts.UpdatedAfter.IsZero() {
-		where.add(` AND s.updated_at > ?`, nanos(opts.UpdatedAfter))
+		where.add(` AND `+atCol+` > ?`, nanos(opts.UpdatedAfter))
 	}
 	if !opts.UpdatedBefore.IsZero() {
-		where.add(` AND s.updated_at < ?`, nanos(opts.UpdatedBefore))
+		where.add(` AND `+atCol+` < ?`, nanos(opts.UpdatedBefore))
 	}
 	if opts.Cursor != "" {
 		c, err := driver.ParseCursor(opts.Cursor)
 		if err != nil {
 			return "", nil, err
 		}
-		at := nanos(c.UpdatedAt)
-		where.add(` AND s.updated_at <= ? AND (s.updated_at < ? OR s.id < ?)`, at, at, c.ID)
+		n := nanos(c.UpdatedAt)
+		where.add(` AND `+atCol+` <= ? AND (`+atCol+` < ? OR `+idCol+` < ?)`, n, n, c.ID)
 	}
 	limit := driver.PageSize(opts) + 1
-	const order = ` ORDER BY updated_at DESC, id DESC LIMIT ?`
 
 	// A session this store found damaged has the status damaged, whatever
 	// its row says.
@@ -311,13 +317,14 @@ func (s *Store) listQuery(ctx context.Context, opts cairn.ListOptions) (string, 
 	}
 	var q listSQL
 	switch {
-	case by != "":
+	case byPrefix || byLabel:
 		// NOT INDEXED: the sessions are read by their key (the table's
 		// own b-tree), not walked through an index in List order.
-		if by == "prefix" {
+		if byPrefix {
 			q.add(`SELECT `+sessionColumns+` FROM sessions AS s NOT INDEXED WHERE s.namespace = ?`, s.opts.Namespace)
 		} else {
-			q.add(`SELECT `+sessionColumns+` FROM session_labels AS d CROSS JOIN sessions AS s NOT INDEXED
+			q.add(`SELECT `+sessionColumns+` FROM session_labels AS d INDEXED BY session_labels_in_order
+				CROSS JOIN sessions AS s NOT INDEXED
 				WHERE d.namespace = ? AND d.key = ? AND d.value = ? AND s.namespace = d.namespace AND s.id = d.session_id`,
 				s.opts.Namespace, by, opts.Labels[by])
 		}

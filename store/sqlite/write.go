@@ -51,8 +51,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 		if err != nil || len(meta.Labels) == 0 {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO session_labels (namespace, session_id, key, value)
-			SELECT ?, ?, key, value FROM json_each(?)`, s.opts.Namespace, meta.ID, string(labels))
+		_, err = tx.ExecContext(ctx, `INSERT INTO session_labels (namespace, session_id, key, value, updated_at)
+			SELECT ?, ?, key, value, ? FROM json_each(?)`, s.opts.Namespace, meta.ID, nanos(now), string(labels))
 		return err
 	})
 	return s.fail("create", meta.ID, err)

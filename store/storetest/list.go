@@ -160,6 +160,52 @@ func testListFilters(t *testing.T, h *harness) {
 	}
 }
 
+// testListLabelOrder checks that a List by label follows the sessions'
+// updates: a labelled session that gets appended to comes first in its
+// label's List, with one label or two, on every page.
+func testListLabelOrder(t *testing.T, h *harness) {
+	s := h.store(t)
+	var oldest, want []string // want: the team=a sessions in List order
+	for i := range 4 {
+		labels := map[string]string{"team": "a", "env": "prod"}
+		if i == 2 {
+			labels = map[string]string{"team": "b", "env": "prod"}
+		}
+		id := newSession(t, s, labels)
+		if labels["team"] == "a" {
+			want = append([]string{id}, want...)
+			oldest = append(oldest, id)
+		}
+		h.clock.Advance(time.Second)
+	}
+	byLabel := cairn.ListOptions{Labels: map[string]string{"team": "a"}, Limit: 1}
+	if got := ids(listAll(t, s, byLabel)); !slices.Equal(got, want) {
+		t.Fatalf("List(team=a) = %v, want %v", got, want)
+	}
+	// The oldest session of the label is appended to: it comes first.
+	mustAppend(t, s, oldest[0], 0, UserTurn(0, "r", "q")...)
+	want = append([]string{oldest[0]}, want[:len(want)-1]...)
+	h.clock.Advance(time.Second)
+	for _, labels := range []map[string]string{{"team": "a"}, {"team": "a", "env": "prod"}} {
+		for _, limit := range []int{1, 2, 0} {
+			o := cairn.ListOptions{Labels: labels, Limit: limit}
+			if got := ids(listAll(t, s, o)); !slices.Equal(got, want) {
+				t.Errorf("List(%v, limit %d) after an append to %s = %v, want %v", labels, limit, oldest[0], got, want)
+			}
+		}
+	}
+	// And again, for the one now last.
+	mustAppend(t, s, oldest[1], 0, UserTurn(0, "r", "q")...)
+	want = append([]string{oldest[1]}, want[:len(want)-1]...)
+	if got := ids(listAll(t, s, byLabel)); !slices.Equal(got, want) {
+		t.Errorf("List(team=a) after an append to %s = %v, want %v", oldest[1], got, want)
+	}
+	if got := ids(listAll(t, s, cairn.ListOptions{Labels: map[string]string{"team": "a"},
+		Status: []cairn.Status{cairn.StatusCompleted}})); !slices.Equal(got, want[:2]) {
+		t.Errorf("List(team=a, completed) = %v, want %v", got, want[:2])
+	}
+}
+
 // testListPrefix checks ListOptions.Prefix: IDs that start with it, in
 // List order, with the other filters and paging, and no character of an ID
 // taken as a wildcard (an SQL LIKE would take '_' as one).

@@ -68,6 +68,7 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 		{"ListPaging", testListPaging},
 		{"ListFilters", testListFilters},
 		{"ListPrefix", testListPrefix},
+		{"ListLabelOrder", testListLabelOrder},
 		{"Delete", testDelete},
 		{"TTL", testTTL},
 		{"Namespaces", testNamespaces},
