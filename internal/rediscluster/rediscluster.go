@@ -1,7 +1,7 @@
 // Package rediscluster starts a small Redis Cluster on loopback ports for
 // tests: masters and their replicas, each a redis-server process in a
-// folder of its own, with no persistence and a short node timeout, so that
-// a replica takes over a killed master within seconds.
+// folder of its own, with no persistence and a short node timeout (1 s), so
+// that a replica takes over a killed master within seconds.
 //
 // Tests find their cluster through CAIRN_TEST_REDIS_CLUSTER: "auto" starts
 // one per test binary (Shared), a redis:// URL names a running one. Locally
@@ -109,7 +109,11 @@ func (n *Node) start() error {
 	cmd := exec.Command("redis-server",
 		"--port", strconv.Itoa(n.Port), "--bind", "127.0.0.1",
 		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0",
+		// The default replica validity factor (10) stays: a replica that
+		// has never synced (a killed master started again and still
+		// loading its new master's data) must not be promoted when that
+		// master stalls for a node timeout, or the slot's data is gone.
+		"--cluster-node-timeout", "1000",
 		"--save", "", "--appendonly", "no",
 		"--dir", n.dir, "--logfile", filepath.Join(n.dir, "redis.log"))
 	if err := cmd.Start(); err != nil {
@@ -143,6 +147,9 @@ func freePort() (int, error) {
 	}
 	return 0, errors.New("no free pair of loopback ports for a cluster node")
 }
+
+// Client returns a plain client on the node (no cluster redirects).
+func (n *Node) Client() *goredis.Client { return client(n.Addr) }
 
 // client returns a plain client on one node.
 func client(addr string) *goredis.Client {
@@ -266,6 +273,23 @@ func (n *Node) Kill() error {
 	return nil
 }
 
+// Pause stops the node's process with SIGSTOP: it keeps its sockets but
+// reads and answers nothing, as a replica that falls behind does.
+func (n *Node) Pause() error {
+	if !n.Running() {
+		return fmt.Errorf("pause redis-server on port %d: not running", n.Port)
+	}
+	return n.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume lets a paused node go on (SIGCONT).
+func (n *Node) Resume() error {
+	if !n.Running() {
+		return nil
+	}
+	return n.cmd.Process.Signal(syscall.SIGCONT)
+}
+
 // Restart starts a stopped node again, on its port and folder: it rejoins
 // the cluster from its nodes.conf, as a replica if another took its place.
 func (n *Node) Restart(ctx context.Context) error {
@@ -298,6 +322,67 @@ func (c *Cluster) WaitFailover(ctx context.Context, key string, old *Node) error
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// ReplicaOf returns a replica of master m, as m's INFO replication names
+// it.
+func (c *Cluster) ReplicaOf(ctx context.Context, m *Node) (*Node, error) {
+	cl := client(m.Addr)
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, fmt.Errorf("replicas of %s: %w", m.Addr, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "slave") {
+			continue
+		}
+		_, fields, _ := strings.Cut(strings.TrimSpace(line), ":")
+		for _, f := range strings.Split(fields, ",") {
+			if p, ok := strings.CutPrefix(f, "port="); ok {
+				for _, n := range c.Nodes {
+					if strconv.Itoa(n.Port) == p {
+						return n, nil
+					}
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s names no replica of its own", m.Addr)
+}
+
+// ReplicationLag returns how many bytes of master m's replication stream
+// its replicas have not acknowledged yet: its master_repl_offset less the
+// smallest offset a replica acknowledged (INFO replication).
+func (c *Cluster) ReplicationLag(ctx context.Context, m *Node) (int64, error) {
+	cl := client(m.Addr)
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, fmt.Errorf("replication of %s: %w", m.Addr, err)
+	}
+	var master int64
+	acked := int64(-1)
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "master_repl_offset:"); ok {
+			master, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if !strings.HasPrefix(line, "slave") {
+			continue
+		}
+		for _, f := range strings.Split(line, ",") {
+			if v, ok := strings.CutPrefix(f, "offset="); ok {
+				if o, err := strconv.ParseInt(v, 10, 64); err == nil && (acked < 0 || o < acked) {
+					acked = o
+				}
+			}
+		}
+	}
+	if acked < 0 {
+		return 0, fmt.Errorf("%s names no replica of its own", m.Addr)
+	}
+	return master - acked, nil
 }
 
 // MasterOf returns the node that serves key as master now, asking the
@@ -345,6 +430,7 @@ func (c *Cluster) MasterOf(ctx context.Context, key string) (*Node, error) {
 func (c *Cluster) Stop() {
 	for _, n := range c.Nodes {
 		if n.Running() {
+			_ = n.cmd.Process.Signal(syscall.SIGCONT) // a paused node ends too
 			_ = n.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-n.done:
@@ -427,5 +513,24 @@ func Test(tb testing.TB, masters int) *Cluster {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(c.Stop)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			c.logTails(tb)
+		}
+	})
 	return c
+}
+
+// logTails logs the last lines of every node's log: what a failed test's
+// cluster did last (failovers, resyncs, a port that could not be bound).
+func (c *Cluster) logTails(tb testing.TB) {
+	for _, n := range c.Nodes {
+		b, err := os.ReadFile(filepath.Join(n.dir, "redis.log"))
+		if err != nil {
+			tb.Logf("node %s: %v", n.Addr, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		tb.Logf("node %s (running: %v), the last lines of its log:\n%s", n.Addr, n.Running(), strings.Join(lines[max(0, len(lines)-25):], "\n"))
+	}
 }
