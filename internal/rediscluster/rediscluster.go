@@ -221,8 +221,54 @@ func (c *Cluster) unhealthy(ctx context.Context) string {
 		if all && strings.Contains(repl, "role:master") && strings.Count(repl, ",state=online,") < c.replicas {
 			return n.Addr + " is a master without all its replicas online"
 		}
+		if all && strings.Contains(repl, "role:master") && !streaming(ctx, n, c.replicas) {
+			return n.Addr + " is a master whose replicas do not receive its writes yet"
+		}
 	}
 	return ""
+}
+
+// streaming reports whether every replica of master n receives its writes:
+// a write to one of its slots, then WAIT for them (200 ms). After a
+// diskless full sync a master calls the replica online but holds its
+// stream until the replica's first acknowledgement that it sees, up to a
+// second later; a master killed in that second takes every write since the
+// sync with it, the session's creation included, as one test run showed.
+func streaming(ctx context.Context, n *Node, replicas int) bool {
+	cl := client(n.Addr)
+	defer cl.Close()
+	shards, err := cl.ClusterShards(ctx).Result()
+	if err != nil {
+		return false
+	}
+	var owned []goredis.SlotRange
+	for _, s := range shards {
+		for _, sn := range s.Nodes {
+			if sn.Port == int64(n.Port) && sn.Role == "master" {
+				owned = s.Slots
+			}
+		}
+	}
+	for i := range 1000 { // a key whose slot n serves
+		key := "rediscluster:probe:{" + strconv.Itoa(i) + "}"
+		slot, err := cl.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			return false
+		}
+		for _, r := range owned {
+			if r.Start <= slot && slot <= r.End {
+				var wait *goredis.Cmd
+				_, err := cl.Pipelined(ctx, func(p goredis.Pipeliner) error {
+					p.Set(ctx, key, "x", 5*time.Second)
+					wait = p.Do(ctx, "wait", replicas, 200)
+					return nil
+				})
+				got, werr := wait.Int()
+				return err == nil && werr == nil && got >= replicas
+			}
+		}
+	}
+	return false
 }
 
 // URL returns the cluster's store URL: one node in the host, the others

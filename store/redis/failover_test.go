@@ -37,7 +37,7 @@ func TestFailover_KillMaster(t *testing.T) {
 
 // TestFailover_LaggingReplica is TestFailover_KillMaster with the replica
 // behind: before each kill it pauses the master's replica (SIGSTOP), lets
-// the writer go on, and writes 32 MB to the session's slot, more than the
+// the writer go on, and writes 32 MiB to the session's slot, more than the
 // loopback sockets between the two hold, so that the master's last writes
 // are still in its own memory when it dies; then it lets the replica go
 // on, and the replica is promoted without them. Without min_replicas the
@@ -224,7 +224,7 @@ func runFailover(t *testing.T, cl *rediscluster.Cluster, params string, lag bool
 
 // fallBehind pauses replica, lets the writer go on for a moment (its
 // appends fill the loopback sockets between master m and the replica),
-// writes 32 MB to key on m, a key in the session's slot, and lets the
+// writes 32 MiB to key on m, a key in the session's slot, and lets the
 // writer go on again: what it appends now is in m's memory only. It
 // returns how many bytes of m's replication stream the replica has not
 // acknowledged.
