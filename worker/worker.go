@@ -252,7 +252,9 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired tim
 	case res != nil && res.Unsaved > 0:
 		log.Warn("the store did not answer; the session waits for another try from its last saved step",
 			"unsaved", res.Unsaved, "err", res.StoreError)
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && err != nil:
+		// A run that returned no error finished, even if the shutdown
+		// began in the moment after: it is logged as finished below.
 		log.Info("interrupted for shutdown")
 	case err != nil:
 		log.Warn("run failed; the session waits for another try", "err", err)

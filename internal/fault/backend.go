@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,25 +107,8 @@ func (b *Backend) Erase(t testing.TB) {
 			t.Errorf("erase namespace %s: %v", b.NS, err)
 		}
 	case "redis":
-		opts, err := redis.ParseURL(b.URL)
-		if err != nil {
+		if _, err := RedisKeys(ctx, b.URL, b.NS, true); err != nil {
 			t.Errorf("erase namespace %s: %v", b.NS, err)
-			return
-		}
-		c := goredis.NewClient(opts)
-		defer c.Close()
-		var keys []string
-		iter := c.Scan(ctx, 0, "cairn:"+b.NS+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("erase namespace %s: %v", b.NS, err)
-		}
-		if len(keys) > 0 {
-			if err := c.Del(ctx, keys...).Err(); err != nil {
-				t.Errorf("erase namespace %s: %v", b.NS, err)
-			}
 		}
 	case "mongodb":
 		st, err := mongodb.Open(ctx, b.URL, cairn.StoreOptions{Namespace: b.NS})
@@ -147,6 +131,49 @@ func (b *Backend) Erase(t testing.TB) {
 			}
 		}
 	}
+}
+
+// RedisKeys returns every key of namespace ns (cairn:<ns>:…) on the Redis
+// server or Redis Cluster (every master) that storeURL names, and deletes
+// them when del is set.
+func RedisKeys(ctx context.Context, storeURL, ns string, del bool) ([]string, error) {
+	o, err := redis.ParseStoreURL(storeURL)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, c *goredis.Client) error {
+		iter := c.Scan(ctx, 0, "cairn:"+ns+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if del {
+				if err := c.Del(ctx, iter.Val()).Err(); err != nil {
+					return err
+				}
+			}
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	switch o.Kind {
+	case redis.KindCluster:
+		c := goredis.NewClusterClient(o.Cluster)
+		defer c.Close()
+		err = c.ForEachMaster(ctx, scan)
+	case redis.KindSentinel:
+		c := goredis.NewFailoverClient(o.Failover)
+		defer c.Close()
+		err = scan(ctx, c)
+	default:
+		c := goredis.NewClient(o.Standalone)
+		defer c.Close()
+		err = scan(ctx, c)
+	}
+	return keys, err
 }
 
 // mongoDatabase returns the database a MongoDB URI names.

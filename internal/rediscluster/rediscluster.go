@@ -1,7 +1,7 @@
 // Package rediscluster starts a small Redis Cluster on loopback ports for
 // tests: masters and their replicas, each a redis-server process in a
-// folder of its own, with no persistence and a short node timeout, so that
-// a replica takes over a killed master within seconds.
+// folder of its own, with no persistence and a short node timeout (1 s), so
+// that a replica takes over a killed master within seconds.
 //
 // Tests find their cluster through CAIRN_TEST_REDIS_CLUSTER: "auto" starts
 // one per test binary (Shared), a redis:// URL names a running one. Locally
@@ -109,7 +109,11 @@ func (n *Node) start() error {
 	cmd := exec.Command("redis-server",
 		"--port", strconv.Itoa(n.Port), "--bind", "127.0.0.1",
 		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0",
+		// The default replica validity factor (10) stays: a replica that
+		// has never synced (a killed master started again and still
+		// loading its new master's data) must not be promoted when that
+		// master stalls for a node timeout, or the slot's data is gone.
+		"--cluster-node-timeout", "1000",
 		"--save", "", "--appendonly", "no",
 		"--dir", n.dir, "--logfile", filepath.Join(n.dir, "redis.log"))
 	if err := cmd.Start(); err != nil {
@@ -143,6 +147,9 @@ func freePort() (int, error) {
 	}
 	return 0, errors.New("no free pair of loopback ports for a cluster node")
 }
+
+// Client returns a plain client on the node (no cluster redirects).
+func (n *Node) Client() *goredis.Client { return client(n.Addr) }
 
 // client returns a plain client on one node.
 func client(addr string) *goredis.Client {
@@ -214,8 +221,54 @@ func (c *Cluster) unhealthy(ctx context.Context) string {
 		if all && strings.Contains(repl, "role:master") && strings.Count(repl, ",state=online,") < c.replicas {
 			return n.Addr + " is a master without all its replicas online"
 		}
+		if all && strings.Contains(repl, "role:master") && !streaming(ctx, n, c.replicas) {
+			return n.Addr + " is a master whose replicas do not receive its writes yet"
+		}
 	}
 	return ""
+}
+
+// streaming reports whether every replica of master n receives its writes:
+// a write to one of its slots, then WAIT for them (200 ms). After a
+// diskless full sync a master calls the replica online but holds its
+// stream until the replica's first acknowledgement that it sees, up to a
+// second later; a master killed in that second takes every write since the
+// sync with it, the session's creation included, as one test run showed.
+func streaming(ctx context.Context, n *Node, replicas int) bool {
+	cl := client(n.Addr)
+	defer cl.Close()
+	shards, err := cl.ClusterShards(ctx).Result()
+	if err != nil {
+		return false
+	}
+	var owned []goredis.SlotRange
+	for _, s := range shards {
+		for _, sn := range s.Nodes {
+			if sn.Port == int64(n.Port) && sn.Role == "master" {
+				owned = s.Slots
+			}
+		}
+	}
+	for i := range 1000 { // a key whose slot n serves
+		key := "rediscluster:probe:{" + strconv.Itoa(i) + "}"
+		slot, err := cl.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			return false
+		}
+		for _, r := range owned {
+			if r.Start <= slot && slot <= r.End {
+				var wait *goredis.Cmd
+				_, err := cl.Pipelined(ctx, func(p goredis.Pipeliner) error {
+					p.Set(ctx, key, "x", 5*time.Second)
+					wait = p.Do(ctx, "wait", replicas, 200)
+					return nil
+				})
+				got, werr := wait.Int()
+				return err == nil && werr == nil && got >= replicas
+			}
+		}
+	}
+	return false
 }
 
 // URL returns the cluster's store URL: one node in the host, the others
@@ -266,6 +319,23 @@ func (n *Node) Kill() error {
 	return nil
 }
 
+// Pause stops the node's process with SIGSTOP: it keeps its sockets but
+// reads and answers nothing, as a replica that falls behind does.
+func (n *Node) Pause() error {
+	if !n.Running() {
+		return fmt.Errorf("pause redis-server on port %d: not running", n.Port)
+	}
+	return n.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume lets a paused node go on (SIGCONT).
+func (n *Node) Resume() error {
+	if !n.Running() {
+		return nil
+	}
+	return n.cmd.Process.Signal(syscall.SIGCONT)
+}
+
 // Restart starts a stopped node again, on its port and folder: it rejoins
 // the cluster from its nodes.conf, as a replica if another took its place.
 func (n *Node) Restart(ctx context.Context) error {
@@ -298,6 +368,67 @@ func (c *Cluster) WaitFailover(ctx context.Context, key string, old *Node) error
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// ReplicaOf returns a replica of master m, as m's INFO replication names
+// it.
+func (c *Cluster) ReplicaOf(ctx context.Context, m *Node) (*Node, error) {
+	cl := client(m.Addr)
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, fmt.Errorf("replicas of %s: %w", m.Addr, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "slave") {
+			continue
+		}
+		_, fields, _ := strings.Cut(strings.TrimSpace(line), ":")
+		for _, f := range strings.Split(fields, ",") {
+			if p, ok := strings.CutPrefix(f, "port="); ok {
+				for _, n := range c.Nodes {
+					if strconv.Itoa(n.Port) == p {
+						return n, nil
+					}
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s names no replica of its own", m.Addr)
+}
+
+// ReplicationLag returns how many bytes of master m's replication stream
+// its replicas have not acknowledged yet: its master_repl_offset less the
+// smallest offset a replica acknowledged (INFO replication).
+func (c *Cluster) ReplicationLag(ctx context.Context, m *Node) (int64, error) {
+	cl := client(m.Addr)
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, fmt.Errorf("replication of %s: %w", m.Addr, err)
+	}
+	var master int64
+	acked := int64(-1)
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "master_repl_offset:"); ok {
+			master, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if !strings.HasPrefix(line, "slave") {
+			continue
+		}
+		for _, f := range strings.Split(line, ",") {
+			if v, ok := strings.CutPrefix(f, "offset="); ok {
+				if o, err := strconv.ParseInt(v, 10, 64); err == nil && (acked < 0 || o < acked) {
+					acked = o
+				}
+			}
+		}
+	}
+	if acked < 0 {
+		return 0, fmt.Errorf("%s names no replica of its own", m.Addr)
+	}
+	return master - acked, nil
 }
 
 // MasterOf returns the node that serves key as master now, asking the
@@ -345,6 +476,7 @@ func (c *Cluster) MasterOf(ctx context.Context, key string) (*Node, error) {
 func (c *Cluster) Stop() {
 	for _, n := range c.Nodes {
 		if n.Running() {
+			_ = n.cmd.Process.Signal(syscall.SIGCONT) // a paused node ends too
 			_ = n.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-n.done:
@@ -427,5 +559,24 @@ func Test(tb testing.TB, masters int) *Cluster {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(c.Stop)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			c.logTails(tb)
+		}
+	})
 	return c
+}
+
+// logTails logs the last lines of every node's log: what a failed test's
+// cluster did last (failovers, resyncs, a port that could not be bound).
+func (c *Cluster) logTails(tb testing.TB) {
+	for _, n := range c.Nodes {
+		b, err := os.ReadFile(filepath.Join(n.dir, "redis.log"))
+		if err != nil {
+			tb.Logf("node %s: %v", n.Addr, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		tb.Logf("node %s (running: %v), the last lines of its log:\n%s", n.Addr, n.Running(), strings.Join(lines[max(0, len(lines)-25):], "\n"))
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	goredis "github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -18,7 +17,6 @@ import (
 	"github.com/cairnhq/cairn/internal/fault"
 	"github.com/cairnhq/cairn/store/mongodb"
 	"github.com/cairnhq/cairn/store/postgres"
-	"github.com/cairnhq/cairn/store/redis"
 )
 
 // The tests' namespaces live on shared servers. Each test erases its own
@@ -100,10 +98,7 @@ func leftovers(ctx context.Context, storeURL, ns string) ([]string, error) {
 			return err
 		})
 	case "redis", "rediss":
-		err = withRedis(storeURL, func(c *goredis.Client) error {
-			left, err = redisKeys(ctx, c, ns)
-			return err
-		})
+		left, err = fault.RedisKeys(ctx, storeURL, ns, false)
 	case "mongodb", "mongodb+srv":
 		err = withMongo(ctx, storeURL, func(db *mongo.Database) error {
 			left, err = db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: mongoCollections(ns)}}}})
@@ -120,26 +115,6 @@ func withPostgres(ctx context.Context, storeURL string, f func(*pgx.Conn) error)
 	}
 	defer c.Close(context.Background())
 	return f(c)
-}
-
-func withRedis(storeURL string, f func(*goredis.Client) error) error {
-	opts, err := redis.ParseURL(storeURL)
-	if err != nil {
-		return err
-	}
-	c := goredis.NewClient(opts)
-	defer c.Close()
-	return f(c)
-}
-
-// redisKeys returns every key of namespace ns: cairn:<ns>:….
-func redisKeys(ctx context.Context, c *goredis.Client, ns string) ([]string, error) {
-	var keys []string
-	iter := c.Scan(ctx, 0, "cairn:"+ns+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	return keys, iter.Err()
 }
 
 func withMongo(ctx context.Context, storeURL string, f func(*mongo.Database) error) error {

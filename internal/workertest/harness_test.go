@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/rediscluster"
 	"github.com/cairnhq/cairn/internal/testenv"
 	_ "github.com/cairnhq/cairn/store/all"
 )
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}
+	rediscluster.StopShared()
 	os.Exit(code)
 }
 

@@ -4,21 +4,32 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/rediscluster"
 	"github.com/cairnhq/cairn/internal/testenv"
 )
 
-var throughput = flag.Bool("workertest.throughput", false, "measure sessions per second of 1, 2 and 4 workers")
+var (
+	throughput = flag.Bool("workertest.throughput", false, "measure sessions per second of 1, 2 and 4 workers")
+	queued     = flag.Int("workertest.sessions", 200, "how many sessions TestWorkers_Throughput queues for each measurement")
+)
 
 func TestWorkers_Postgres(t *testing.T) { testWorkers(t, testenv.URL(t, testenv.Postgres)) }
 func TestWorkers_Redis(t *testing.T)    { testWorkers(t, testenv.URL(t, testenv.Redis)) }
 func TestWorkers_MongoDB(t *testing.T)  { testWorkers(t, testenv.URL(t, testenv.MongoDB)) }
+
+// TestWorkers_RedisCluster runs the same test on a Redis Cluster of 3
+// masters and 3 replicas (CAIRN_TEST_REDIS_CLUSTER), where the workers'
+// claims list the waiting sessions and acquire them one by one.
+func TestWorkers_RedisCluster(t *testing.T) { testWorkers(t, rediscluster.URL(t)) }
 
 // TestWorkers_File runs the same test on a file store: three workers on
 // one machine sharing one folder, with leases in the sessions' folders and
@@ -125,7 +136,7 @@ func testWorkers(t *testing.T, storeURL string) {
 			want = 0 // its one finish was w0's last write
 		}
 		if f := finishedBy[id]; len(f) != want {
-			t.Errorf("session %s was finished %d times by a living worker (%v), want %d", id, len(f), f, want)
+			t.Errorf("session %s was finished %d times by a living worker (%v), want %d; the workers' log lines for it:\n%s", id, len(f), f, want, sessionLog(t, workers, id))
 		}
 		toks := tokens[id]
 		slices.Sort(toks)
@@ -141,6 +152,24 @@ func testWorkers(t *testing.T, storeURL string) {
 	}
 	t.Logf("%d sessions, 1 SIGKILL (%d sessions orphaned, all finished by others), 1 SIGSTOP past the lease (%d sessions stalled, %d lost-lease stops), %d duplicated steps",
 		sessions, len(orphans), len(stalled), lost, dups)
+}
+
+// sessionLog returns every line of the workers' logs that names session
+// id.
+func sessionLog(t *testing.T, workers []*workerProc, id string) string {
+	var out []string
+	for _, w := range workers {
+		b, err := os.ReadFile(w.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, id) {
+				out = append(out, w.name+": "+line)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // checkHistories checks every session's history: one run, started once,
@@ -220,24 +249,34 @@ func checkHistories(t *testing.T, st cairn.Store, ids []string) int {
 
 // TestWorkers_Throughput measures how many queued sessions per second 1, 2
 // and 4 worker processes (two slots each) complete on each shared store
-// (PostgreSQL, Redis, MongoDB) and on a file store, with no simulated model
-// latency: the cost of claiming, leasing, fenced appends and releasing. Run
-// with -workertest.throughput.
+// (PostgreSQL, Redis, a Redis Cluster of 3 masters and 3 replicas,
+// MongoDB) and on a file store, with no simulated model latency: the cost
+// of claiming, leasing, fenced appends and releasing. It ends with the
+// ratio of the cluster's figures to the single Redis server's. Run with
+// -workertest.throughput (and -run 'TestWorkers_Throughput/redis' for the
+// two Redis deployments alone; -workertest.sessions sets how many sessions
+// are queued, 200 by default).
 func TestWorkers_Throughput(t *testing.T) {
 	if !*throughput {
 		t.Skip("run with -workertest.throughput to measure")
 	}
-	backends := []struct{ name, url string }{
-		{"postgres", testenv.URL(t, testenv.Postgres)},
-		{"redis", testenv.URL(t, testenv.Redis)},
-		{"mongodb", testenv.URL(t, testenv.MongoDB)},
-		{"file", "file://" + filepath.Join(t.TempDir(), "sessions")},
+	backends := []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"postgres", func(t *testing.T) string { return testenv.URL(t, testenv.Postgres) }},
+		{"redis", func(t *testing.T) string { return testenv.URL(t, testenv.Redis) }},
+		{"redis-cluster", func(t *testing.T) string { return rediscluster.URL(t) }},
+		{"mongodb", func(t *testing.T) string { return testenv.URL(t, testenv.MongoDB) }},
+		{"file", func(t *testing.T) string { return "file://" + filepath.Join(t.TempDir(), "sessions") }},
 	}
-	const n = 200
+	n := *queued
+	counts := []int{1, 2, 4}
+	rates := map[string]float64{} // backend/workers -> sessions per second
 	for _, b := range backends {
-		for _, workers := range []int{1, 2, 4} {
+		for _, workers := range counts {
 			t.Run(fmt.Sprintf("%s/workers=%d", b.name, workers), func(t *testing.T) {
-				e := newEnv(t, b.url, 0)
+				e := newEnv(t, b.url(t), 0)
 				e.enqueue(n)
 				st := e.openStore()
 				start := time.Now()
@@ -251,8 +290,16 @@ func TestWorkers_Throughput(t *testing.T) {
 					_ = p.cmd.Process.Signal(syscall.SIGTERM)
 					p.wait()
 				}
-				t.Logf("%s, %d workers: %d sessions in %s: %.1f sessions/s", b.name, workers, n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
+				rate := float64(n) / elapsed.Seconds()
+				rates[fmt.Sprintf("%s/%d", b.name, workers)] = rate
+				t.Logf("%s, %d workers: %d sessions in %s: %.1f sessions/s", b.name, workers, n, elapsed.Round(time.Millisecond), rate)
 			})
+		}
+	}
+	for _, workers := range counts {
+		single, cluster := rates[fmt.Sprintf("redis/%d", workers)], rates[fmt.Sprintf("redis-cluster/%d", workers)]
+		if single > 0 && cluster > 0 {
+			t.Logf("%d workers: Redis Cluster %.1f sessions/s, single Redis %.1f sessions/s: %.2f× the single server", workers, cluster, single, cluster/single)
 		}
 	}
 }
