@@ -212,16 +212,3 @@ func nanos(t time.Time) string {
 // score is a session's score in the namespace index: its updated time in
 // Unix microseconds, which a float64 holds exactly.
 func score(t time.Time) int64 { return t.UnixMicro() }
-
-// updateIndex is the index update of a split store after a successful
-// write.
-func (s *Store) updateIndex(ctx context.Context, id string, updated time.Time, gt bool) error {
-	g := "0"
-	if gt {
-		g = "1"
-	}
-	_, err := retry(ctx, func(ctx context.Context) (any, error) {
-		return indexScript.Run(ctx, s.client, []string{s.index}, score(updated), id, s.ttl, g).Result()
-	})
-	return err
-}
