@@ -424,18 +424,35 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (_ map[string]c
 	if len(docs) == 0 {
 		return out, nil
 	}
-	or := bson.A{}
+	// One range of the (session, seq) index per session: its lease
+	// documents (seq < 0). The current token's is picked below. (An $or
+	// of a branch per session, with the token in it, is what MongoDB
+	// would serve as well, but FerretDB evaluates every branch on every
+	// event document: 15 s for a page of 50 at 10,000 sessions.)
+	token := make(map[string]int64, len(docs))
+	sessions := bson.A{}
+	least := docs[0].Token
 	for _, d := range docs {
-		or = append(or, bson.D{{Key: "session", Value: d.ID}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: 0}}},
-			{Key: "lease_token", Value: bson.D{{Key: "$gte", Value: d.Token}}}})
+		token[d.ID] = d.Token
+		sessions = append(sessions, d.ID)
+		least = min(least, d.Token)
 	}
-	cur, err = s.events.Find(ctx, bson.D{{Key: "$or", Value: or}})
+	// Tokens only grow, so the least current token leaves out the
+	// sessions' older lease documents.
+	cur, err = s.events.Find(ctx, bson.D{{Key: "session", Value: bson.D{{Key: "$in", Value: sessions}}},
+		{Key: "seq", Value: bson.D{{Key: "$lt", Value: 0}}}, {Key: "lease_token", Value: bson.D{{Key: "$gte", Value: least}}}})
 	if err != nil {
 		return nil, fmt.Errorf("leases of %d sessions: %w", len(ids), err)
 	}
-	var leases []leaseDoc
-	if err := cur.All(ctx, &leases); err != nil {
+	var all []leaseDoc
+	if err := cur.All(ctx, &all); err != nil {
 		return nil, fmt.Errorf("leases of %d sessions: %w", len(ids), err)
+	}
+	var leases []leaseDoc
+	for _, l := range all {
+		if l.Token >= token[l.Session] {
+			leases = append(leases, l)
+		}
 	}
 	latest := map[string]leaseDoc{}
 	for _, l := range leases {
