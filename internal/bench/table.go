@@ -59,6 +59,19 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "CPU per op (µs)	append	floor	append−floor	allocs/append	floor	")
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t\n", r.Backend, r.CPUPerAppend, r.FloorCPU,
+			r.CPUPerAppend-r.FloorCPU, r.AllocsPerAppend, r.FloorAllocs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	for _, r := range rep.Results {
 		if r.Error != "" {
 			fmt.Fprintf(w, "%s: not measured: %s\n", r.Backend, r.Error)
