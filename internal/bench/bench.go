@@ -61,6 +61,9 @@ type Result struct {
 	Floor8vs1   float64 `json:"floor_concurrent_8_vs_1,omitempty"`
 	Throughput1 float64 `json:"throughput_1_per_s"`
 	Throughput8 float64 `json:"throughput_8_per_s"`
+	// Concurrent64vs1 and Throughput64 are the same for 64 sessions.
+	Concurrent64vs1 float64 `json:"concurrent_64_vs_1"`
+	Throughput64    float64 `json:"throughput_64_per_s"`
 	// CPUPerAppend is the process's user and system CPU time per append of
 	// one event, measured with getrusage around a loop of appends; the
 	// floor's beside it. On a server backend it leaves out the server's
@@ -164,7 +167,7 @@ func measure(ctx context.Context, b *backend, cfg settings, res *Result, progres
 			short++
 		}
 	}
-	if err := b.createSessions(ctx, len(cfg.lengths)+short*(cfg.samples/rotate+1)+len(cfg.resume)+1+cfg.rounds*9); err != nil {
+	if err := b.createSessions(ctx, len(cfg.lengths)+short*(cfg.samples/rotate+1)+len(cfg.resume)+1+cfg.rounds*(1+8+64)); err != nil {
 		return fmt.Errorf("create sessions: %w", err)
 	}
 	progress("append latency")

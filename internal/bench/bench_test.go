@@ -43,7 +43,7 @@ func TestMeasure_LocalBackends(t *testing.T) {
 					t.Errorf("resume of %s: %v ms, floor %v ms; want both > 0", n, res.ResumeMS[n], res.ResumeFloorMS[n])
 				}
 			}
-			if res.Concurrent8vs1 <= 0 || res.EventJSONBytes < 1000 {
+			if res.Concurrent8vs1 <= 0 || res.Concurrent64vs1 <= 0 || res.Throughput64 <= 0 || res.EventJSONBytes < 1000 {
 				t.Errorf("8 vs 1 = %v, event JSON %d bytes; want > 0 and about 1 KB", res.Concurrent8vs1, res.EventJSONBytes)
 			}
 			checkCost(t, res)
@@ -73,7 +73,7 @@ func TestMeasure_ServerBackends(t *testing.T) {
 	for name, env := range map[string]string{"postgres": testenv.Postgres, "redis": testenv.Redis, "mongodb": testenv.MongoDB} {
 		t.Run(name, func(t *testing.T) {
 			res := measureTiny(t, testenv.URL(t, env), t.TempDir())
-			if res.AppendP50["10"] <= 0 || res.FloorP50 <= 0 || res.ResumeMS["40"] <= 0 || res.Concurrent8vs1 <= 0 {
+			if res.AppendP50["10"] <= 0 || res.FloorP50 <= 0 || res.ResumeMS["40"] <= 0 || res.Concurrent8vs1 <= 0 || res.Concurrent64vs1 <= 0 {
 				t.Errorf("append %v, floor %v, resume %v, 8 vs 1 %v: want all > 0", res.AppendP50, res.FloorP50, res.ResumeMS, res.Concurrent8vs1)
 			}
 			checkCost(t, res)
