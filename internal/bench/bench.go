@@ -107,7 +107,7 @@ type settings struct {
 func settingsFor(quick bool) settings {
 	if quick {
 		return settings{lengths: []int{10, 10000}, samples: 40, resume: []int{1000, 20000}, resumeRep: 1,
-			cpuOps: 300, perWriter: 40, rounds: 1, steps: 300}
+			cpuOps: 100, perWriter: 40, rounds: 1, steps: 300}
 	}
 	return settings{lengths: []int{10, 100, 1000, 3000, 10000}, samples: 400, resume: []int{1000, 20000},
 		resumeRep: 5, cpuOps: 2000, perWriter: 300, rounds: 3, steps: 1000}
