@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // fieldError is a problem with one field of an event, before the loader or
@@ -40,6 +42,7 @@ type specField struct {
 	index    int    // the struct field's index
 	required bool   // tagged without omitempty: must be present
 	nullable bool   // null is allowed even when required (slices, maps, pointers, raw JSON)
+	text     bool   // a plain string: check leaves a long one quoted
 }
 
 var kindSpecs = map[Kind]kindSpec{
@@ -80,6 +83,7 @@ func specOf(v any) kindSpec {
 		if f.Type == rawMessageType {
 			sf.nullable = true
 		}
+		sf.text = f.Type == reflect.TypeFor[string]()
 		s.fields = append(s.fields, sf)
 	}
 	return s
@@ -103,13 +107,47 @@ func (s kindSpec) decode(data []byte) (any, error) {
 	v := reflect.New(s.typ)
 	d := newDecoder(data)
 	defer d.free()
-	if fe := s.decodeObject(d, v.Elem()); fe != nil {
+	if fe := s.decodeObject(d, v.Elem(), false); fe != nil {
 		return nil, fe
 	}
 	return checked(v.Interface())
 }
 
-func (s *kindSpec) decodeObject(d *decoder, v reflect.Value) *fieldError {
+// longText is the length from which check leaves a string quoted: the
+// JSON of a string of at least this many bytes, quotes and escapes
+// included.
+const longText = 128
+
+// textMark stands, in the value check decodes, for a long string it did
+// not unquote: like the string, it is not empty.
+const textMark = "(long text)"
+
+// check reports whether decode would accept data, and if not, with the
+// same error, doing less work: the JSON of a long plain string (the text
+// of a response, the output of a tool) is checked as the decoder reads it
+// but not unquoted nor copied, and the value's own checks see textMark in
+// its place. Whatever check refuses, decode decides: the error is decode's,
+// and a check that textMark fails where the string would pass (none so
+// far: they ask only whether a string is empty, or compare short ones)
+// costs a second decode, not a wrong answer.
+func (s kindSpec) check(data []byte) error {
+	v := reflect.New(s.typ)
+	d := newDecoder(data)
+	fe := s.decodeObject(d, v.Elem(), true)
+	d.free()
+	if fe == nil {
+		if _, err := checked(v.Interface()); err == nil {
+			return nil
+		}
+	}
+	_, err := s.decode(data)
+	return err
+}
+
+// decodeObject decodes the JSON object d reads into v, a value of s's type.
+// With lazy set, a plain string field whose JSON is longText bytes or more
+// is read and checked but set to textMark (see check).
+func (s *kindSpec) decodeObject(d *decoder, v reflect.Value, lazy bool) *fieldError {
 	if k := d.PeekKind(); k != '{' {
 		fe := &fieldError{field: "data", msg: "must be a JSON object", offset: -1}
 		if k == 0 {
@@ -136,10 +174,29 @@ func (s *kindSpec) decodeObject(d *decoder, v reflect.Value) *fieldError {
 		if f.required && !f.nullable && d.PeekKind() == 'n' {
 			return &fieldError{field: f.name, msg: "must not be null", offset: off}
 		}
+		seen |= 1 << i
+		if lazy && f.text && d.PeekKind() == '"' {
+			// The decoder checks a string as it reads it (UTF-8, escapes):
+			// unquoting it, as decoding does, cannot fail after that.
+			raw, err := d.ReadValue()
+			if err != nil {
+				return decodeError(err)
+			}
+			if len(raw) >= longText {
+				v.Field(f.index).SetString(textMark)
+				continue
+			}
+			var buf [longText]byte
+			str, err := jsontext.AppendUnquote(buf[:0], raw)
+			if err != nil {
+				return decodeError(err)
+			}
+			v.Field(f.index).SetString(string(str))
+			continue
+		}
 		if err := d.value(v.Field(f.index).Addr().Interface()); err != nil {
 			return decodeError(err)
 		}
-		seen |= 1 << i
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return decodeError(err)
@@ -235,21 +292,38 @@ func (m *Custom) check() error {
 // twice in any object, invalid UTF-8 are all refused). The error wraps
 // ErrInvalidEvent.
 func ValidateEvent(e Event, wantSeq int64) error {
-	_, err := validateEvent(e, wantSeq)
-	return err
+	if err := checkEnvelope(e, wantSeq); err != nil {
+		return err
+	}
+	spec, ok := kindSpecs[e.Kind]
+	if !ok {
+		return fmt.Errorf("%w: seq %d (%s): unknown event kind %q", ErrInvalidEvent, e.Seq, e.Kind, e.Kind)
+	}
+	if err := spec.check(e.Data); err != nil {
+		return fmt.Errorf("%w: seq %d (%s): %v", ErrInvalidEvent, e.Seq, e.Kind, err)
+	}
+	return nil
+}
+
+// checkEnvelope checks what ValidateEvent checks before the data.
+func checkEnvelope(e Event, wantSeq int64) error {
+	switch {
+	case e.V != FormatVersion:
+		return fmt.Errorf("%w: seq %d: version %d, want %d", ErrInvalidEvent, e.Seq, e.V, FormatVersion)
+	case e.Seq != wantSeq:
+		return fmt.Errorf("%w: seq %d where %d comes next (seqs are dense, from 1)", ErrInvalidEvent, e.Seq, wantSeq)
+	case e.At.IsZero():
+		return fmt.Errorf("%w: seq %d: time \"at\" is not set", ErrInvalidEvent, e.Seq)
+	case !validUTF8(e.Kind, e.Run):
+		return fmt.Errorf("%w: seq %d: the kind or run ID is not valid UTF-8", ErrInvalidEvent, e.Seq)
+	}
+	return nil
 }
 
 // validateEvent is ValidateEvent that returns the decoded data.
 func validateEvent(e Event, wantSeq int64) (any, error) {
-	switch {
-	case e.V != FormatVersion:
-		return nil, fmt.Errorf("%w: seq %d: version %d, want %d", ErrInvalidEvent, e.Seq, e.V, FormatVersion)
-	case e.Seq != wantSeq:
-		return nil, fmt.Errorf("%w: seq %d where %d comes next (seqs are dense, from 1)", ErrInvalidEvent, e.Seq, wantSeq)
-	case e.At.IsZero():
-		return nil, fmt.Errorf("%w: seq %d: time \"at\" is not set", ErrInvalidEvent, e.Seq)
-	case !validUTF8(e.Kind, e.Run):
-		return nil, fmt.Errorf("%w: seq %d: the kind or run ID is not valid UTF-8", ErrInvalidEvent, e.Seq)
+	if err := checkEnvelope(e, wantSeq); err != nil {
+		return nil, err
 	}
 	v, err := e.Decode()
 	if err != nil {

@@ -197,6 +197,9 @@ func checkDecode(t *testing.T, kind Kind, data []byte) bool {
 	t.Helper()
 	got, err := kindSpecs[kind].decode(data)
 	want, rerr := refDecode(kind, data)
+	if cerr := kindSpecs[kind].check(data); fmt.Sprint(cerr) != fmt.Sprint(err) {
+		t.Errorf("%s %q: check says %v, decode %v", kind, data, cerr, err)
+	}
 	switch {
 	case err == nil && rerr != nil:
 		t.Errorf("%s %q: accepted what encoding/json refuses: %v", kind, data, rerr)
@@ -223,6 +226,38 @@ func checkDecode(t *testing.T, kind Kind, data []byte) bool {
 		t.Errorf("%s %q: encoding is not stable over a decode: %s, then %s", kind, data, again, twice)
 	}
 	return true
+}
+
+// TestKindSpec_CheckLongText: check, which leaves long strings quoted,
+// accepts and refuses what decode does, with its errors, around the length
+// from which it does so and where a long string is what the value's own
+// checks look at.
+func TestKindSpec_CheckLongText(t *testing.T) {
+	long := strings.Repeat("a", longText)
+	esc := strings.Repeat(`\"\n\u00e9`, longText/10)
+	for _, c := range []struct {
+		kind Kind
+		data string
+	}{
+		{KindModelResponse, `{"text":"` + long + `","tool_calls":[],"model":"m","usage":{"input_tokens":1,"output_tokens":2},"finish_reason":"stop","latency_ms":3}`},
+		{KindModelResponse, `{"text":"` + esc + `","tool_calls":null,"model":"` + long[:longText-3] + `","usage":{"input_tokens":1,"output_tokens":2},"finish_reason":"stop","latency_ms":3}`},
+		{KindModelResponse, `{"text":"` + long + `\x","tool_calls":[],"model":"m","usage":{"input_tokens":1,"output_tokens":2},"finish_reason":"stop","latency_ms":3}`},
+		{KindModelResponse, "{\"text\":\"" + long + "\xff\",\"tool_calls\":[],\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":2},\"finish_reason\":\"stop\",\"latency_ms\":3}"},
+		{KindModelResponse, `{"text":"` + long + `\ud800","tool_calls":[],"model":"m","usage":{"input_tokens":1,"output_tokens":2},"finish_reason":"stop","latency_ms":3}`},
+		{KindModelResponse, `{"text":"` + long + `","text":"b","tool_calls":[],"model":"m","usage":{"input_tokens":1,"output_tokens":2},"finish_reason":"stop","latency_ms":3}`},
+		{KindToolResult, `{"call_id":"` + long + `","name":"n","output":"` + long + `","is_error":false,"duration_ms":1}`},
+		{KindToolResult, `{"call_id":"","name":"n","output":"` + long + `","is_error":false,"duration_ms":1}`},
+		{KindRunFinished, `{"status":"` + long + `","output":"` + long + `"}`},
+		{KindRunFinished, `{"status":"completed","output":"` + long + `"}`},
+		{KindCustom, `{"type":"` + long + `","payload":null}`},
+		{KindMessageSystem, `{"text":"` + long + `"}`},
+		{KindMessageSystem, `{"text":` + strings.Repeat(" ", longText) + `"x"}`},
+	} {
+		_, want := kindSpecs[c.kind].decode([]byte(c.data))
+		if got := kindSpecs[c.kind].check([]byte(c.data)); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s %.80q…: check says %v, decode %v", c.kind, c.data, got, want)
+		}
+	}
 }
 
 func TestKindSpec_DecodeAgreesWithReference(t *testing.T) {

@@ -61,7 +61,20 @@ type Result struct {
 	Floor8vs1   float64 `json:"floor_concurrent_8_vs_1,omitempty"`
 	Throughput1 float64 `json:"throughput_1_per_s"`
 	Throughput8 float64 `json:"throughput_8_per_s"`
-	Error       string  `json:"error,omitempty"` // why the backend could not be measured
+	// Concurrent64vs1 and Throughput64 are the same for 64 sessions.
+	Concurrent64vs1 float64 `json:"concurrent_64_vs_1"`
+	Throughput64    float64 `json:"throughput_64_per_s"`
+	// CPUPerAppend is the process's user and system CPU time per append of
+	// one event, measured with getrusage around a loop of appends; the
+	// floor's beside it. On a server backend it leaves out the server's
+	// work: it is cairn's own, with its driver's. AllocsPerAppend and
+	// FloorAllocs count heap allocations the same way.
+	CPUPerAppend    float64 `json:"cpu_us_per_append"`
+	AllocsPerAppend float64 `json:"allocs_per_append"`
+	FloorCPU        float64 `json:"floor_cpu_us_per_op"`
+	FloorAllocs     float64 `json:"floor_allocs_per_op"`
+	AtomicFloorCPU  float64 `json:"atomic_floor_cpu_us_per_op,omitempty"`
+	Error           string  `json:"error,omitempty"` // why the backend could not be measured
 }
 
 // Naive compares cairn with the naive way to save a chat loop: re-serialise
@@ -85,6 +98,7 @@ type settings struct {
 	samples   int   // appends per history length
 	resume    []int // session lengths of the resume measurement
 	resumeRep int   // resumes per length
+	cpuOps    int   // appends (and floor writes) of the CPU measurement
 	perWriter int   // appends per writer in the concurrency measurement
 	rounds    int   // rounds of the concurrency measurement
 	steps     int   // steps of the naive comparison
@@ -93,10 +107,10 @@ type settings struct {
 func settingsFor(quick bool) settings {
 	if quick {
 		return settings{lengths: []int{10, 10000}, samples: 40, resume: []int{1000, 20000}, resumeRep: 1,
-			perWriter: 40, rounds: 1, steps: 300}
+			cpuOps: 100, perWriter: 40, rounds: 1, steps: 300}
 	}
 	return settings{lengths: []int{10, 100, 1000, 3000, 10000}, samples: 400, resume: []int{1000, 20000},
-		resumeRep: 5, perWriter: 300, rounds: 3, steps: 1000}
+		resumeRep: 5, cpuOps: 2000, perWriter: 300, rounds: 3, steps: 1000}
 }
 
 // Run measures every store of opts and the naive comparison.
@@ -153,12 +167,16 @@ func measure(ctx context.Context, b *backend, cfg settings, res *Result, progres
 			short++
 		}
 	}
-	if err := b.createSessions(ctx, len(cfg.lengths)+short*(cfg.samples/rotate+1)+len(cfg.resume)+cfg.rounds*9); err != nil {
+	if err := b.createSessions(ctx, len(cfg.lengths)+short*(cfg.samples/rotate+1)+len(cfg.resume)+1+cfg.rounds*(1+8+64)); err != nil {
 		return fmt.Errorf("create sessions: %w", err)
 	}
 	progress("append latency")
 	if err := measureAppend(ctx, b, cfg, res); err != nil {
 		return fmt.Errorf("append: %w", err)
+	}
+	progress("CPU per append")
+	if err := measureCPU(ctx, b, cfg.cpuOps, res); err != nil {
+		return fmt.Errorf("CPU per append: %w", err)
 	}
 	progress("resume")
 	if err := measureResume(ctx, b, cfg, res); err != nil {

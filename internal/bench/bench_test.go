@@ -9,7 +9,7 @@ import (
 
 // tiny are settings small enough for a test: every measurement runs, on
 // short histories.
-var tiny = settings{lengths: []int{10, 30}, samples: 25, resume: []int{20, 40}, resumeRep: 1, perWriter: 5, rounds: 1, steps: 20}
+var tiny = settings{lengths: []int{10, 30}, samples: 25, resume: []int{20, 40}, resumeRep: 1, cpuOps: 30, perWriter: 5, rounds: 1, steps: 20}
 
 // measureTiny measures the store at url, with dir for its files, at the
 // tiny sizes.
@@ -43,9 +43,10 @@ func TestMeasure_LocalBackends(t *testing.T) {
 					t.Errorf("resume of %s: %v ms, floor %v ms; want both > 0", n, res.ResumeMS[n], res.ResumeFloorMS[n])
 				}
 			}
-			if res.Concurrent8vs1 <= 0 || res.EventJSONBytes < 1000 {
+			if res.Concurrent8vs1 <= 0 || res.Concurrent64vs1 <= 0 || res.Throughput64 <= 0 || res.EventJSONBytes < 1000 {
 				t.Errorf("8 vs 1 = %v, event JSON %d bytes; want > 0 and about 1 KB", res.Concurrent8vs1, res.EventJSONBytes)
 			}
+			checkCost(t, res)
 			if name == "memory" {
 				if res.BytesPerEvent != nil {
 					t.Errorf("bytes per event %v in memory, want none", *res.BytesPerEvent)
@@ -72,13 +73,30 @@ func TestMeasure_ServerBackends(t *testing.T) {
 	for name, env := range map[string]string{"postgres": testenv.Postgres, "redis": testenv.Redis, "mongodb": testenv.MongoDB} {
 		t.Run(name, func(t *testing.T) {
 			res := measureTiny(t, testenv.URL(t, env), t.TempDir())
-			if res.AppendP50["10"] <= 0 || res.FloorP50 <= 0 || res.ResumeMS["40"] <= 0 || res.Concurrent8vs1 <= 0 {
+			if res.AppendP50["10"] <= 0 || res.FloorP50 <= 0 || res.ResumeMS["40"] <= 0 || res.Concurrent8vs1 <= 0 || res.Concurrent64vs1 <= 0 {
 				t.Errorf("append %v, floor %v, resume %v, 8 vs 1 %v: want all > 0", res.AppendP50, res.FloorP50, res.ResumeMS, res.Concurrent8vs1)
+			}
+			checkCost(t, res)
+			if atomic := name != "postgres"; atomic != (res.AtomicFloorCPU > 0) {
+				t.Errorf("atomic floor CPU %v µs per write; want one measured: %v", res.AtomicFloorCPU, atomic)
 			}
 			if atomic := name != "postgres"; atomic != (res.AtomicFloorP50 > 0 && res.AtomicFloor != "") {
 				t.Errorf("atomic floor %q at %v µs; want one measured: %v", res.AtomicFloor, res.AtomicFloorP50, atomic)
 			}
 		})
+	}
+}
+
+// checkCost checks the CPU time and allocations per append and per floor
+// write: measured, and within what one call of a few KB could cost.
+func checkCost(t *testing.T, res Result) {
+	t.Helper()
+	if res.CPUPerAppend <= 0 || res.CPUPerAppend > 1e5 || res.FloorCPU < 0 || res.FloorCPU > 1e5 {
+		t.Errorf("CPU per append %v µs, per floor write %v µs; want above 0 and under 0.1 s", res.CPUPerAppend, res.FloorCPU)
+	}
+	// An append copies the event at least once; no call needs thousands.
+	if res.AllocsPerAppend < 1 || res.AllocsPerAppend > 5000 || res.FloorAllocs < 0 || res.FloorAllocs > 5000 {
+		t.Errorf("allocations per append %v, per floor write %v; want 1 to 5,000 and 0 to 5,000", res.AllocsPerAppend, res.FloorAllocs)
 	}
 }
 

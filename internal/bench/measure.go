@@ -160,9 +160,9 @@ func measureResume(ctx context.Context, b *backend, cfg settings, res *Result) e
 }
 
 // measureConcurrency compares the appends per second of one session
-// appending alone with those of 8 sessions appending at once.
+// appending alone with those of 8 and of 64 sessions appending at once.
 func measureConcurrency(ctx context.Context, b *backend, cfg settings, res *Result) error {
-	var ratios, one, eight, floor []float64
+	var ratios, ratios64, one, eight, many, floor []float64
 	for range cfg.rounds {
 		r1, err := throughput(ctx, b, 1, cfg.perWriter)
 		if err != nil {
@@ -172,7 +172,14 @@ func measureConcurrency(ctx context.Context, b *backend, cfg settings, res *Resu
 		if err != nil {
 			return err
 		}
-		one, eight, ratios = append(one, r1), append(eight, r8), append(ratios, r8/r1)
+		// 64 writers append half as many each: the run takes 4 times the
+		// appends of 8 writers, not 8 times.
+		r64, err := throughput(ctx, b, 64, max(1, cfg.perWriter/2))
+		if err != nil {
+			return err
+		}
+		one, eight, many = append(one, r1), append(eight, r8), append(many, r64)
+		ratios, ratios64 = append(ratios, r8/r1), append(ratios64, r64/r1)
 		if b.floorWriters != nil {
 			f1, err := floorThroughput(ctx, b, 1, cfg.perWriter)
 			if err != nil {
@@ -185,8 +192,8 @@ func measureConcurrency(ctx context.Context, b *backend, cfg settings, res *Resu
 			floor = append(floor, f8/f1)
 		}
 	}
-	res.Throughput1, res.Throughput8 = round(median(one)), round(median(eight))
-	res.Concurrent8vs1 = round(median(ratios))
+	res.Throughput1, res.Throughput8, res.Throughput64 = round(median(one)), round(median(eight)), round(median(many))
+	res.Concurrent8vs1, res.Concurrent64vs1 = round(median(ratios)), round(median(ratios64))
 	if len(floor) > 0 {
 		res.Floor8vs1 = round(median(floor))
 	}

@@ -23,7 +23,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "resume (ms)\t1k\t20k\tfloor 1k\t20k\tB/event\t8 vs 1\tfloor\t")
+	fmt.Fprintln(tw, "resume (ms)\t1k\t20k\tfloor 1k\t20k\tB/event\t8 vs 1\tfloor\t64 vs 1\t")
 	for _, r := range rep.Results {
 		if r.Error != "" {
 			continue
@@ -36,8 +36,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.Floor8vs1 > 0 {
 			floor8 = fmt.Sprintf("%.2f×", r.Floor8vs1)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%.1f\t%.0f\t%s\t%.2f×\t%s\t\n",
-			r.Backend, r.ResumeMS["1000"], r.ResumeMS["20000"], r.ResumeFloorMS["1000"], r.ResumeFloorMS["20000"], bpe, r.Concurrent8vs1, floor8)
+		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%.1f\t%.0f\t%s\t%.2f×\t%s\t%.2f×\t\n",
+			r.Backend, r.ResumeMS["1000"], r.ResumeMS["20000"], r.ResumeFloorMS["1000"], r.ResumeFloorMS["20000"], bpe, r.Concurrent8vs1, floor8, r.Concurrent64vs1)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -55,6 +55,19 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.2f\t%d B\t\n", r.Backend, ratio(r.AppendP50["10000"], r.AppendP50["10"]),
 			ratio(r.AppendP50["10000"], r.FloorP50), atomic, ratio(r.ResumeMS["20000"], r.ResumeFloorMS["20000"]), r.EventJSONBytes)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "CPU per op (µs)	append	floor	append−floor	allocs/append	floor	")
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t\n", r.Backend, r.CPUPerAppend, r.FloorCPU,
+			r.CPUPerAppend-r.FloorCPU, r.AllocsPerAppend, r.FloorAllocs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

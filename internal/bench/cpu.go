@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// cost is what a loop of calls took from the process, per call: user and
+// system CPU time (of every thread, so the work a call leaves to the
+// store's background goroutines and to the garbage collector counts too)
+// and heap allocations. Unlike a latency it does not move with the disk,
+// the network or the other processes on the machine.
+type cost struct {
+	cpuUS  float64
+	allocs float64
+}
+
+// processCPU is the user and system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// costOf runs f(0) … f(n-1) and returns their cost per call.
+func costOf(n int, f func(i int) error) (cost, error) {
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	c0 := processCPU()
+	for i := range n {
+		if err := f(i); err != nil {
+			return cost{}, err
+		}
+	}
+	c1 := processCPU()
+	runtime.ReadMemStats(&m1)
+	return cost{cpuUS: round(float64((c1 - c0).Nanoseconds()) / 1e3 / float64(n)),
+		allocs: round(float64(m1.Mallocs-m0.Mallocs) / float64(n))}, nil
+}
+
+// measureCPU measures the cost of n appends of one realistic event to a
+// session of 10 events and more, one after another, then of n floor writes
+// (and atomic floor writes) the same way. The events are made before the
+// loop, so that only the store's work counts.
+func measureCPU(ctx context.Context, b *backend, n int, res *Result) error {
+	id, err := b.session(ctx)
+	if err != nil {
+		return err
+	}
+	if err := prefill(ctx, b.store, id, 0, 10); err != nil {
+		return err
+	}
+	evs := Events(11, int64(10+n))
+	c, err := costOf(n, func(i int) error { return b.store.Append(ctx, id, int64(10+i), evs[i]) })
+	if err != nil {
+		return err
+	}
+	res.CPUPerAppend, res.AllocsPerAppend = c.cpuUS, c.allocs
+	body, _ := json.Marshal(Event(1))
+	if c, err = costOf(n, func(int) error { return b.floor.write(ctx, body) }); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	res.FloorCPU, res.FloorAllocs = c.cpuUS, c.allocs
+	if b.atomic != nil {
+		if c, err = costOf(n, func(int) error { return b.atomic.write(ctx, body) }); err != nil {
+			return fmt.Errorf("atomic floor: %w", err)
+		}
+		res.AtomicFloorCPU = c.cpuUS
+	}
+	return nil
+}
