@@ -265,6 +265,7 @@ func (l *leaseStore) Release(ctx context.Context, lease cairn.Lease) error {
 func (l *leaseStore) CurrentLease(ctx context.Context, id string) (cairn.Lease, error) {
 	return l.leaser.CurrentLease(ctx, id)
 }
+
 // The claim tests need leases: a method missing here would run them
 // unclaimed.
 var _ cairn.Leaser = (*leaseStore)(nil)
