@@ -25,9 +25,8 @@
 //	s, err := cairn.Open(ctx, "postgres://app:secret@db.internal:5432/agents", opts)
 //
 // The URL is handed to pgx as it is, so everything pgxpool.ParseConfig
-// understands works, such as sslmode, connect_timeout and pool_max_conns
-// (at least DefaultMaxConns, 16, when not given), and so do the PG*
-// environment variables and a password file. The namespace
+// understands works, such as sslmode, connect_timeout and pool_max_conns, and
+// so do the PG* environment variables and a password file. The namespace
 // comes from cairn.StoreOptions, never from the URL. Errors name the server's
 // host and port but never the password. An error that means the server could
 // not be reached or could not serve (a network error, a timeout, a terminated

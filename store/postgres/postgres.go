@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -43,13 +42,6 @@ var (
 	_ cairn.Sweeper = (*Store)(nil)
 )
 
-// DefaultMaxConns is the size of the pool Open makes when the URL does not
-// set pool_max_conns, unless pgx's own default (the number of CPUs, at least
-// 4) is larger. An append spends most of its time waiting for the server's commit, so
-// writers of many sessions need a connection each to share commits: with
-// 4, eight sessions appending at once were held to 4 in flight.
-const DefaultMaxConns = 16
-
 // Open connects to the database a PostgreSQL URL or key=value DSN names
 // (anything pgxpool.ParseConfig accepts, such as
 // "postgres://user@host:5432/db?sslmode=disable&pool_max_conns=8"), creates
@@ -64,9 +56,6 @@ func Open(ctx context.Context, dsn string, opts cairn.StoreOptions) (*Store, err
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "cairn"
-	}
-	if !strings.Contains(dsn, "pool_max_conns") {
-		cfg.MaxConns = max(cfg.MaxConns, DefaultMaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -125,30 +124,6 @@ func readMigrations(t *testing.T, schema string) []applied {
 		t.Fatal(err)
 	}
 	return got
-}
-
-// TestOpen_PoolSize: writers of many sessions get a connection each, up to
-// DefaultMaxConns, unless the URL sets pool_max_conns.
-func TestOpen_PoolSize(t *testing.T) {
-	ns := "pool_" + testenv.RandHex(6)
-	if got := open(t, cairn.StoreOptions{Namespace: ns}).Pool().Config().MaxConns; got < postgres.DefaultMaxConns {
-		t.Errorf("pool of %d connections without pool_max_conns, want at least %d", got, postgres.DefaultMaxConns)
-	}
-	u, err := url.Parse(dsn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("pool_max_conns", "3")
-	u.RawQuery = q.Encode()
-	s, err := postgres.Open(t.Context(), u.String(), cairn.StoreOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if got := s.Pool().Config().MaxConns; got != 3 {
-		t.Errorf("pool of %d connections with pool_max_conns=3, want 3", got)
-	}
 }
 
 func TestOpen_Migrations(t *testing.T) {
