@@ -73,6 +73,43 @@ type Sweeper interface {
 	CountExpired(ctx context.Context) (int, error)
 }
 
+// Snapshotter is an optional Store ability: keep a snapshot of a
+// session's folded state, so that opening a long session folds only the
+// events after it (see Restore). A snapshot is derived data: cairn writes
+// it, checks it against the events when it reads it (the seq, a checksum
+// of the state and one of the event at that seq), and never trusts a
+// stale or damaged one over the events. A store keeps the bytes it is
+// given and nothing else: it need not understand them. Stores without
+// this ability open every session by replaying all of its events.
+type Snapshotter interface {
+	// PutSnapshot stores snap as the session's snapshot. A store keeps one
+	// snapshot per session, the one with the highest Seq: a snapshot
+	// older than the one it holds is dropped and PutSnapshot returns nil.
+	// It returns ErrNotFound for a missing, deleted or expired session (a
+	// snapshot never brings a session back) and ErrTooLarge past the
+	// store's limits. It changes neither the session's updated time nor
+	// its expiry. Delete, Sweep and expiry remove the snapshot with the
+	// session.
+	PutSnapshot(ctx context.Context, id string, snap Snapshot) error
+
+	// LoadSnapshot returns the session's snapshot, or nil and no error
+	// when the live session has none. It returns ErrNotFound for a
+	// missing, deleted or expired session.
+	LoadSnapshot(ctx context.Context, id string) (*Snapshot, error)
+
+	// DropSnapshot removes the session's snapshot, if it has one; the
+	// next open folds every event and the next snapshot rebuilds it. It
+	// returns ErrNotFound for a missing, deleted or expired session.
+	DropSnapshot(ctx context.Context, id string) error
+}
+
+// Snapshot is a session's folded state at a seq, as a Snapshotter stores
+// it: Data is EncodeSnapshot's, opaque to the store.
+type Snapshot struct {
+	Seq  int64  // the seq of the last event folded into Data
+	Data []byte // the encoded snapshot
+}
+
 // SessionMeta is what Create records about a new session.
 type SessionMeta struct {
 	ID        string            `json:"id"`
