@@ -22,6 +22,7 @@ type Memory struct {
 	// Session describes the session the events belong to, when known:
 	// DumpJSON writes it and LoadJSON reads it back.
 	Session *SessionMeta
+	base    *State // the state before the first event held; nil: seq 1 comes first
 	events  []Event
 	calls   calls // the tool calls asked for since the last memory.reset
 }
@@ -43,17 +44,67 @@ func NewMemory(events ...Event) (*Memory, error) {
 	return m, nil
 }
 
-// Len returns the number of events.
+// NewMemoryAfter returns a memory that holds a session's events after a
+// snapshot: base is the state folded through seq base.LastSeq (from
+// Restore), and events must be dense from the seq after it. Such a memory
+// folds from base (State), numbers new events after it (Add), and knows
+// the tool calls base still lists; it cannot be written as a document
+// (DumpJSON), which needs every event: load the session from its store.
+func NewMemoryAfter(base *State, events ...Event) (*Memory, error) {
+	if base == nil || base.LastSeq == 0 {
+		return NewMemory(events...)
+	}
+	m := &Memory{base: base.Clone()}
+	for _, msg := range base.Messages {
+		for _, tc := range msg.ToolCalls {
+			m.calls.note(&ModelResponse{ToolCalls: []ToolCall{tc}})
+		}
+	}
+	for _, p := range base.Pending {
+		m.calls.note(&ModelResponse{ToolCalls: []ToolCall{p.ToolCall}})
+	}
+	for i, e := range events {
+		v, err := validateEvent(e, base.LastSeq+int64(i)+1)
+		if err != nil {
+			return nil, err
+		}
+		m.calls.note(v)
+	}
+	m.events = slices.Clone(events)
+	return m, nil
+}
+
+// Base returns the seq of the last event before the ones the memory
+// holds: 0 for a memory that holds a session from its first event, the
+// snapshot's seq for one from NewMemoryAfter.
+func (m *Memory) Base() int64 {
+	if m.base == nil {
+		return 0
+	}
+	return m.base.LastSeq
+}
+
+// BaseState returns a copy of the state the memory's events follow: nil
+// for a memory that holds a session from its first event.
+func (m *Memory) BaseState() *State {
+	if m.base == nil {
+		return nil
+	}
+	return m.base.Clone()
+}
+
+// Len returns the number of events the memory holds (those after Base).
 func (m *Memory) Len() int { return len(m.events) }
 
 // Events returns a copy of the events in seq order.
 func (m *Memory) Events() []Event { return slices.Clone(m.events) }
 
-// Event returns the i-th event (0-based).
+// Event returns the i-th event the memory holds (0-based; its seq is
+// Base()+i+1).
 func (m *Memory) Event(i int) Event { return m.events[i] }
 
 // LastSeq returns the seq of the last event, 0 for an empty memory.
-func (m *Memory) LastSeq() int64 { return int64(len(m.events)) }
+func (m *Memory) LastSeq() int64 { return m.Base() + int64(len(m.events)) }
 
 // Add numbers events with the next seqs, validates them and appends them.
 // It returns the numbered events, ready for Store.Append. Each event must
@@ -143,8 +194,24 @@ func orphanMsg(id string) string {
 	return fmt.Sprintf("tool result for call %q, which no model.response asked for since the last memory.reset", id)
 }
 
-// State folds the memory's events into a State.
-func (m *Memory) State() (*State, error) { return Fold(m.events) }
+// State folds the memory's events into a State, from its base when it
+// has one (NewMemoryAfter).
+func (m *Memory) State() (*State, error) {
+	if m.base == nil {
+		return Fold(m.events)
+	}
+	s := m.base.Clone()
+	for _, e := range m.events {
+		if err := s.Apply(e); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// ErrPartialMemory is returned by DumpJSON and WriteJSON for a memory that
+// holds only the events after a snapshot (NewMemoryAfter).
+var ErrPartialMemory = errors.New("the memory holds only the events after a snapshot: load the whole session from its store to write it as a document")
 
 // document is the JSON form of a memory.
 type document struct {
@@ -168,6 +235,9 @@ func (m *Memory) DumpJSON() ([]byte, error) {
 // the form a store keeps it (see driver.AppendEnvelope): the time in UTC,
 // the data without white space outside its strings.
 func (m *Memory) WriteJSON(w io.Writer) error {
+	if m.base != nil {
+		return fmt.Errorf("dump memory: %w", ErrPartialMemory)
+	}
 	head := struct {
 		Format  string       `json:"format"`
 		Version int          `json:"version"`

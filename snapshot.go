@@ -140,6 +140,9 @@ type Restored struct {
 	// Base is the seq of the snapshot the state started from, 0 when
 	// every event was folded.
 	Base int64
+	// BaseState is the snapshot's state, folded through Base; nil when
+	// Base is 0. It is not State: State goes on through the events.
+	BaseState *State
 	// Ignored says why the store's snapshot was not used (it wraps
 	// ErrSnapshotInvalid, or is the store's error reading it); nil when
 	// a snapshot was used or the session had none.
@@ -198,6 +201,7 @@ func restoreFrom(ctx context.Context, st Store, id string, snap Snapshot) (*Rest
 	if err != nil {
 		return nil, err
 	}
+	base := state.Clone()
 	tail := rec.Events[1:]
 	for _, e := range tail {
 		if err := state.Apply(e); err != nil {
@@ -205,5 +209,5 @@ func restoreFrom(ctx context.Context, st Store, id string, snap Snapshot) (*Rest
 		}
 	}
 	rec.Events = tail
-	return &Restored{Record: *rec, State: state, Base: snap.Seq}, nil
+	return &Restored{Record: *rec, State: state, Base: snap.Seq, BaseState: base}, nil
 }

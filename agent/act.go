@@ -257,5 +257,8 @@ func (s *Session) awaitingRecorded(awaiting []cairn.ToolCall) bool {
 		}
 		return false
 	}
-	return false
+	// Every event held is a decision: the wait began before the memory's
+	// base (a snapshot) if the state there was already awaiting.
+	base := s.mem.BaseState()
+	return base != nil && base.Status == cairn.StatusAwaiting
 }

@@ -43,6 +43,17 @@ type Agent struct {
 	OnError      string         // Degrade (default, "") or Fail
 	Logger       *slog.Logger   // nil means slog.Default()
 
+	// SnapshotEvents and SnapshotBytes are when a session's snapshot is
+	// written, in the background, on a store that keeps snapshots
+	// (cairn.Snapshotter): after that many events, or bytes of events,
+	// since the last one, whichever comes first (0: the defaults; a
+	// negative value turns snapshots off). A snapshot is also never
+	// written before half its predecessor's size has been appended, so
+	// that snapshots never cost more than the appends. Resume and Open
+	// fold only the events after the snapshot.
+	SnapshotEvents int
+	SnapshotBytes  int
+
 	volatileOnce sync.Once
 	volatile     cairn.Store
 	volatileErr  error
@@ -88,7 +99,10 @@ func (a *Agent) Start(ctx context.Context, opts ...StartOption) (*Session, error
 	return newSession(a, st, o.id, mem, cairn.NewState()), nil
 }
 
-// Resume rebuilds a session from the store by replaying its events. It
+// Resume rebuilds a session from the store: from its latest snapshot and
+// the events after it when the store keeps snapshots and its snapshot
+// matches the events (a stale or damaged one is logged and passed over),
+// by replaying every event otherwise. It
 // returns an error wrapping cairn.ErrNotFound if the store does not hold it,
 // and one wrapping cairn.ErrSealed for an encrypted session read from a
 // store that does not decrypt it (open the store with store/crypt).
@@ -97,25 +111,31 @@ func (a *Agent) Resume(ctx context.Context, id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := st.Load(ctx, id, 0)
+	r, err := cairn.Restore(ctx, st, id)
 	if err != nil {
 		return nil, fmt.Errorf("resume session %s: %w", id, err)
+	}
+	if r.Ignored != nil {
+		a.logger().Warn("the session's snapshot was not used; replayed every event", "session", id, "why", r.Ignored)
 	}
 	// An encrypted session read without its key holds ciphertext: never
 	// hand it to a model nor append plaintext after it.
-	if err := cairn.CheckUnsealed(id, rec.Events); err != nil {
+	if err := cairn.CheckUnsealed(id, r.Events); err != nil {
 		return nil, fmt.Errorf("resume session %s: %w", id, err)
 	}
-	mem, err := cairn.NewMemory(rec.Events...)
+	mem, err := cairn.NewMemoryAfter(r.BaseState, r.Events...)
 	if err != nil {
 		return nil, fmt.Errorf("resume session %s: %w", id, err)
 	}
-	mem.Session = &cairn.SessionMeta{ID: id, CreatedAt: rec.Info.CreatedAt, Labels: rec.Info.Labels}
-	state, err := mem.State()
-	if err != nil {
-		return nil, fmt.Errorf("resume session %s: %w", id, err)
+	mem.Session = &cairn.SessionMeta{ID: id, CreatedAt: r.Info.CreatedAt, Labels: r.Info.Labels}
+	s := newSession(a, st, id, mem, r.State)
+	s.snap.seq = r.Base
+	if r.Base > 0 {
+		for _, e := range r.Events {
+			s.snap.bytes += e.Size()
+		}
 	}
-	return newSession(a, st, id, mem, state), nil
+	return s, nil
 }
 
 // Open resumes the session id if the store holds it and starts it with

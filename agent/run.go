@@ -73,6 +73,7 @@ func (s *Session) Run(ctx context.Context, input string, opts ...RunOption) (*Re
 		return nil, ErrBusy
 	}
 	defer s.running.Unlock()
+	defer s.waitSnapshot()
 	if err := s.agent.check(); err != nil {
 		return nil, fmt.Errorf("run session %s: %w", s.id, err)
 	}
@@ -125,6 +126,7 @@ func (s *Session) ResumeRun(ctx context.Context, opts ...RunOption) (*Result, er
 		return nil, ErrBusy
 	}
 	defer s.running.Unlock()
+	defer s.waitSnapshot()
 	if err := s.agent.check(); err != nil {
 		return nil, fmt.Errorf("resume run of session %s: %w", s.id, err)
 	}

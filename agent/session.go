@@ -42,6 +42,7 @@ type Session struct {
 	uncertain [][]cairn.Event
 	warnings  []error
 	claim     *Claim // the lease the session's writes are fenced with, if any
+	snap      snapshotState
 }
 
 // ErrBusy is returned by Run and ResumeRun while another run of the same
@@ -105,6 +106,7 @@ func (w *StoreWarning) Unwrap() error { return w.Err }
 // Flush writes the events the store does not hold yet, in one append. It
 // returns nil when there is nothing left to write.
 func (s *Session) Flush(ctx context.Context) error {
+	defer s.waitSnapshot()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.unsaved) > 0 {
@@ -137,6 +139,7 @@ func (s *Session) StoreError() error {
 // (approval.decided). Resume the run with ResumeRun: approved calls run,
 // denied ones get an error result "denied by a person: <note>".
 func (s *Session) Approve(ctx context.Context, callID string, approved bool, note string) error {
+	defer s.waitSnapshot()
 	s.mu.Lock()
 	pending := slices.ContainsFunc(s.state.Pending, func(p cairn.PendingCall) bool { return p.ID == callID })
 	s.mu.Unlock()
@@ -219,6 +222,9 @@ func (s *Session) appendEvents(ctx context.Context, durable bool, events []cairn
 			if err := s.state.Apply(e); err != nil {
 				return fmt.Errorf("append to session %s: %w", s.id, err)
 			}
+		}
+		if err == nil {
+			s.noteAppended(events)
 		}
 		return nil
 	}
@@ -347,12 +353,12 @@ func (s *Session) reconcile(ctx context.Context, batch []cairn.Event) (int, bool
 // len(u). With s.mu held.
 func (s *Session) adopt(u []cairn.Event) error {
 	all := s.mem.Events()
-	cut := int(u[0].Seq - 1)
+	cut := int(u[0].Seq - 1 - s.mem.Base())
 	later := slices.Clone(all[cut:])
 	for i := range later {
 		later[i].Seq += int64(len(u))
 	}
-	mem, err := cairn.NewMemory(slices.Concat(all[:cut], u, later)...)
+	mem, err := cairn.NewMemoryAfter(s.mem.BaseState(), slices.Concat(all[:cut], u, later)...)
 	if err != nil {
 		return fmt.Errorf("take in the stored start of a tool call: %w", err)
 	}

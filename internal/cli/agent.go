@@ -98,5 +98,8 @@ func (a *App) NewAgent(store cairn.Store) (*agent.Agent, error) {
 		Store:        store,
 		OnError:      onError,
 		Logger:       a.Logger(),
+
+		SnapshotEvents: cfg.Persistence.SnapshotEvents,
+		SnapshotBytes:  cfg.Persistence.SnapshotBytes,
 	}, nil
 }

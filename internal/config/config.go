@@ -49,6 +49,11 @@ type Persistence struct {
 	// every event before it reaches the store (see store/crypt); "" means
 	// no encryption.
 	EncryptionKeyFile string `toml:"encryption_key_file"`
+	// SnapshotEvents and SnapshotBytes are when a session's snapshot is
+	// written (agent.Agent's fields of those names): 0 for the defaults,
+	// -1 for no snapshots.
+	SnapshotEvents int `toml:"snapshot_events"`
+	SnapshotBytes  int `toml:"snapshot_bytes"`
 }
 
 // Connection is a named store address.
