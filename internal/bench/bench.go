@@ -74,6 +74,15 @@ type Result struct {
 	FloorCPU        float64 `json:"floor_cpu_us_per_op"`
 	FloorAllocs     float64 `json:"floor_allocs_per_op"`
 	AtomicFloorCPU  float64 `json:"atomic_floor_cpu_us_per_op,omitempty"`
+	// AgentTurnUS is the agent's time for one turn of a long conversation
+	// in one process (Session.Run with Continue, the median of the 20
+	// turns ending near the mark), by turn; RequestTokensMax is the
+	// largest request sent to the model until then, in tokens. OpenMS is
+	// the time to open a session of that many turns in a new agent and
+	// run one more turn (agent.Open and Session.Run), by turns.
+	AgentTurnUS      map[string]float64 `json:"agent_turn_us"`
+	RequestTokensMax map[string]int     `json:"request_tokens_max"`
+	OpenMS           map[string]float64 `json:"open_ms"`
 	Error           string  `json:"error,omitempty"` // why the backend could not be measured
 }
 
@@ -102,15 +111,19 @@ type settings struct {
 	perWriter int   // appends per writer in the concurrency measurement
 	rounds    int   // rounds of the concurrency measurement
 	steps     int   // steps of the naive comparison
+	longTurns int   // turns of the agent-turn measurement
+	openTurns []int // session lengths, in turns, of the open measurement
+	openRep   int   // opens per length
 }
 
 func settingsFor(quick bool) settings {
 	if quick {
 		return settings{lengths: []int{10, 10000}, samples: 40, resume: []int{1000, 20000}, resumeRep: 1,
-			cpuOps: 100, perWriter: 40, rounds: 1, steps: 300}
+			cpuOps: 100, perWriter: 40, rounds: 1, steps: 300, longTurns: 300, openTurns: []int{10, 1000}, openRep: 2}
 	}
 	return settings{lengths: []int{10, 100, 1000, 3000, 10000}, samples: 400, resume: []int{1000, 20000},
-		resumeRep: 5, cpuOps: 2000, perWriter: 300, rounds: 3, steps: 1000}
+		resumeRep: 5, cpuOps: 2000, perWriter: 300, rounds: 3, steps: 1000,
+		longTurns: 3000, openTurns: []int{10, 1000, 10000}, openRep: 7}
 }
 
 // Run measures every store of opts and the naive comparison.
@@ -167,7 +180,7 @@ func measure(ctx context.Context, b *backend, cfg settings, res *Result, progres
 			short++
 		}
 	}
-	if err := b.createSessions(ctx, len(cfg.lengths)+short*(cfg.samples/rotate+1)+len(cfg.resume)+1+cfg.rounds*(1+8+64)); err != nil {
+	if err := b.createSessions(ctx, len(cfg.lengths)+short*(cfg.samples/rotate+1)+len(cfg.resume)+1+cfg.rounds*(1+8+64)+1+len(cfg.openTurns)); err != nil {
 		return fmt.Errorf("create sessions: %w", err)
 	}
 	progress("append latency")
@@ -185,6 +198,9 @@ func measure(ctx context.Context, b *backend, cfg settings, res *Result, progres
 	progress("concurrency")
 	if err := measureConcurrency(ctx, b, cfg, res); err != nil {
 		return fmt.Errorf("concurrency: %w", err)
+	}
+	if err := measureLong(ctx, b, cfg, res, progress); err != nil {
+		return fmt.Errorf("long conversations: %w", err)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"text/tabwriter"
 )
 
@@ -72,6 +74,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w)
+	writeLong(w, rep)
 	for _, r := range rep.Results {
 		if r.Error != "" {
 			fmt.Fprintf(w, "%s: not measured: %s\n", r.Backend, r.Error)
@@ -92,4 +96,55 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// writeLong writes the long-conversation table: a turn early and late,
+// and opening a session of each length with one more turn.
+func writeLong(w io.Writer, rep *Report) {
+	var turns, opens []string
+	for _, r := range rep.Results {
+		turns = mergeKeys(turns, r.AgentTurnUS)
+		opens = mergeKeys(opens, r.OpenMS)
+	}
+	if len(turns)+len(opens) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	head := "long conversations\t"
+	for _, k := range turns {
+		head += "turn " + k + " (µs)\t"
+	}
+	for _, k := range opens {
+		head += "open " + k + " (ms)\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			continue
+		}
+		line := r.Backend + "\t"
+		for _, k := range turns {
+			line += fmt.Sprintf("%.0f\t", r.AgentTurnUS[k])
+		}
+		for _, k := range opens {
+			line += fmt.Sprintf("%.2f\t", r.OpenMS[k])
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+}
+
+// mergeKeys adds m's keys (numbers) to keys, in numeric order.
+func mergeKeys[V any](keys []string, m map[string]V) []string {
+	for k := range m {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	return keys
 }
