@@ -83,7 +83,7 @@ type Result struct {
 	AgentTurnUS      map[string]float64 `json:"agent_turn_us"`
 	RequestTokensMax map[string]int     `json:"request_tokens_max"`
 	OpenMS           map[string]float64 `json:"open_ms"`
-	Error           string  `json:"error,omitempty"` // why the backend could not be measured
+	Error            string             `json:"error,omitempty"` // why the backend could not be measured
 }
 
 // Naive compares cairn with the naive way to save a chat loop: re-serialise

@@ -9,7 +9,8 @@ import (
 
 // tiny are settings small enough for a test: every measurement runs, on
 // short histories.
-var tiny = settings{lengths: []int{10, 30}, samples: 25, resume: []int{20, 40}, resumeRep: 1, cpuOps: 30, perWriter: 5, rounds: 1, steps: 20}
+var tiny = settings{lengths: []int{10, 30}, samples: 25, resume: []int{20, 40}, resumeRep: 1, cpuOps: 30, perWriter: 5, rounds: 1, steps: 20,
+	longTurns: 30, openTurns: []int{3, 30}, openRep: 1}
 
 // measureTiny measures the store at url, with dir for its files, at the
 // tiny sizes.
@@ -47,6 +48,7 @@ func TestMeasure_LocalBackends(t *testing.T) {
 				t.Errorf("8 vs 1 = %v, event JSON %d bytes; want > 0 and about 1 KB", res.Concurrent8vs1, res.EventJSONBytes)
 			}
 			checkCost(t, res)
+			checkLong(t, res)
 			if name == "memory" {
 				if res.BytesPerEvent != nil {
 					t.Errorf("bytes per event %v in memory, want none", *res.BytesPerEvent)
@@ -131,6 +133,25 @@ func TestBackendName(t *testing.T) {
 		"mongodb+srv://h": "mongodb", "sqlite:///x.db": "sqlite", "file:///d": "file"} {
 		if got := backendName(raw); got != want {
 			t.Errorf("backendName(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// checkLong checks the long-conversation figures: a turn's time early and
+// late, the largest request, and the opens.
+func checkLong(t *testing.T, res Result) {
+	t.Helper()
+	for _, k := range []string{"10", "30"} {
+		if res.AgentTurnUS[k] <= 0 {
+			t.Errorf("agent turn at %s: %v µs, want > 0", k, res.AgentTurnUS[k])
+		}
+	}
+	if res.RequestTokensMax["30"] < res.RequestTokensMax["15"] || res.RequestTokensMax["15"] <= 0 {
+		t.Errorf("largest requests %v, want > 0 and not shrinking", res.RequestTokensMax)
+	}
+	for _, k := range []string{"3", "30"} {
+		if res.OpenMS[k] <= 0 {
+			t.Errorf("open of %s turns: %v ms, want > 0", k, res.OpenMS[k])
 		}
 	}
 }

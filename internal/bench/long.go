@@ -103,12 +103,13 @@ func measureLong(ctx context.Context, b *backend, cfg settings, res *Result, pro
 			return fmt.Errorf("turn %d: %w", turn, err)
 		}
 		times = append(times, time.Since(t0))
-		if turn == 20 || turn == last {
+		if turn == min(20, cfg.longTurns/2) || turn == last {
 			res.RequestTokensMax[fmt.Sprint(turn)] = m.maxSeen
 		}
 	}
-	res.AgentTurnUS["10"] = percentile(times[:20], 50)
-	res.AgentTurnUS[fmt.Sprint(cfg.longTurns)] = percentile(times[last-20:], 50)
+	w := min(20, cfg.longTurns/2)
+	res.AgentTurnUS["10"] = percentile(times[:w], 50)
+	res.AgentTurnUS[fmt.Sprint(cfg.longTurns)] = percentile(times[last-w:], 50)
 
 	for _, n := range cfg.openTurns {
 		progress(fmt.Sprintf("open a %d-turn session", n))
@@ -183,4 +184,3 @@ func longSession(ctx context.Context, b *backend, n int) (string, error) {
 	}
 	return id, nil
 }
-
