@@ -146,7 +146,7 @@ func checkLong(t *testing.T, res Result) {
 			t.Errorf("agent turn at %s: %v µs, want > 0", k, res.AgentTurnUS[k])
 		}
 	}
-	if res.RequestTokensMax["30"] < res.RequestTokensMax["15"] || res.RequestTokensMax["15"] <= 0 {
+	if res.RequestTokensMax["30"] < res.RequestTokensMax["10"] || res.RequestTokensMax["10"] <= 0 {
 		t.Errorf("largest requests %v, want > 0 and not shrinking", res.RequestTokensMax)
 	}
 	for _, k := range []string{"3", "30"} {

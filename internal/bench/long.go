@@ -103,8 +103,11 @@ func measureLong(ctx context.Context, b *backend, cfg settings, res *Result, pro
 			return fmt.Errorf("turn %d: %w", turn, err)
 		}
 		times = append(times, time.Since(t0))
-		if turn == min(20, cfg.longTurns/2) || turn == last {
-			res.RequestTokensMax[fmt.Sprint(turn)] = m.maxSeen
+		switch turn {
+		case min(20, cfg.longTurns/2):
+			res.RequestTokensMax["10"] = m.maxSeen
+		case last:
+			res.RequestTokensMax[fmt.Sprint(cfg.longTurns)] = m.maxSeen
 		}
 	}
 	w := min(20, cfg.longTurns/2)
