@@ -41,8 +41,8 @@ func (p snapshotter) PutSnapshot(ctx context.Context, id string, snap cairn.Snap
 		if err := s.guardNamespace(ctx); err != nil {
 			return fmt.Errorf("put snapshot %s: %w", id, err)
 		}
-		if err := s.guardAppend(ctx, id, snap.Seq); err != nil {
-			return err
+		if err := s.guardSnapshot(ctx, id, snap.Seq); err != nil {
+			return fmt.Errorf("put snapshot %s: %w", id, err)
 		}
 		return p.sn.PutSnapshot(ctx, id, snap)
 	}
@@ -63,6 +63,34 @@ func (p snapshotter) PutSnapshot(ctx context.Context, id string, snap cairn.Snap
 		}
 	}
 	return err
+}
+
+// guardSnapshot refuses, for a guard, a snapshot of a session whose events
+// are sealed: it reads the session's events from the snapshot's seq on, or
+// its last event when the snapshot is past them, unless the guard has
+// found the session unsealed before.
+func (s *store) guardSnapshot(ctx context.Context, id string, seq int64) error {
+	s.mu.Lock()
+	done := s.checked[id]
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	rec, err := s.inner.Load(ctx, id, seq)
+	if err == nil && len(rec.Events) == 0 && rec.Info.LastSeq > 0 {
+		rec, err = s.inner.Load(ctx, id, rec.Info.LastSeq)
+	}
+	if errors.Is(err, cairn.ErrNotFound) {
+		return nil // the put says so
+	}
+	if err != nil {
+		return err
+	}
+	if err := cairn.CheckUnsealed(id, rec.Events); err != nil {
+		return err
+	}
+	s.markChecked(id)
+	return nil
 }
 
 // LoadSnapshot implements cairn.Snapshotter: it opens the sealed snapshot

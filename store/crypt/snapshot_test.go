@@ -80,8 +80,26 @@ func TestStore_Snapshot(t *testing.T) {
 			if _, err := cairn.Restore(t.Context(), guard, "a"); !errors.Is(err, cairn.ErrSealed) {
 				t.Errorf("guard Restore: got %v, want ErrSealed", err)
 			}
-			if err := guard.(cairn.Snapshotter).PutSnapshot(t.Context(), "a", snap); !errors.Is(err, cairn.ErrSealed) {
-				t.Errorf("guard PutSnapshot to a sealed session: got %v, want ErrSealed", err)
+			for _, seq := range []int64{1, 13, 100} {
+				err := guard.(cairn.Snapshotter).PutSnapshot(t.Context(), "a", cairn.Snapshot{Seq: seq, Data: snap.Data})
+				if !errors.Is(err, cairn.ErrSealed) {
+					t.Errorf("guard PutSnapshot at seq %d to a sealed session: got %v, want ErrSealed", seq, err)
+				}
+			}
+			// A guard keeps snapshots of sessions in clear as they are.
+			plainEvs := crypttest.Events("in clear")
+			if err := guard.Create(t.Context(), cairn.SessionMeta{ID: "clear"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := guard.Append(t.Context(), "clear", 0, plainEvs...); err != nil {
+				t.Fatal(err)
+			}
+			clear := cairn.Snapshot{Seq: 13, Data: []byte("a snapshot in clear")}
+			if err := guard.(cairn.Snapshotter).PutSnapshot(t.Context(), "clear", clear); err != nil {
+				t.Fatalf("guard PutSnapshot to a session in clear: %v", err)
+			}
+			if got, err := guard.(cairn.Snapshotter).LoadSnapshot(t.Context(), "clear"); err != nil || got == nil || !bytes.Equal(got.Data, clear.Data) {
+				t.Errorf("guard LoadSnapshot of a session in clear = %v, %v", got, err)
 			}
 
 			// Snapshots that do not open, put underneath: each is refused
