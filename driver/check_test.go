@@ -87,3 +87,35 @@ func ExampleGuard() {
 	// invalid session id: "../etc" has '.' at position 0 (allowed: A-Z a-z 0-9 _ -)
 	// store is closed
 }
+
+func TestCheckSnapshot(t *testing.T) {
+	ok := cairn.Snapshot{Seq: 3, Data: []byte(`{"format":"cairn.snapshot"}`)}
+	if err := driver.CheckSnapshot("s1", ok, 0); err != nil {
+		t.Errorf("a good snapshot: %v", err)
+	}
+	if err := driver.CheckSnapshot("s1", cairn.Snapshot{Seq: 1, Data: make([]byte, driver.MaxSnapshotBytes)}, 0); err != nil {
+		t.Errorf("a snapshot of MaxSnapshotBytes: %v", err)
+	}
+	for name, c := range map[string]struct {
+		err  error
+		want error
+	}{
+		"a bad ID":         {driver.CheckSnapshot("../s", ok, 0), cairn.ErrInvalidID},
+		"seq 0":            {driver.CheckSnapshot("s1", cairn.Snapshot{Data: ok.Data}, 0), cairn.ErrSnapshotInvalid},
+		"no data":          {driver.CheckSnapshot("s1", cairn.Snapshot{Seq: 3}, 0), cairn.ErrSnapshotInvalid},
+		"past the limit":   {driver.CheckSnapshot("s1", ok, len(ok.Data)-1), cairn.ErrTooLarge},
+		"past the default": {driver.CheckSnapshot("s1", cairn.Snapshot{Seq: 1, Data: make([]byte, driver.MaxSnapshotBytes+1)}, 0), cairn.ErrTooLarge},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", name, c.err, c.want)
+		}
+	}
+	if err := driver.CheckSnapshot("s1", ok, len(ok.Data)); err != nil {
+		t.Errorf("a snapshot at the limit: %v", err)
+	}
+	var g driver.Guard
+	g.Close()
+	if err := g.Snapshot("s1", ok, 0); !errors.Is(err, cairn.ErrClosed) {
+		t.Errorf("closed guard: %v, want ErrClosed", err)
+	}
+}

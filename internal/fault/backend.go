@@ -125,7 +125,7 @@ func (b *Backend) Erase(t testing.TB) {
 		defer c.Disconnect(ctx)
 		db := c.Database(mongoDatabase(b.URL))
 		sessions, events := st.Collections()
-		for _, name := range []string{sessions, events} {
+		for _, name := range []string{sessions, events, st.SnapshotCollection()} {
 			if err := db.Collection(name).Drop(ctx); err != nil {
 				t.Errorf("erase namespace %s: drop %s: %v", b.NS, name, err)
 			}

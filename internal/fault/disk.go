@@ -78,13 +78,21 @@ func Fill(t testing.TB, dir string, keep int64) string {
 var ErrNoSpace error = &os.PathError{Op: "write", Path: "(injected full disk)", Err: syscall.ENOSPC}
 
 // NoSpace wraps st so that every write (Create, Append, Delete, and the
-// lease calls when st has leases) fails with ErrNoSpace once full reports
-// true, while reads go on: a full disk injected at the store's edge, for
-// machines where SmallDisk cannot mount a tmpfs.
+// lease and snapshot calls when st has them) fails with ErrNoSpace once
+// full reports true, while reads go on: a full disk injected at the
+// store's edge, for machines where SmallDisk cannot mount a tmpfs. It has
+// st's leases and snapshots.
 func NoSpace(st cairn.Store, full func() bool) cairn.Store {
 	n := &noSpace{Store: st, full: full}
-	if l, ok := st.(cairn.Leaser); ok {
+	l, leases := st.(cairn.Leaser)
+	sn, snaps := st.(cairn.Snapshotter)
+	switch {
+	case leases && snaps:
+		return &noSpaceLeaserSnapshots{noSpaceLeaser: &noSpaceLeaser{noSpace: n, l: l}, noSpaceSnapshots: noSpaceSnapshots{n: n, sn: sn}}
+	case leases:
 		return &noSpaceLeaser{noSpace: n, l: l}
+	case snaps:
+		return &noSpaceSnapshotter{noSpace: n, noSpaceSnapshots: noSpaceSnapshots{n: n, sn: sn}}
 	}
 	return n
 }
@@ -168,4 +176,39 @@ func (n *noSpaceLeaser) AppendFenced(ctx context.Context, id string, lease cairn
 
 func (n *noSpaceLeaser) CurrentLeases(ctx context.Context, ids []string) (map[string]cairn.Lease, error) {
 	return n.l.CurrentLeases(ctx, ids)
+}
+
+// noSpaceSnapshots carries cairn.Snapshotter: puts and drops fail on a
+// full disk, loads go on.
+type noSpaceSnapshots struct {
+	n  *noSpace
+	sn cairn.Snapshotter
+}
+
+type noSpaceSnapshotter struct {
+	*noSpace
+	noSpaceSnapshots
+}
+
+type noSpaceLeaserSnapshots struct {
+	*noSpaceLeaser
+	noSpaceSnapshots
+}
+
+func (n noSpaceSnapshots) PutSnapshot(ctx context.Context, id string, snap cairn.Snapshot) error {
+	if err := n.n.fail(); err != nil {
+		return fmt.Errorf("put snapshot %s: %w", id, err)
+	}
+	return n.sn.PutSnapshot(ctx, id, snap)
+}
+
+func (n noSpaceSnapshots) LoadSnapshot(ctx context.Context, id string) (*cairn.Snapshot, error) {
+	return n.sn.LoadSnapshot(ctx, id)
+}
+
+func (n noSpaceSnapshots) DropSnapshot(ctx context.Context, id string) error {
+	if err := n.n.fail(); err != nil {
+		return fmt.Errorf("drop snapshot %s: %w", id, err)
+	}
+	return n.sn.DropSnapshot(ctx, id)
 }

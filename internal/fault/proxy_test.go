@@ -336,6 +336,37 @@ func TestNoSpace(t *testing.T) {
 	if _, err := st.Load(t.Context(), "s", 0); err != nil {
 		t.Errorf("load on a full disk: %v", err)
 	}
+	sn, ok := st.(cairn.Snapshotter)
+	if !ok {
+		t.Fatal("NoSpace of a store with snapshots has none")
+	}
+	if err := sn.PutSnapshot(t.Context(), "s", cairn.Snapshot{Seq: 1, Data: []byte("x")}); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("put snapshot on a full disk: %v; want ENOSPC", err)
+	}
+	if snap, err := sn.LoadSnapshot(t.Context(), "s"); err != nil || snap != nil {
+		t.Errorf("load snapshot on a full disk: %v, %v; want none", snap, err)
+	}
+	// Each combination of leases and snapshots carries what the store has.
+	for name, inner := range map[string]cairn.Store{
+		"neither": struct{ cairn.Store }{mem},
+		"leases": struct {
+			cairn.Store
+			cairn.Leaser
+		}{mem, mem},
+		"snapshots": struct {
+			cairn.Store
+			cairn.Snapshotter
+		}{mem, mem},
+	} {
+		w := NoSpace(inner, func() bool { return false })
+		_, l := w.(cairn.Leaser)
+		_, sn := w.(cairn.Snapshotter)
+		_, wantL := inner.(cairn.Leaser)
+		_, wantSn := inner.(cairn.Snapshotter)
+		if l != wantL || sn != wantSn {
+			t.Errorf("NoSpace of a store with %s: leases %v, snapshots %v", name, l, sn)
+		}
+	}
 }
 
 func until(t *testing.T, cond func() bool) {

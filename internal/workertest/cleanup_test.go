@@ -130,6 +130,8 @@ func withMongo(ctx context.Context, storeURL string, f func(*mongo.Database) err
 	return f(c.Database(name))
 }
 
-// mongoCollections are the collections of a namespace's sessions and
-// events (see mongodb.Store.Collections).
-func mongoCollections(ns string) []string { return []string{ns + ".sessions", ns + ".events"} }
+// mongoCollections are the collections of a namespace's sessions, events
+// and snapshots (see mongodb.Store.Collections and SnapshotCollection).
+func mongoCollections(ns string) []string {
+	return []string{ns + ".sessions", ns + ".events", ns + ".snapshots"}
+}

@@ -15,6 +15,19 @@ var (
 	_ cairn.Checker     = (*leasingChecking)(nil)
 	_ cairn.Claimer     = (*claimingChecking)(nil)
 	_ cairn.Checker     = (*claimingChecking)(nil)
+
+	_ cairn.Snapshotter = (*snapshots)(nil)
+	_ cairn.Checker     = (*checkingSnapshots)(nil)
+	_ cairn.Snapshotter = (*checkingSnapshots)(nil)
+	_ cairn.Leaser      = (*leasingSnapshots)(nil)
+	_ cairn.Snapshotter = (*leasingSnapshots)(nil)
+	_ cairn.Checker     = (*leasingCheckingSnapshots)(nil)
+	_ cairn.Snapshotter = (*leasingCheckingSnapshots)(nil)
+	_ cairn.Claimer     = (*claimingSnapshots)(nil)
+	_ cairn.Snapshotter = (*claimingSnapshots)(nil)
+	_ cairn.Claimer     = (*claimingCheckingSnapshots)(nil)
+	_ cairn.Checker     = (*claimingCheckingSnapshots)(nil)
+	_ cairn.Snapshotter = (*claimingCheckingSnapshots)(nil)
 )
 
 // withAbilities returns s with exactly the optional abilities of the
@@ -22,13 +35,38 @@ var (
 //
 // Go cannot add methods to a value at run time, so there is one type per
 // combination: leases (cairn.Leaser, whose fenced appends are sealed like
-// Append), claims (cairn.Claimer, which needs leases) and checks
-// (cairn.Checker). Sweeper is always there, and so is LocalLocker, whose
+// Append), claims (cairn.Claimer, which needs leases), checks
+// (cairn.Checker) and snapshots (cairn.Snapshotter, whose data is sealed
+// like events). Sweeper is always there, and so is LocalLocker, whose
 // LockFile answers "" over a store without lock files (its documented
 // fallback), so that it needs no types of its own.
 // TestWrap_KnowsEveryAbility fails when package cairn gains an optional
 // interface this does not carry.
 func (s *store) withAbilities() Store {
+	base := s.withLeasesAndChecks()
+	sn, ok := s.inner.(cairn.Snapshotter)
+	if !ok {
+		return base
+	}
+	sp := snapshotter{s: s, sn: sn}
+	switch b := base.(type) {
+	case *checking:
+		return &checkingSnapshots{checking: b, snapshotter: sp}
+	case *leasing:
+		return &leasingSnapshots{leasing: b, snapshotter: sp}
+	case *leasingChecking:
+		return &leasingCheckingSnapshots{leasingChecking: b, snapshotter: sp}
+	case *claiming:
+		return &claimingSnapshots{claiming: b, snapshotter: sp}
+	case *claimingChecking:
+		return &claimingCheckingSnapshots{claimingChecking: b, snapshotter: sp}
+	}
+	return &snapshots{store: s, snapshotter: sp}
+}
+
+// withLeasesAndChecks returns s with the leases, claims and checks of the
+// store it wraps.
+func (s *store) withLeasesAndChecks() Store {
 	k, checks := s.inner.(cairn.Checker)
 	ck := checker{s: s, k: k}
 	l, leases := s.inner.(cairn.Leaser)
@@ -69,6 +107,38 @@ type leasingChecking struct {
 type claimingChecking struct {
 	*claiming
 	checker
+}
+
+// snapshots and the types after it add snapshots to each of the
+// combinations above.
+type snapshots struct {
+	*store
+	snapshotter
+}
+
+type checkingSnapshots struct {
+	*checking
+	snapshotter
+}
+
+type leasingSnapshots struct {
+	*leasing
+	snapshotter
+}
+
+type leasingCheckingSnapshots struct {
+	*leasingChecking
+	snapshotter
+}
+
+type claimingSnapshots struct {
+	*claiming
+	snapshotter
+}
+
+type claimingCheckingSnapshots struct {
+	*claimingChecking
+	snapshotter
 }
 
 // checker carries cairn.Checker.

@@ -24,10 +24,11 @@ var abilities = map[string]func(cairn.Store) bool{
 		l, ok := s.(cairn.LocalLocker)
 		return ok && l.LockFile("s") != ""
 	},
-	"Leaser":  func(s cairn.Store) bool { _, ok := s.(cairn.Leaser); return ok },
-	"Claimer": func(s cairn.Store) bool { _, ok := s.(cairn.Claimer); return ok },
-	"Sweeper": func(s cairn.Store) bool { _, ok := s.(cairn.Sweeper); return ok },
-	"Checker": func(s cairn.Store) bool { _, ok := s.(cairn.Checker); return ok },
+	"Leaser":      func(s cairn.Store) bool { _, ok := s.(cairn.Leaser); return ok },
+	"Claimer":     func(s cairn.Store) bool { _, ok := s.(cairn.Claimer); return ok },
+	"Sweeper":     func(s cairn.Store) bool { _, ok := s.(cairn.Sweeper); return ok },
+	"Checker":     func(s cairn.Store) bool { _, ok := s.(cairn.Checker); return ok },
+	"Snapshotter": func(s cairn.Store) bool { _, ok := s.(cairn.Snapshotter); return ok },
 }
 
 // onlyStore hides every optional ability of the store it holds.
@@ -64,6 +65,47 @@ type claimCheck struct {
 	cairn.Checker
 }
 
+// snapOnly and the types after it are the combinations above with
+// snapshots.
+type snapOnly struct {
+	cairn.Store
+	cairn.Snapshotter
+}
+
+type leaseSnap struct {
+	cairn.Store
+	cairn.Leaser
+	cairn.Snapshotter
+}
+
+type checkSnap struct {
+	cairn.Store
+	cairn.Checker
+	cairn.Snapshotter
+}
+
+type leaseClaimSnap struct {
+	cairn.Store
+	cairn.Leaser
+	cairn.Claimer
+	cairn.Snapshotter
+}
+
+type leaseCheckSnap struct {
+	cairn.Store
+	cairn.Leaser
+	cairn.Checker
+	cairn.Snapshotter
+}
+
+type claimCheckSnap struct {
+	cairn.Store
+	cairn.Leaser
+	cairn.Claimer
+	cairn.Checker
+	cairn.Snapshotter
+}
+
 // fakeCheck is a cairn.Checker that finds nothing.
 type fakeCheck struct{}
 
@@ -94,6 +136,12 @@ func TestWrap_Abilities(t *testing.T) {
 		{"checks only", checkOnly{onlyStore{mem}, fakeCheck{}}, []string{"Checker", "Sweeper"}},
 		{"leases and checks", leaseCheck{onlyStore{mem}, mem, fakeCheck{}}, []string{"Checker", "Leaser", "Sweeper"}},
 		{"leases, claims and checks", claimCheck{onlyStore{mem}, mem, mem, fakeCheck{}}, []string{"Checker", "Claimer", "Leaser", "Sweeper"}},
+		{"snapshots only", snapOnly{onlyStore{mem}, mem}, []string{"Snapshotter", "Sweeper"}},
+		{"leases and snapshots", leaseSnap{onlyStore{mem}, mem, mem}, []string{"Leaser", "Snapshotter", "Sweeper"}},
+		{"checks and snapshots", checkSnap{onlyStore{mem}, fakeCheck{}, mem}, []string{"Checker", "Snapshotter", "Sweeper"}},
+		{"leases, claims and snapshots", leaseClaimSnap{onlyStore{mem}, mem, mem, mem}, []string{"Claimer", "Leaser", "Snapshotter", "Sweeper"}},
+		{"leases, checks and snapshots", leaseCheckSnap{onlyStore{mem}, mem, fakeCheck{}, mem}, []string{"Checker", "Leaser", "Snapshotter", "Sweeper"}},
+		{"every ability", claimCheckSnap{onlyStore{mem}, mem, mem, fakeCheck{}, mem}, []string{"Checker", "Claimer", "Leaser", "Snapshotter", "Sweeper"}},
 	}
 	for _, tt := range tests {
 		for _, r := range []*crypt.Keyring{ring, nil} {
@@ -113,7 +161,8 @@ func TestWrap_Abilities(t *testing.T) {
 			}
 		}
 	}
-	// Opened by URL: SQLite has leases and no claims.
+	// Opened by URL: SQLite has leases, checks and snapshots, and no
+	// claims.
 	s, err := crypt.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "c.db"), cairn.StoreOptions{}, ring)
 	if err != nil {
 		t.Fatal(err)

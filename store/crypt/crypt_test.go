@@ -51,7 +51,7 @@ func TestStore_Conformance(t *testing.T) {
 	var mu sync.Mutex
 	dbs := map[*testing.T]*memory.DB{}
 	ring := newKeyring(t)
-	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		mu.Lock()
 		db := dbs[t]
 		if db == nil {

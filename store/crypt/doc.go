@@ -56,6 +56,18 @@
 // sealed (ErrPlaintext), does not authenticate or whose clear words were
 // changed (ErrTampered), or whose key the keyring lacks (ErrUnknownKey).
 //
+// # Snapshots
+//
+// Over a store that keeps snapshots (cairn.Snapshotter) the encrypting
+// store keeps them too, sealed with the session's data key and bound to
+// the namespace, the session and the snapshot's seq: the wrapped store
+// holds a token (cairn.SealToken) as the snapshot's bytes. A snapshot
+// that does not open (in clear, changed, moved, or of an earlier session
+// of the ID) is refused with an error wrapping cairn.ErrSnapshotInvalid,
+// and cairn.Restore folds the events instead. Read without the key, a
+// sealed snapshot is never a state: a plain store's Restore finds it
+// invalid, and a guard refuses it (cairn.ErrSealed).
+//
 // docs/SECURITY.md describes what is encrypted, what stays clear and what
 // each backend keeps after Delete.
 package crypt

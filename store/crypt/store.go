@@ -16,9 +16,10 @@ import (
 //
 // A Store has exactly the optional abilities of the store it wraps: it is a
 // cairn.Leaser (whose fenced appends are sealed like Append) when that
-// store is one, and a cairn.Claimer when that store is one too, so that a
-// caller looking for those abilities finds them whether or not the store
-// is encrypted. It is always a cairn.Sweeper: Sweep sweeps the wrapped
+// store is one, a cairn.Claimer when that store is one too, a
+// cairn.Checker, and a cairn.Snapshotter (whose snapshots are sealed like
+// events), so that a caller looking for those abilities finds them
+// whether or not the store is encrypted. It is always a cairn.Sweeper: Sweep sweeps the wrapped
 // store if it can and deletes the data keys of sessions that are gone.
 type Store interface {
 	cairn.Store

@@ -190,7 +190,7 @@ func (s *Store) checkSession(ctx context.Context, id string) (live bool, d *cair
 	if _, err := ss.logF.ReadAt(buf, 0); err != nil {
 		return true, nil, fmt.Errorf("read log: %w", err)
 	}
-	evs, err := decodeLog(buf, 1)
+	evs, err := decodeLog(buf, 1, 1)
 	if err == nil && int64(len(evs)) != ss.info.LastSeq {
 		err = fmt.Errorf("%w: the log holds %d events where the info says %d", errCorrupt, len(evs), ss.info.LastSeq)
 	}

@@ -248,3 +248,66 @@ func TestStore_LogWithoutChecksums(t *testing.T) {
 		t.Errorf("Load with an old line after a new one = %v, want ErrDamaged at seq 19", err)
 	}
 }
+
+// TestStore_LoadTail: a load from a seq in the later half of the history
+// reads the log's end alone, so damage before it is not its concern (a
+// whole Load, or Check, finds it); damage in the end it reads, or lines
+// that do not have the seqs they should, make the session damaged, named
+// as a whole Load names it.
+func TestStore_LoadTail(t *testing.T) {
+	lineOf := func(log []byte, seq int) (start, end int) {
+		for i := 1; i < seq; i++ {
+			start += bytes.IndexByte(log[start:], '\n') + 1
+		}
+		return start, start + bytes.IndexByte(log[start:], '\n')
+	}
+	t.Run("damage before the end", func(t *testing.T) {
+		dir := twoSessions(t)
+		log := readLog(t, dir, "hit")
+		start, _ := lineOf(log, 2)
+		log[start+40] ^= 1
+		if err := os.WriteFile(logPath(dir, "hit"), log, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := openIn(t, dir, cairn.StoreOptions{Namespace: ns})
+		rec, err := s.Load(t.Context(), "hit", 15)
+		if err != nil {
+			t.Fatalf("Load(hit) from seq 15, damage at seq 2: %v", err)
+		}
+		if len(rec.Events) != 3 || rec.Events[0].Seq != 15 || rec.Events[2].Seq != 17 {
+			t.Fatalf("Load(hit) from seq 15: %d events from seq %d, want 15 to 17", len(rec.Events), rec.Events[0].Seq)
+		}
+		assertDamaged(t, s, dir, "seq 2")
+		if _, err := s.Load(t.Context(), "hit", 15); !errors.Is(err, cairn.ErrDamaged) {
+			t.Errorf("Load(hit) from seq 15 once the damage is known: %v, want ErrDamaged", err)
+		}
+	})
+	for name, c := range map[string]struct {
+		spoil func(log []byte)
+		want  string
+	}{
+		"a flipped byte": {func(log []byte) {
+			start, _ := lineOf(log, 16)
+			log[start+50] ^= 1
+		}, "seq 16"},
+		"a line split in two": {func(log []byte) {
+			start, end := lineOf(log, 16)
+			log[(start+end)/2] = '\n' // as many bytes, one line more
+		}, "seq 16"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := twoSessions(t)
+			log := readLog(t, dir, "hit")
+			c.spoil(log)
+			if err := os.WriteFile(logPath(dir, "hit"), log, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s := openIn(t, dir, cairn.StoreOptions{Namespace: ns})
+			_, err := s.Load(t.Context(), "hit", 15)
+			if d, ok := errors.AsType[*cairn.DamagedError](err); !ok || d.Session != "hit" || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Load(hit) from seq 15 = %v, want a *cairn.DamagedError at %s", err, c.want)
+			}
+			assertDamaged(t, s, dir, c.want)
+		})
+	}
+}

@@ -26,6 +26,7 @@
 //	      info.json           SessionInfo cache, rewritten after each append
 //	      lock                the session's token; what flock locks
 //	      lease.json          the session's lease, once one was taken
+//	      snapshot            the session's snapshot, once one was put
 //	    .tmp-RANDOM/          a session being created
 //	    .trash-RANDOM/        a session being deleted
 //	    .journal/             the group commit, once a store has appended
@@ -51,8 +52,12 @@
 // session (a log shorter than acknowledged, a line that fails its checksum,
 // a missing file) is a *cairn.DamagedError: it is listed as damaged, never
 // cut or written over, and every other session goes on. With a TTL, expired
-// sessions are invisible at once and Sweep removes them.
+// sessions are invisible at once and Sweep removes them. The store keeps
+// each session's latest snapshot (cairn.Snapshotter), and a Load from a
+// seq in the later half of a history reads the end of the log alone, so
+// that opening a long session from its snapshot costs what the events
+// after it cost.
 //
-// How the log, the journal, locking, recovery, damage, leases and expiry
-// work, step by step: docs/STORES.md, "The file store".
+// How the log, the journal, locking, recovery, damage, leases, snapshots
+// and expiry work, step by step: docs/STORES.md, "The file store".
 package file

@@ -27,7 +27,7 @@ func openIn(t testing.TB, dir string, opts cairn.StoreOptions) *file.Store {
 func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	dirs := map[*testing.T]string{}
-	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true,
+	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true, Snapshots: true,
 		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
 			envs, err := file.StoredEnvelopes(s.(*file.Store), id)
 			if err != nil {

@@ -116,13 +116,15 @@ func readableAfter(buf []byte) bool {
 
 // decodeLog decodes the committed log buf, skipping the events before seq
 // from without decoding them, and checks each line it decodes (checkLine).
-// The events' data alias buf.
-func decodeLog(buf []byte, from int64) ([]cairn.Event, error) {
+// The events' data alias buf. buf is the whole log, or its end from the
+// line of seq first on (readTail): a line without a checksum after lines
+// with one is then found among the lines read.
+func decodeLog(buf []byte, first, from int64) ([]cairn.Event, error) {
 	var (
 		evs    []cairn.Event
 		sealed bool // a line with a checksum was read
 	)
-	for seq := int64(1); len(buf) > 0; seq++ {
+	for seq := first; len(buf) > 0; seq++ {
 		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {
 			return nil, &lineError{seq, fmt.Errorf("%w: the line has no end", errCorrupt)}

@@ -2,6 +2,8 @@ package file
 
 import (
 	"bytes"
+	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,7 +29,7 @@ func TestEncodeEvents_RoundTrip(t *testing.T) {
 	if n := bytes.Count(buf, []byte(" \n")); n != len(evs)-1 {
 		t.Errorf("%d lines marked continued, want %d", n, len(evs)-1)
 	}
-	got, err := decodeLog(buf, 1)
+	got, err := decodeLog(buf, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +73,45 @@ func BenchmarkDecodeLog(b *testing.B) {
 	}
 	b.SetBytes(int64(len(log)))
 	for b.Loop() {
-		evs, err := decodeLog(log, 1)
+		evs, err := decodeLog(log, 1, 1)
 		if err != nil || len(evs) != 10000 {
 			b.Fatal(len(evs), err)
 		}
+	}
+}
+
+// TestReadTail reads the last n lines of logs of short and long lines
+// (longer than the first block read), for every n: each time exactly
+// those lines, and not ok for more lines than the log holds.
+func TestReadTail(t *testing.T) {
+	var log []byte
+	var lines [][]byte
+	for i := range 60 {
+		n := 10 + i*7
+		if i%11 == 3 {
+			n = tailBlock + 1000*i // longer than a block
+		}
+		line := append(bytes.Repeat([]byte{byte('a' + i%26)}, n), '\n')
+		lines = append(lines, line)
+		log = append(log, line...)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(slices.Clone(log), "a torn line past the size"...)); err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(log))
+	for n := int64(1); n <= int64(len(lines)); n++ {
+		got, ok, err := readTail(f, size, n)
+		want := bytes.Join(lines[int64(len(lines))-n:], nil)
+		if err != nil || !ok || !bytes.Equal(got, want) {
+			t.Fatalf("readTail(%d lines) = %d bytes, %v, %v; want %d bytes", n, len(got), ok, err, len(want))
+		}
+	}
+	if _, ok, err := readTail(f, size, int64(len(lines))+1); ok || err != nil {
+		t.Errorf("readTail of more lines than the log holds: ok %v, %v", ok, err)
 	}
 }

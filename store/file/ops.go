@@ -264,45 +264,115 @@ func splitLog(b []byte) [][]byte {
 // load reads the session's info and its committed log under the shared
 // lock, and decodes the events once the lock is released.
 //
-// Every line it decodes is checked (decodeLog): a line that fails makes the
-// session damaged, which the store remembers.
+// A load from a seq in the later half of the history reads only the end
+// of the log, from the line of that seq on (readTail), so that its cost
+// follows the events it returns, not the length of the history: what
+// opening a long session from its snapshot needs. Every line it decodes is
+// checked (decodeLog), its seq included: an end of the log whose lines do
+// not have the seqs they should is read again from the start, and a line
+// that fails makes the session damaged, which the store remembers.
 func (s *Store) load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
-	info, buf, lockID, err := s.readLog(ctx, id, fromSeq)
-	if err != nil {
-		return nil, err
+	from := max(fromSeq, 1)
+	rec, first, err := s.loadOnce(ctx, id, from, true)
+	if _, bad := errors.AsType[*cairn.DamagedError](err); bad && first > 1 {
+		// Whatever readTail landed on, the whole log says what is wrong.
+		rec, _, err = s.loadOnce(ctx, id, from, false)
 	}
-	evs, err := decodeLog(buf, max(fromSeq, 1))
+	return rec, err
+}
+
+// loadOnce is load, reading the end of the log when tail allows it; first
+// is the seq of the first line it read.
+func (s *Store) loadOnce(ctx context.Context, id string, from int64, tail bool) (_ *cairn.Record, first int64, _ error) {
+	info, buf, first, lockID, err := s.readLog(ctx, id, from, tail)
+	if err != nil {
+		return nil, first, err
+	}
+	evs, err := decodeLog(buf, first, from)
 	if err == nil && info.LastSeq > 0 && len(evs) > 0 && evs[len(evs)-1].Seq != info.LastSeq {
 		err = fmt.Errorf("%w: the log ends at seq %d where the info says %d", errCorrupt, evs[len(evs)-1].Seq, info.LastSeq)
 	}
+	if err == nil && first > 1 && (len(evs) == 0 || evs[0].Seq != from) {
+		err = fmt.Errorf("%w: the log's end does not start at seq %d", errCorrupt, from)
+	}
 	if err != nil {
 		d := s.logDamage(id, err)
-		s.noteDamage(id, lockID, d)
-		return nil, d
+		if first == 1 {
+			s.noteDamage(id, lockID, d)
+		}
+		return nil, first, d
 	}
-	return &cairn.Record{Info: info, Events: evs}, nil
+	return &cairn.Record{Info: info, Events: evs}, first, nil
 }
 
-func (s *Store) readLog(ctx context.Context, id string, fromSeq int64) (cairn.SessionInfo, []byte, fileID, error) {
+// readLog returns, under the session's shared lock, the session's info and
+// its committed log: the whole log (first is 1), or with tail set and from
+// in the later half of the history, its end from the line of seq from on
+// (first is from).
+func (s *Store) readLog(ctx context.Context, id string, from int64, tail bool) (info cairn.SessionInfo, buf []byte, first int64, lockID fileID, err error) {
 	ss := s.acquire(id)
 	defer s.release(id, ss)
 	if err := s.lock(ctx, ss, id, false); err != nil {
-		return cairn.SessionInfo{}, nil, fileID{}, err
+		return cairn.SessionInfo{}, nil, 0, fileID{}, err
 	}
 	defer ss.unlock()
-	info := ss.info
+	info = ss.info
 	info.Labels = cloneLabels(info.Labels)
 	if s.expired(info, s.opts.Now()) {
-		return info, nil, ss.lockID, cairn.ErrNotFound
+		return info, nil, 0, ss.lockID, cairn.ErrNotFound
 	}
-	if fromSeq > info.LastSeq {
-		return info, nil, ss.lockID, nil
+	if from > info.LastSeq {
+		return info, nil, 1, ss.lockID, nil
 	}
-	buf := make([]byte, ss.size)
+	if tail && from > 1 && from > info.LastSeq/2 {
+		if buf, ok, err := readTail(ss.logF, ss.size, info.LastSeq-from+1); err != nil || ok {
+			return info, buf, from, ss.lockID, err
+		}
+	}
+	buf = make([]byte, ss.size)
 	if _, err := io.ReadFull(io.NewSectionReader(ss.logF, 0, ss.size), buf); err != nil {
-		return info, nil, ss.lockID, fmt.Errorf("read log: %w", err)
+		return info, nil, 0, ss.lockID, fmt.Errorf("read log: %w", err)
 	}
-	return info, buf, ss.lockID, nil
+	return info, buf, 1, ss.lockID, nil
+}
+
+// tailBlock is the first read of readTail: the end of the log that holds
+// the last few events of most sessions.
+const tailBlock = 64 << 10
+
+// readTail returns the last n lines of the log's first size bytes, read
+// backwards from size: a block first, then as much more as the lines read
+// so far say the rest needs, so that it reads the lines it returns and
+// little else. ok is false when the log holds fewer than n lines (it is
+// damaged: the caller reads it all, and finds why).
+func readTail(f *os.File, size, n int64) (buf []byte, ok bool, err error) {
+	want := int64(tailBlock)
+	for {
+		start := max(0, size-want)
+		buf = make([]byte, size-start)
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return nil, false, fmt.Errorf("read log: %w", err)
+		}
+		end, seen := len(buf), int64(0)
+		for seen <= n {
+			i := bytes.LastIndexByte(buf[:end], '\n')
+			if i < 0 {
+				break
+			}
+			seen++
+			if seen == n+1 {
+				return buf[i+1:], true, nil // i ends the line before the n
+			}
+			end = i
+		}
+		if start == 0 {
+			return buf, seen == n, nil
+		}
+		// Read again, further back: as far as the lines seen say n+1 need,
+		// with a quarter more, and at least twice as far.
+		per := int64(len(buf)) / max(seen, 1)
+		want = max(2*want, per*(n+1)*5/4)
+	}
 }
 
 // info returns a session's info for List. Without locking it reads

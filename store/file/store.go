@@ -41,7 +41,8 @@ const (
 )
 
 // Store is a cairn.Store on a folder of the local disk, with the optional
-// abilities cairn.Sweeper, cairn.Leaser, cairn.Checker and cairn.LocalLocker.
+// abilities cairn.Sweeper, cairn.Leaser, cairn.Checker, cairn.Snapshotter
+// and cairn.LocalLocker.
 // It is safe for concurrent use by many goroutines and by many processes on
 // one machine.
 type Store struct {

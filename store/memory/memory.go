@@ -30,6 +30,7 @@ type session struct {
 	info    cairn.SessionInfo
 	events  [][]byte // the envelopes, as driver.AppendEnvelope writes them
 	expires time.Time
+	snap    *cairn.Snapshot // the latest snapshot (snapshot.go), nil: none
 }
 
 // NewDB returns an empty DB.

@@ -12,7 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	dbs := map[*testing.T]*memory.DB{}
-	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true, Envelopes: memory.Envelopes}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true, Envelopes: memory.Envelopes}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		mu.Lock()
 		db := dbs[t]
 		if db == nil {

@@ -31,7 +31,9 @@
 // # Limits
 //
 // Events larger than 16 MiB minus 4 KiB are refused with ErrTooLarge
-// whatever Limits.MaxEventBytes says, since each is one document.
+// whatever Limits.MaxEventBytes says, since each is one document; so are
+// snapshots (cairn.Snapshotter) of that size. Compacting a long session's
+// memory keeps its snapshot small.
 //
 // # Design
 //
@@ -42,8 +44,10 @@
 // holds the session's next position for StaleAfter; a resume then is refused
 // with an outage until it is stale. Leases, fencing tokens and ClaimNext
 // work on FerretDB as on MongoDB. With a TTL, expired sessions are invisible
-// at once and Sweep removes them.
+// at once and Sweep removes them. Snapshots live in a collection of their
+// own, one document per put, so that puts racing each other leave the
+// highest even on FerretDB.
 //
-// How appends, holds, creation and deletion, expiry and claims work, and
+// How appends, holds, creation and deletion, expiry, claims and snapshots work, and
 // why, step by step: docs/STORES.md, "The MongoDB store".
 package mongodb

@@ -144,6 +144,9 @@ func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor in
 	if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "$or", Value: writtenBefore(fencedBefore(fence))}}); err != nil {
 		return false, fail(fmt.Errorf("remove old events: %w", err))
 	}
+	if err := s.eraseSnapshots(ctx, id, fencedBefore(fence)); err != nil {
+		return false, fail(fmt.Errorf("remove old snapshots: %w", err))
+	}
 	res, err := s.sessions.UpdateOne(ctx, mine,
 		bson.D{
 			{Key: "$set", Value: bson.D{{Key: "last_seq", Value: 0}}},
@@ -250,7 +253,7 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 }
 
 // erase removes session id, whose document must also match cond, with all
-// its events, and reports whether it matched.
+// its events and snapshots, and reports whether it matched.
 //
 // While the session lives, the mark is written under a hold of the
 // session's next position (see hold), so that no commit races it.
@@ -289,6 +292,9 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 	// fail here, Create or Sweep finishes the job.
 	return true, cleanup(ctx, func(ctx context.Context) error {
 		if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "$or", Value: writtenBefore(mark + 1)}}); err != nil {
+			return err
+		}
+		if err := s.eraseSnapshots(ctx, id, mark+1); err != nil {
 			return err
 		}
 		cur, err := s.holder(ctx, id)
@@ -362,6 +368,9 @@ func (s *Store) Sweep(ctx context.Context) (_ int, err error) {
 		}
 	}
 	if err := s.sweepOrphans(ctx, stale); err != nil {
+		return n, fmt.Errorf("sweep: %w", err)
+	}
+	if err := s.sweepSnapshots(ctx, stale); err != nil {
 		return n, fmt.Errorf("sweep: %w", err)
 	}
 	// Claims of removers that died (see removeDoc).

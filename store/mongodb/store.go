@@ -50,15 +50,17 @@ func init() {
 // its wire protocol, such as FerretDB). It is safe for concurrent use by
 // many goroutines and many processes.
 type Store struct {
-	opts     cairn.StoreOptions
-	client   *mongo.Client // closed by Close when Open made it
-	sessions *mongo.Collection
-	events   *mongo.Collection
-	native   bool // the TTL index on expires_at exists
+	opts      cairn.StoreOptions
+	client    *mongo.Client // closed by Close when Open made it
+	sessions  *mongo.Collection
+	events    *mongo.Collection
+	snapshots *mongo.Collection // snapshot.go
+	native    bool              // the TTL index on expires_at exists
 
 	guard driver.Guard
 
-	mu sync.Mutex
+	mu          sync.Mutex
+	snapIndexed bool // the snapshots' index was made (indexSnapshots)
 	// leftovers holds, by session, the tokens of this store's last failed
 	// appends, whose documents may have outlived their removal (the
 	// connection broke): no live writer holds them, so onDuplicate removes
@@ -110,9 +112,10 @@ func New(ctx context.Context, db *mongo.Database, opts cairn.StoreOptions) (*Sto
 		opts.Limits.MaxEventBytes = maxEventBytes
 	}
 	s := &Store{
-		opts:     opts,
-		sessions: db.Collection(opts.Namespace + ".sessions"),
-		events:   db.Collection(opts.Namespace + ".events"),
+		opts:      opts,
+		sessions:  db.Collection(opts.Namespace + ".sessions"),
+		events:    db.Collection(opts.Namespace + ".events"),
+		snapshots: db.Collection(opts.Namespace + ".snapshots"),
 	}
 	if err := s.ensureIndexes(ctx); err != nil {
 		return nil, err
@@ -202,11 +205,15 @@ func (s *Store) ensureIndexes(ctx context.Context) error {
 // itself. Expired sessions are invisible either way.
 func (s *Store) NativeExpiry() bool { return s.native }
 
-// Collections returns the names of the namespace's two collections: the
-// sessions and the events.
+// Collections returns the names of the namespace's two main collections:
+// the sessions and the events.
 func (s *Store) Collections() (sessions, events string) {
 	return s.sessions.Name(), s.events.Name()
 }
+
+// SnapshotCollection returns the name of the namespace's collection of
+// snapshots, which the first PutSnapshot makes.
+func (s *Store) SnapshotCollection() string { return s.snapshots.Name() }
 
 // Close implements cairn.Store. It disconnects the client if Open made it.
 // It is safe to call twice.

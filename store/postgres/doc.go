@@ -112,7 +112,20 @@
 // statement. An Append racing with it either commits first, and its events
 // are deleted too, or finds no session and returns cairn.ErrNotFound: a late
 // write never brings a session back. Load reads the session and its events
-// in one repeatable-read transaction, so they always agree.
+// in one repeatable-read transaction, so they always agree; a load from a
+// seq reads the range of the events' primary key (session_id, seq) from
+// there.
+//
+// # Snapshots
+//
+// Store is a cairn.Snapshotter. The snapshots table (migration 0005) holds
+// a session's latest snapshot, keyed by the session, its rows deleted with
+// the session's by the foreign key's cascade (Delete, Sweep, Create's
+// purge of an expired session). PutSnapshot is one statement: an INSERT
+// fed by the live session's row, ON CONFLICT DO UPDATE only when its seq
+// is not lower, so racing puts leave the highest and a put never brings a
+// deleted or expired session back. It does not write the session's row:
+// its updated time and expiry stay as they are.
 //
 // # TTL
 //

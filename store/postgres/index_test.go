@@ -221,3 +221,60 @@ func TestStore_SweepMany(t *testing.T) {
 		t.Errorf("after Sweep: %d sessions and %d events (%v), want the 10 live ones and their 40", sessions, events, err)
 	}
 }
+
+// TestSnapshot_IndexPlans: with 20,000 sessions of 4 events and a
+// snapshot each, and one of 2,000 events, a load from a seq reads the
+// range of the events' primary key (session_id, seq) from that seq (the
+// planner may sort those few rows); the snapshot calls read the session
+// and its snapshot by their keys. None reads a table through.
+func TestSnapshot_IndexPlans(t *testing.T) {
+	s := open(t, cairn.StoreOptions{})
+	fill(t, s, 20000, 0, time.Time{})
+	const id = "long"
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	evs := make([]cairn.Event, 0, 1000)
+	for last := int64(0); last < 2000; last += int64(len(evs)) {
+		evs = evs[:0]
+		for i := range 1000 {
+			evs = append(evs, storetest.Custom(last+int64(i)+1, "x"))
+		}
+		if err := s.Append(t.Context(), id, last, evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutSnapshot(t.Context(), id, cairn.Snapshot{Seq: 1990, Data: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	// Every session has a snapshot, so that the planner weighs reading
+	// the table against its key.
+	if _, err := s.Pool().Exec(t.Context(), "INSERT INTO "+pgx.Identifier{s.Schema(), "snapshots"}.Sanitize()+
+		" (session_id, seq, data) SELECT id, 4, convert_to(repeat('s', 200), 'UTF8') FROM "+
+		pgx.Identifier{s.Schema(), "sessions"}.Sanitize()+" WHERE id <> $1", id); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"events", "snapshots", "sessions"} {
+		if _, err := s.Pool().Exec(t.Context(), "ANALYZE "+pgx.Identifier{s.Schema(), table}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := explain(t, s, s.LoadEventsQuery(), id, int64(1990))
+	if strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "on events_pkey") ||
+		!strings.Contains(plan, "Index Cond: ((session_id = 'long'::text) AND (seq >= '1990'::bigint)") {
+		t.Errorf("load from a seq: the plan does not read the range of events_pkey from the seq:\n%s", plan)
+	}
+	put, load, drop := s.SnapshotQueries()
+	for name, q := range map[string]struct {
+		q    string
+		args []any
+	}{
+		"put":  {put, []any{id, int64(1995), []byte("{}"), time.Now()}},
+		"load": {load, []any{id, time.Now()}},
+		"drop": {drop, []any{id, time.Now()}},
+	} {
+		if plan := explain(t, s, q.q, q.args...); strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s snapshot: the plan reads a table through:\n%s", name, plan)
+		}
+	}
+}

@@ -156,6 +156,8 @@ type statements struct {
 	info, loadEvents string
 	del, sweep       string
 	countExpired     string
+
+	putSnapshot, loadSnapshot, dropSnapshot string // snapshot.go
 }
 
 // appendSQL is the part of an append's statement before its final SELECT:
@@ -200,7 +202,9 @@ func appendResult(sessions string) string {
 func newStatements(schema string) statements {
 	sessions := pgx.Identifier{schema, "sessions"}.Sanitize()
 	events := pgx.Identifier{schema, "events"}.Sanitize()
+	putSnapshot, loadSnapshot, dropSnapshot := snapshotStatements(sessions, pgx.Identifier{schema, "snapshots"}.Sanitize())
 	return statements{
+		putSnapshot: putSnapshot, loadSnapshot: loadSnapshot, dropSnapshot: dropSnapshot,
 		sessions: sessions,
 		labels:   pgx.Identifier{schema, "session_labels"}.Sanitize(),
 		purge:    "DELETE FROM " + sessions + " WHERE id = $1 AND expires_at IS NOT NULL AND expires_at <= $2",
@@ -227,8 +231,8 @@ func newStatements(schema string) statements {
 			" AND seq <= (SELECT last_seq FROM " + sessions + " WHERE id = $1) ORDER BY seq",
 		del: "DELETE FROM " + sessions + " WHERE id = $1 RETURNING " + liveSQL("$2"),
 		// $1 now, $2 the batch size: the batch's rows are locked first,
-		// skipping those another transaction holds; the foreign key's
-		// cascade deletes their events.
+		// skipping those another transaction holds; the foreign keys'
+		// cascade deletes their events and snapshots.
 		// $3: the latest expiry the previous batch deleted. Starting
 		// each batch there, not at the index's start, steps over the
 		// index entries of the rows deleted before, which stay until a

@@ -134,8 +134,8 @@ func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][
 }
 
 // Delete implements cairn.Store. One statement deletes the session row and,
-// through the foreign key's ON DELETE CASCADE, every event of it, in one
-// transaction. An Append racing with it either commits first (and its
+// through the foreign keys' ON DELETE CASCADE, every event of it and its
+// snapshot, in one transaction. An Append racing with it either commits first (and its
 // events are deleted too) or finds no session row (ErrNotFound).
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.guard.Session(id); err != nil {

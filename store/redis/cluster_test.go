@@ -59,7 +59,7 @@ func openCluster(tb testing.TB, opts cairn.StoreOptions, extra string) *redis.St
 // TestConformanceCluster runs the conformance suite on a real Redis
 // Cluster (3 masters, 3 replicas), reached through a cluster URL.
 func TestConformanceCluster(t *testing.T) {
-	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return openCluster(t, opts, "")
 	})
 }

@@ -102,7 +102,9 @@
 //	                                (JSON), last_seq, lease_holder,
 //	                                lease_token, lease_expires, calls (the
 //	                                nonces of the last calls noted, with
-//	                                their answers)
+//	                                their answers), and once a snapshot
+//	                                was put snapshot_seq and snapshot (its
+//	                                bytes, as given)
 //	cairn:<ns>:{<ns>:<id>}:events   list: one JSON event envelope per event,
 //	                                in seq order; the data bytes exactly as
 //	                                appended, so a reload gives them back
@@ -150,6 +152,18 @@
 // All times come from cairn.StoreOptions.Now and reach the scripts as
 // arguments; the scripts never read Redis's clock, so expiry follows the
 // store's clock exactly (tests inject one).
+//
+// # Snapshots
+//
+// Store is a cairn.Snapshotter. A session's snapshot is two fields of its
+// meta hash rather than a key of its own: it shares the session's slot,
+// its native TTL (which every Create and Append refresh, and a put does
+// not) and its deletion, by Delete, Sweep, Create over an expired session
+// and Redis's own expiry, with no script of the session to change.
+// PutSnapshot is one script that checks the session is live and keeps the
+// snapshot of the higher seq; every other read of the meta names its
+// fields, so a large snapshot costs nothing to them. A Load from a seq is
+// one LRANGE from that seq's position.
 //
 // # TTL
 //

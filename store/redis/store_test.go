@@ -312,3 +312,42 @@ func TestStore_SameBytes(t *testing.T) {
 		t.Errorf("stored envelope %s does not hold the data %s", raw, want)
 	}
 }
+
+// TestStore_SnapshotInMeta: a session's snapshot lives in its meta hash, so
+// it adds no key, shares the meta's native TTL (which a put does not
+// move, and an append does), and goes with the meta.
+func TestStore_SnapshotInMeta(t *testing.T) {
+	const ttl = time.Hour
+	ns := "t_" + testenv.RandHex(6)
+	s := openStore(t, cairn.StoreOptions{Namespace: ns, TTL: ttl})
+	c := adminClient(t)
+	mustCreate(t, s, "a")
+	mustAppend(t, s, "a", 0, storetest.UserTurn(0, "r", "hello")...)
+	meta := redis.MetaKey(s, "a")
+	if err := c.Expire(t.Context(), meta, 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("snapshot \x00\xff bytes")
+	if err := s.PutSnapshot(t.Context(), "a", cairn.Snapshot{Seq: 4, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	if keys := sessionKeys(t, ns); len(keys) != 2 {
+		t.Errorf("keys after a put = %v, want the meta and the events", keys)
+	}
+	if got, err := c.HGet(t.Context(), meta, "snapshot").Result(); err != nil || got != string(data) {
+		t.Errorf("the meta's snapshot field = %q, %v", got, err)
+	}
+	if got, err := c.TTL(t.Context(), meta).Result(); err != nil || got > 30*time.Second {
+		t.Errorf("TTL of the meta after a put = %v, %v; want at most the 30s it had", got, err)
+	}
+	mustAppend(t, s, "a", 4, storetest.Custom(5, "again"))
+	if got, err := c.TTL(t.Context(), meta).Result(); err != nil || got <= 30*time.Second {
+		t.Errorf("TTL of the meta after an append = %v, %v; want it refreshed", got, err)
+	}
+	if err := s.Delete(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if keys := sessionKeys(t, ns); len(keys) != 0 {
+		t.Errorf("keys after Delete = %v, want none", keys)
+	}
+}

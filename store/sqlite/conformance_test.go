@@ -15,7 +15,7 @@ import (
 func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	paths := map[*testing.T]string{}
-	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true,
+	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true, Snapshots: true,
 		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
 			envs, err := sqlite.StoredEnvelopes(t.Context(), s.(*sqlite.Store), id)
 			if err != nil {

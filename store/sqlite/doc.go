@@ -46,6 +46,13 @@
 //   - events, keyed by (namespace, session_id, seq): each event's JSON
 //     envelope {"v","seq","at","kind","run","data"}, with its data kept as
 //     it was appended, led by a checksum of itself (see Damage below).
+//     Load from a seq reads the range of this key from there.
+//   - snapshots, keyed by (namespace, session_id): the session's latest
+//     snapshot (cairn.Snapshotter), its seq and its bytes. PutSnapshot is
+//     one INSERT … SELECT from the live session's row … ON CONFLICT DO
+//     UPDATE that keeps the higher seq; Delete, Sweep and Create over an
+//     expired session erase it with the session's row, in the same
+//     transaction. Migration 0005 made it.
 //
 // A namespace is a value of the namespace column: stores opened on one file
 // with different namespaces never see each other's sessions.

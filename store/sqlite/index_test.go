@@ -342,3 +342,29 @@ func TestSweep_Batches(t *testing.T) {
 		t.Errorf("the file has %d pages after Sweep, %d before: want fewer than half", after, pages)
 	}
 }
+
+// TestSnapshot_QueryPlans: a load from a seq reads the range of the
+// events' primary key from that seq, in seq order (no sort), and a
+// snapshot is read, put and erased by its key.
+func TestSnapshot_QueryPlans(t *testing.T) {
+	s := openTest(t, filepath.Join(t.TempDir(), "p.db"), Options{})
+	fillPlans(t, s)
+	plan := queryPlan(t, s.r, loadEventsSQL, "default", "s-00", 3)
+	if len(plan) != 1 || !strings.HasPrefix(plan[0], "SEARCH events USING ") || !strings.HasSuffix(plan[0], "(namespace=? AND session_id=? AND seq>?)") {
+		t.Errorf("load from a seq: plan %q, want one range of the key (namespace, session_id, seq) and no sort", plan)
+	}
+	for name, q := range map[string]string{
+		"load snapshot": loadSnapshotSQL,
+		"drop snapshot": `DELETE FROM snapshots WHERE namespace = ? AND session_id = ?`,
+		"erase":         `DELETE FROM snapshots WHERE namespace = ?1 AND session_id IN (` + expiredSQL + `)`,
+	} {
+		args := []any{"default", "s-00"}
+		if name == "erase" {
+			args = []any{"default", time.Now().UnixNano(), 10}
+		}
+		plan := queryPlan(t, s.w, q, args...)
+		if sc := scans(plan); len(sc) > 0 {
+			t.Errorf("%s: the plan scans %v\nplan: %q", name, sc, plan)
+		}
+	}
+}

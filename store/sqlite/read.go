@@ -62,8 +62,7 @@ func (s *Store) load(ctx context.Context, id string, from int64) (*cairn.Record,
 		return rec, nil
 	}
 	rec.Events = make([]cairn.Event, 0, min(info.LastSeq-from+1, 1<<16))
-	rows, err := tx.QueryContext(ctx, `SELECT seq, envelope FROM events
-		WHERE namespace = ? AND session_id = ? AND seq >= ? ORDER BY seq`, s.opts.Namespace, id, from)
+	rows, err := tx.QueryContext(ctx, loadEventsSQL, s.opts.Namespace, id, from)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +103,12 @@ func (s *Store) load(ctx context.Context, id string, from int64) (*cairn.Record,
 	}
 	return rec, nil
 }
+
+// loadEventsSQL reads a session's events from a seq on: a range of the
+// events' primary key, (namespace, session_id, seq), already in seq
+// order, so a load from a snapshot's seq reads only the events after it.
+const loadEventsSQL = `SELECT seq, envelope FROM events
+	WHERE namespace = ? AND session_id = ? AND seq >= ? ORDER BY seq`
 
 // damaged records and returns the damage of session id found at seq.
 func (s *Store) damaged(id string, seq int64, msg string) error {

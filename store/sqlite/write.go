@@ -83,8 +83,8 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	return s.fail("append", id, err)
 }
 
-// Delete implements cairn.Store. The session's events and its row go in one
-// transaction. With secure_delete on, SQLite overwrites the freed space in
+// Delete implements cairn.Store. The session's events, its snapshot and its
+// row go in one transaction. With secure_delete on, SQLite overwrites the freed space in
 // the database file; copies of the pages may stay in the WAL file until the
 // next checkpoint.
 func (s *Store) Delete(ctx context.Context, id string) error {
@@ -124,10 +124,11 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // ErrNotFound.
 var errExpiredErased = errors.New("expired session erased")
 
-// erase deletes a session's events, labels and row inside tx.
+// erase deletes a session's events, snapshot, labels and row inside tx.
 func (s *Store) erase(ctx context.Context, tx *sql.Tx, id string) error {
 	for _, q := range []string{
 		`DELETE FROM events WHERE namespace = ? AND session_id = ?`,
+		`DELETE FROM snapshots WHERE namespace = ? AND session_id = ?`,
 		`DELETE FROM session_labels WHERE namespace = ? AND session_id = ?`,
 		`DELETE FROM sessions WHERE namespace = ? AND id = ?`,
 	} {
@@ -151,8 +152,9 @@ const expiredSQL = `SELECT id FROM sessions WHERE namespace = ?1 AND expires_at 
 	ORDER BY expires_at LIMIT ?3`
 
 // Sweep implements cairn.Sweeper: it deletes every session of the
-// namespace that had expired when it started, with its events and labels,
-// SweepBatch sessions per transaction, and returns how many it deleted.
+// namespace that had expired when it started, with its events, snapshots
+// and labels, SweepBatch sessions per transaction, and returns how many it
+// deleted.
 // Between batches other writers take their turn. When it deleted any, it
 // gives the freed pages back to the file system (see incrementalVacuum).
 // If it fails part way, it returns what it deleted so far with the error.
@@ -167,6 +169,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		err := s.writeTx(ctx, func(tx *sql.Tx) error {
 			for _, q := range []string{
 				`DELETE FROM events WHERE namespace = ?1 AND session_id IN (` + expiredSQL + `)`,
+				`DELETE FROM snapshots WHERE namespace = ?1 AND session_id IN (` + expiredSQL + `)`,
 				`DELETE FROM session_labels WHERE namespace = ?1 AND session_id IN (` + expiredSQL + `)`,
 			} {
 				if _, err := tx.ExecContext(ctx, q, s.opts.Namespace, now, SweepBatch); err != nil {

@@ -17,6 +17,10 @@ type Abilities struct {
 	Sweep  bool // cairn.Sweeper: Sweep
 	Check  bool // cairn.Checker: Check
 
+	// Snapshots is cairn.Snapshotter: PutSnapshot, LoadSnapshot,
+	// DropSnapshot, and cairn.Restore through them.
+	Snapshots bool
+
 	// Envelopes is not an ability but a test hook into the backend's
 	// storage: it returns the envelopes of session id as s stored them,
 	// in seq order, without what the backend keeps around each (a
@@ -43,6 +47,7 @@ func (a Abilities) list() []ability {
 		{"Claims", "cairn.Claimer", a.Claims, func(s cairn.Store) bool { _, ok := s.(cairn.Claimer); return ok }},
 		{"Sweep", "cairn.Sweeper", a.Sweep, func(s cairn.Store) bool { _, ok := s.(cairn.Sweeper); return ok }},
 		{"Check", "cairn.Checker", a.Check, func(s cairn.Store) bool { _, ok := s.(cairn.Checker); return ok }},
+		{"Snapshots", "cairn.Snapshotter", a.Snapshots, func(s cairn.Store) bool { _, ok := s.(cairn.Snapshotter); return ok }},
 	}
 }
 

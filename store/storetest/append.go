@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -104,6 +105,52 @@ func testLoadFrom(t *testing.T, h *harness) {
 		}
 		assertEvents(t, rec.Events, want)
 	}
+}
+
+// testLoadFromTail: Load from a seq returns exactly the events from
+// there on, in a history of small and large events (some larger than the
+// blocks a store may read its log in) appended alone and in batches, for
+// seqs at the start, the middle and the end, as the history grows.
+func testLoadFromTail(t *testing.T, h *harness) {
+	s := h.store(t)
+	id := newSession(t, s, nil)
+	var all []cairn.Event
+	check := func(when string) {
+		t.Helper()
+		n := int64(len(all))
+		for _, from := range []int64{1, 2, 3, n / 2, n - 11, n - 10, n - 1, n, n + 1, n + 100} {
+			rec, err := s.Load(t.Context(), id, from)
+			if err != nil {
+				t.Fatalf("Load from %d %s: %v", from, when, err)
+			}
+			start := min(max(from, 1)-1, n)
+			if len(rec.Events) != int(n-start) {
+				t.Fatalf("Load from %d %s: %d events, want %d", from, when, len(rec.Events), n-start)
+			}
+			assertEvents(t, rec.Events, all[start:])
+			if rec.Info.LastSeq != n {
+				t.Fatalf("Load from %d %s: last seq %d, want %d", from, when, rec.Info.LastSeq, n)
+			}
+		}
+	}
+	for round, batch := range []int{1, 3, 7, 1, 12, 2, 30, 1, 5, 20} {
+		evs := make([]cairn.Event, batch)
+		for i := range evs {
+			seq := int64(len(all) + i + 1)
+			if seq%9 == 0 {
+				evs[i] = Padded(seq, 70<<10)
+			} else {
+				evs[i] = Custom(seq, fmt.Sprintf("tail %d ✓", seq))
+			}
+		}
+		mustAppend(t, s, id, int64(len(all)), evs...)
+		all = append(all, evs...)
+		if round%3 == 2 {
+			check(fmt.Sprintf("after append %d", round+1))
+		}
+	}
+	check("at the end")
+	check("again")
 }
 
 func testAppendConflict(t *testing.T, h *harness) {

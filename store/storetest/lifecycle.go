@@ -239,6 +239,13 @@ func testClosed(t *testing.T, h *harness) {
 	if h.abilities.Check {
 		calls["Check"] = func() error { _, err := checker(t, s).Check(ctx); return err }
 	}
+	if h.abilities.Snapshots {
+		sn := snapshotter(t, s)
+		snap := cairn.Snapshot{Seq: 1, Data: snapData("after close")}
+		calls["PutSnapshot"] = func() error { return sn.PutSnapshot(ctx, id, snap) }
+		calls["LoadSnapshot"] = func() error { _, err := sn.LoadSnapshot(ctx, id); return err }
+		calls["DropSnapshot"] = func() error { return sn.DropSnapshot(ctx, id) }
+	}
 	if h.abilities.Leases {
 		l := leaser(t, s)
 		calls["Acquire"] = func() error { _, err := l.Acquire(ctx, id, "worker-b", leaseTTL); return err }
@@ -262,6 +269,9 @@ func testClosed(t *testing.T, h *harness) {
 	assertEvents(t, mustLoad(t, again, id).Events, []cairn.Event{Custom(1, "x")})
 	if _, err := again.Load(ctx, "made-after-close", 0); !errors.Is(err, cairn.ErrNotFound) {
 		t.Errorf("Create after Close made a session: Load got %v, want ErrNotFound", err)
+	}
+	if h.abilities.Snapshots {
+		wantSnapshot(t, snapshotter(t, again), id, nil, "after a PutSnapshot on a closed store")
 	}
 	if h.abilities.Leases {
 		if cur, err := leaser(t, again).CurrentLease(ctx, id); err != nil || cur.Token != lease.Token {

@@ -18,8 +18,9 @@
 // order, fields, filters and cursor, deletion, TTL on a controlled clock,
 // namespaces, limits, retried appends, every method after Close and every
 // sentinel error, and each declared ability (leases and fenced appends,
-// claims, sweeping, checking). A store that lacks a declared ability, or has one it
-// does not declare, fails.
+// claims, sweeping, checking, snapshots and cairn.Restore through them). A
+// store that lacks a declared ability, or has one it does not declare,
+// fails.
 package storetest
 
 import (
@@ -52,6 +53,7 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 		{"InvalidID", testInvalidID},
 		{"AppendLoad", testAppendLoad},
 		{"LoadFrom", testLoadFrom},
+		{"LoadFromTail", testLoadFromTail},
 		{"AppendConflict", testAppendConflict},
 		{"AppendRetried", testAppendRetried},
 		{"AppendRetriedStale", testAppendRetriedStale},
@@ -87,6 +89,9 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 	}
 	if abilities.Leases {
 		runLease(t, open, abilities)
+	}
+	if abilities.Snapshots {
+		runSnapshots(t, open, abilities)
 	}
 }
 

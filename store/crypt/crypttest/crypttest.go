@@ -118,13 +118,34 @@ func write(t *testing.T, s cairn.Store, id, marker string) {
 	}
 }
 
-// testPlain deletes an unencrypted session and searches for its marker.
+// snapshot puts a snapshot holding marker as session id's, when s keeps
+// snapshots, and reports whether it did. The data is opaque to a store: a
+// marker in it stands for a session's state.
+func snapshot(t *testing.T, s cairn.Store, id, marker string) bool {
+	t.Helper()
+	sn, ok := s.(cairn.Snapshotter)
+	if !ok {
+		return false
+	}
+	data, _ := json.Marshal(map[string]string{"state": "snapshot " + marker})
+	if err := sn.PutSnapshot(t.Context(), id, cairn.Snapshot{Seq: 13, Data: data}); err != nil {
+		t.Fatalf("PutSnapshot(%s): %v", id, err)
+	}
+	return true
+}
+
+// testPlain deletes an unencrypted session, with its snapshot when the
+// store keeps them, and searches for their markers.
 func testPlain(t *testing.T, b Backend) {
 	s := open(t, b, "er_"+testenv.RandHex(5), nil)
-	marker := Marker()
+	marker, snapMarker := Marker(), Marker()
 	write(t, s, "plain", marker)
 	if where := b.Raw(t, marker); len(where) == 0 {
 		t.Fatal("the marker is not in raw storage before the delete: the search cannot see an erasure")
+	}
+	snapped := snapshot(t, s, "plain", snapMarker)
+	if where := b.Raw(t, snapMarker); snapped && len(where) == 0 {
+		t.Fatal("the snapshot's marker is not in raw storage before the delete: the search cannot see its erasure")
 	}
 	if err := s.Delete(t.Context(), "plain"); err != nil {
 		t.Fatal(err)
@@ -132,12 +153,14 @@ func testPlain(t *testing.T, b Backend) {
 	if b.Settle != nil {
 		b.Settle(t)
 	}
-	where := b.Raw(t, marker)
-	switch {
-	case len(where) > 0 && !b.Lingers:
-		t.Errorf("after Delete the marker is still in %s", strings.Join(where, ", "))
-	case len(where) > 0:
-		t.Logf("after Delete an unencrypted store keeps the marker in %s until it compacts; encryption covers this", strings.Join(where, ", "))
+	for _, m := range []string{marker, snapMarker} {
+		where := b.Raw(t, m)
+		switch {
+		case len(where) > 0 && !b.Lingers:
+			t.Errorf("after Delete the marker is still in %s", strings.Join(where, ", "))
+		case len(where) > 0:
+			t.Logf("after Delete an unencrypted store keeps the marker in %s until it compacts; encryption covers this", strings.Join(where, ", "))
+		}
 	}
 }
 
@@ -148,8 +171,9 @@ func testEncrypted(t *testing.T, b Backend) {
 	ns := "er_" + testenv.RandHex(5)
 	ring := NewKeyring(t)
 	s := open(t, b, ns, ring)
-	marker := Marker()
+	marker, snapMarker := Marker(), Marker()
 	write(t, s, "sealed", marker)
+	snapped := snapshot(t, s, "sealed", snapMarker)
 	rec, err := s.Load(t.Context(), "sealed", 0)
 	if err != nil {
 		t.Fatalf("Load through the key: %v", err)
@@ -159,6 +183,30 @@ func testEncrypted(t *testing.T, b Backend) {
 	}
 	if where := b.Raw(t, marker); len(where) > 0 {
 		t.Fatalf("the marker was written in clear to %s", strings.Join(where, ", "))
+	}
+	var sealedSnap []byte // the snapshot as the backend holds it
+	if snapped {
+		got, err := s.(cairn.Snapshotter).LoadSnapshot(t.Context(), "sealed")
+		if err != nil || got == nil || !strings.Contains(string(got.Data), snapMarker) {
+			t.Fatalf("LoadSnapshot through the key = %v, %v; want the snapshot's marker back", got, err)
+		}
+		if where := b.Raw(t, snapMarker); len(where) > 0 {
+			t.Fatalf("the snapshot's marker was written in clear to %s", strings.Join(where, ", "))
+		}
+		held, err := s.Inner().(cairn.Snapshotter).LoadSnapshot(t.Context(), "sealed")
+		if err != nil || held == nil {
+			t.Fatalf("LoadSnapshot of the wrapped store: %v, %v", held, err)
+		}
+		_, ciphertext, ok := cairn.ParseSealToken(string(held.Data))
+		if !ok {
+			t.Fatalf("the wrapped store holds a snapshot that is not a token: %.60s", held.Data)
+		}
+		// Its ciphertext as the backend stores it: the token's text, or
+		// the bytes of the token.
+		sealedSnap = held.Data[len(held.Data)-len(base64.RawURLEncoding.EncodeToString(ciphertext)):]
+		if where := b.Raw(t, string(sealedSnap)); len(where) == 0 {
+			t.Fatal("the sealed snapshot is not in raw storage: the search cannot see its erasure")
+		}
 	}
 
 	// What a backup or a leftover page holds: the sealed rows.
@@ -187,6 +235,9 @@ func testEncrypted(t *testing.T, b Backend) {
 		tok := sealedText(t, kept.Events[3].Data)
 		if where := b.Raw(t, tok); len(where) > 0 {
 			t.Errorf("after Delete the sealed events are still in %s", strings.Join(where, ", "))
+		}
+		if where := b.Raw(t, string(sealedSnap)); snapped && len(where) > 0 {
+			t.Errorf("after Delete the sealed snapshot is still in %s", strings.Join(where, ", "))
 		}
 	}
 
