@@ -235,7 +235,18 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired tim
 		log.Info("skipped", "status", st)
 		return
 	case cairn.StatusNew:
-		input, ok := queuedInput(s.Memory().Events())
+		events := s.Memory().Events()
+		if s.Memory().Base() > 0 {
+			// The session opened from a snapshot: the queued run may be
+			// before it.
+			rec, lerr := w.store.Load(ctx, lease.Session, 0)
+			if lerr != nil {
+				log.Warn("load the queued run", "err", lerr)
+				return
+			}
+			events = rec.Events
+		}
+		input, ok := queuedInput(events)
 		if !ok {
 			log.Warn("no queued run in the session; skipped")
 			return

@@ -289,7 +289,7 @@ func (ch *chat) loop() error {
 		}
 		line = strings.TrimPrefix(line, "/")
 		if err := ch.turn(func(ctx context.Context, opts []agent.RunOption) (*agent.Result, error) {
-			if ch.s.Memory().Len() > 0 {
+			if ch.s.Memory().LastSeq() > 0 {
 				opts = append(opts, agent.Continue())
 			}
 			return ch.s.Run(ctx, line, opts...)

@@ -83,7 +83,7 @@ lines.`,
 				if err != nil {
 					return cli.StoreFail(session, err)
 				}
-				continuing = s.Memory().Len() > 0
+				continuing = s.Memory().LastSeq() > 0
 			default:
 				s, err = ag.Start(ctx)
 				if err != nil {

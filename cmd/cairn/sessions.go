@@ -10,7 +10,7 @@ func newSessionsCmd(app *cli.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "sessions",
 		Aliases: []string{"session"},
-		Short:   "List, show, resume, export, import, fork, copy, repair and delete saved sessions",
+		Short:   "List, show, resume, export, import, fork, copy, repair, snapshot and delete saved sessions",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
 			return c.Help()
@@ -27,6 +27,7 @@ func newSessionsCmd(app *cli.App) *cobra.Command {
 		newImportCmd(app),
 		newRekeyCmd(app),
 		newRepairCmd(app),
+		newSnapshotCmd(app),
 	)
 	addSessionRuntimeCommands(c, app)
 	return c

@@ -1,0 +1,155 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/provider/script"
+)
+
+// snapStore is a store with snapshots: the memory store, which keeps them.
+func snapStore(t *testing.T) cairn.Store {
+	st := newMemStore(t)
+	var s cairn.Store = st
+	if _, ok := s.(cairn.Snapshotter); !ok {
+		t.Fatal("the memory store does not keep snapshots")
+	}
+	return st
+}
+
+// fullState folds every stored event of the session, ignoring snapshots.
+func fullState(t *testing.T, st cairn.Store, id string) []byte {
+	t.Helper()
+	rec, err := st.Load(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cairn.Fold(rec.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.Snapshot()
+	return b
+}
+
+func TestSnapshots_ResumeFoldsTheTail(t *testing.T) {
+	ctx := context.Background()
+	st := snapStore(t)
+	a := offlineAgent(st)
+	a.SnapshotEvents = 10
+	s, err := a.Start(ctx, agent.WithID("long"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if _, err := s.Run(ctx, fmt.Sprintf("turn %d", i), agent.Continue()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := st.(cairn.Snapshotter).LoadSnapshot(ctx, "long")
+	if err != nil || snap == nil {
+		t.Fatalf("snapshot %v, %v; want one", snap, err)
+	}
+	last := s.State().LastSeq
+	if snap.Seq < last-10 || snap.Seq > last {
+		t.Errorf("snapshot at seq %d, the session ends at %d: the policy is every 10 events", snap.Seq, last)
+	}
+	r, err := a.Resume(ctx, "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Memory().Base(); got != snap.Seq {
+		t.Errorf("resumed memory base %d, want the snapshot's seq %d", got, snap.Seq)
+	}
+	want := fullState(t, st, "long")
+	if got, _ := r.State().Snapshot(); !bytes.Equal(got, want) {
+		t.Fatalf("state resumed from the snapshot differs from the fold of every event:\n got %s\nwant %s", got, want)
+	}
+	for i := range 5 {
+		if _, err := r.Run(ctx, fmt.Sprintf("after %d", i), agent.Continue()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := mustSnap(t, r.State()), fullState(t, st, "long"); !bytes.Equal(got, want) {
+		t.Fatalf("state after more turns differs from the fold of every event:\n got %s\nwant %s", got, want)
+	}
+	if _, err := r.Memory().DumpJSON(); err == nil {
+		t.Error("a memory from a snapshot dumped as a whole document")
+	}
+}
+
+func mustSnap(t *testing.T, s *cairn.State) []byte {
+	t.Helper()
+	b, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestSnapshots_Off(t *testing.T) {
+	ctx := context.Background()
+	st := snapStore(t)
+	a := offlineAgent(st)
+	a.SnapshotEvents = -1
+	s, _ := a.Start(ctx, agent.WithID("nosnap"))
+	for i := range 10 {
+		if _, err := s.Run(ctx, fmt.Sprintf("turn %d", i), agent.Continue()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if snap, err := st.(cairn.Snapshotter).LoadSnapshot(ctx, "nosnap"); err != nil || snap != nil {
+		t.Fatalf("snapshot %v, %v; want none", snap, err)
+	}
+}
+
+// A session awaiting approval, resumed from a snapshot taken after the
+// wait began (no event after it): the decision is taken, the approved
+// call runs once, and the run finishes.
+func TestSnapshots_ApprovalAcrossASnapshot(t *testing.T) {
+	ctx := context.Background()
+	st := snapStore(t)
+	var runs atomic.Int32
+	refund := agent.NewTool("refund", "Refund an order.", func(_ context.Context, in struct {
+		Order string `json:"order"`
+	}) (string, error) {
+		runs.Add(1)
+		return "refunded " + in.Order, nil
+	}, agent.RequireApproval(), agent.NotIdempotent())
+	steps := []script.Step{
+		{ToolCalls: []script.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"123"}`)}}},
+		{Text: "The order is refunded."},
+	}
+	a := &agent.Agent{Model: scripted(t, steps...), Tools: []*agent.Tool{refund}, Store: st, Logger: quietLogger(), SnapshotEvents: 1}
+	s, _ := a.Start(ctx, agent.WithID("wait"))
+	res, err := s.Run(ctx, "Refund order 123")
+	if err != nil || res.Status != cairn.StatusAwaiting {
+		t.Fatalf("run: %v, %v", res, err)
+	}
+	r, err := a.Resume(ctx, "wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Memory().Base() != r.State().LastSeq || r.Memory().Len() != 0 {
+		t.Fatalf("resumed with base %d and %d events, want every event in the snapshot (last seq %d)", r.Memory().Base(), r.Memory().Len(), r.State().LastSeq)
+	}
+	if err := r.Approve(ctx, res.Awaiting[0].ID, true, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.ResumeRun(ctx)
+	if err != nil || res.Status != cairn.StatusCompleted || res.Output != "The order is refunded." {
+		t.Fatalf("resume run: %+v, %v", res, err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the refund ran %d times", n)
+	}
+	if got, want := mustSnap(t, r.State()), fullState(t, st, "wait"); !bytes.Equal(got, want) {
+		t.Fatalf("state differs from the fold of every event:\n got %s\nwant %s", got, want)
+	}
+}
