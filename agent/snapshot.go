@@ -94,6 +94,8 @@ func (s *Session) noteAppended(events []cairn.Event) {
 			for i := s.mem.Len() - 1; i >= 0 && s.mem.Event(i).Seq > snap.Seq; i-- {
 				s.snap.bytes += s.mem.Event(i).Size()
 			}
+			// Appends made while this one was written may be due one.
+			s.noteAppended(nil)
 		}
 	}()
 }
@@ -101,10 +103,13 @@ func (s *Session) noteAppended(events []cairn.Event) {
 // waitSnapshot waits for a snapshot being written, so that a run returns
 // with its session's snapshot in the store.
 func (s *Session) waitSnapshot() {
-	s.mu.Lock()
-	done := s.snap.done
-	s.mu.Unlock()
-	if done != nil {
+	for {
+		s.mu.Lock()
+		done, busy := s.snap.done, s.snap.inFlight
+		s.mu.Unlock()
+		if !busy {
+			return
+		}
 		<-done
 	}
 }
