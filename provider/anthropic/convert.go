@@ -15,13 +15,18 @@ import (
 	"github.com/cairnhq/cairn/provider"
 )
 
-// params builds the request body of one call.
+// params builds the request body of one call. A summary request is an
+// ordinary call of provider.SummaryPrompt, without tools.
 func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
-	system, msgs, err := messages(req.Messages)
+	in, offered := req.Messages, req.Tools
+	if req.Purpose == provider.PurposeSummary {
+		in, offered = provider.SummaryPrompt(req), nil
+	}
+	system, msgs, err := messages(in)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
 	}
-	tools, err := tools(req.Tools)
+	tools, err := tools(offered)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
 	}
@@ -36,7 +41,7 @@ func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
 
 // messages converts the conversation. The Messages API has no system role:
 // every system message becomes a block of the top-level system prompt, in
-// order. Tool results go back as tool_result blocks of a user message, and
+// order (a compaction's summary introduced as one: provider.SystemText). Tool results go back as tool_result blocks of a user message, and
 // consecutive results share one user message, as the API requires; any
 // other consecutive messages of one role are merged too.
 func messages(in []cairn.Message) ([]sdk.TextBlockParam, []sdk.MessageParam, error) {
@@ -71,7 +76,7 @@ func messages(in []cairn.Message) ([]sdk.TextBlockParam, []sdk.MessageParam, err
 		switch m.Role {
 		case cairn.RoleSystem:
 			if m.Content != "" {
-				system = append(system, sdk.TextBlockParam{Text: m.Content})
+				system = append(system, sdk.TextBlockParam{Text: provider.SystemText(m)})
 			}
 		case cairn.RoleUser:
 			blocks, err := userBlocks(m)
