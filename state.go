@@ -192,15 +192,17 @@ func (s *State) applyUser(seq int64, d *MessageUser) {
 // replaced by one system message holding the summary (Name SummaryName),
 // except the instructions (system messages that are not a summary), which
 // stay first, in order. The summary follows them, then the messages after
-// d.UpTo. An earlier summary up to d.UpTo is replaced by the new one.
+// d.UpTo. An earlier summary is replaced, wherever its seq stands: the new
+// summary is the one that holds what came before.
 func (s *State) compact(seq int64, d *MemoryCompacted) {
 	var kept, later []Message
 	for _, m := range s.Messages {
 		switch {
+		case m.IsSummary():
+		case m.IsInstructions() && m.Seq <= d.UpTo:
+			kept = append(kept, m)
 		case m.Seq > d.UpTo:
 			later = append(later, m)
-		case m.IsInstructions():
-			kept = append(kept, m)
 		}
 	}
 	kept = append(kept, Message{Seq: seq, Role: RoleSystem, Content: d.Summary, Name: SummaryName})

@@ -162,7 +162,7 @@ func TestCheckAppend(t *testing.T) {
 }
 
 // A compaction keeps the instructions first, in order, puts its summary
-// after them, and replaces an earlier summary.
+// after them, and replaces an earlier summary, whatever its up-to seq.
 func TestFold_CompactionKeepsInstructions(t *testing.T) {
 	user := func(text string) cairn.Event {
 		return cairn.MustEvent(cairn.KindMessageUser, "r", cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: text}}})
@@ -187,7 +187,7 @@ func TestFold_CompactionKeepsInstructions(t *testing.T) {
 		compacted("first summary", 4), // 8
 		user("three"),
 		answer("drei"),
-		compacted("second summary", 9), // 11
+		compacted("second summary", 7), // 11: up to a seq before the first summary's
 	)
 	type msg struct {
 		seq     int64
@@ -221,7 +221,7 @@ func TestFold_CompactionKeepsInstructions(t *testing.T) {
 	want = []msg{
 		{1, "system", "Be brief.", false}, {2, "system", "Speak French.", false}, {5, "system", "Now speak German.", false},
 		{11, "system", "second summary", true},
-		{10, "assistant", "drei", false},
+		{9, "user", "three", false}, {10, "assistant", "drei", false},
 	}
 	if g := got(st); !slices.Equal(g, want) {
 		t.Errorf("after the second compaction\n got %v\nwant %v", g, want)
