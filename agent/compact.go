@@ -179,7 +179,7 @@ func (r *runner) compact(ctx context.Context, st *cairn.State) (*cairn.State, *R
 	if err := r.s.append(ctx, e); err != nil {
 		return st, &Result{Status: cairn.StatusFailed}, fmt.Errorf("run session %s: record compaction: %w", r.s.id, err)
 	}
-	a.logger().Info("compacted the session's memory", "session", r.s.id, "strategy", strategy,
+	a.logger().Debug("compacted the session's memory", "session", r.s.id, "strategy", strategy,
 		"up_to", c.upTo, "messages", len(c.compacted), "estimate", est, "budget", budget)
 	return r.s.State(), nil, nil
 }
