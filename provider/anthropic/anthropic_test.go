@@ -546,3 +546,28 @@ func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// A conversation that starts with the assistant after a compaction (the
+// cut fell among tool calls) gets a user message first: the API refuses
+// one that does not start with the user.
+func TestModel_GenerateStartsWithAssistant(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "Done."), blockStop(0), messageDelta("end_turn", 3), messageStop)
+	})
+	m := newModel(t, s, Config{})
+	req := &provider.Request{Messages: []cairn.Message{
+		{Seq: 1, Role: cairn.RoleSystem, Content: "Be terse."},
+		{Seq: 9, Role: cairn.RoleSystem, Name: cairn.SummaryName, Content: "The user asked for sums."},
+		{Seq: 5, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call_1", Name: "calc", Args: json.RawMessage(`{}`)}}},
+		{Seq: 6, Role: cairn.RoleTool, ToolCallID: "call_1", Name: "calc", Content: "3"},
+	}}
+	if _, err := m.Generate(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"role":"user","content":[{"type":"text","text":"(The conversation continues from the summary above.)"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"calc","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":[{"type":"text","text":"3"}]}]}]`
+	if got := body(t, s.Requests()[0])["messages"]; !jsonEqual(t, got, []byte(want)) {
+		t.Errorf("messages\n got %s\nwant %s", got, want)
+	}
+}
