@@ -46,16 +46,6 @@ func conv(size int, spec ...string) []cairn.Message {
 	return out
 }
 
-func tokensFrom(msgs []cairn.Message, i int) int {
-	n := 0
-	for _, m := range msgs[i:] {
-		if !m.IsInstructions() {
-			n += provider.EstimateMessageTokens(m)
-		}
-	}
-	return n
-}
-
 func TestChooseCut(t *testing.T) {
 	tests := []struct {
 		name string
