@@ -237,8 +237,11 @@ type ErrorInfo struct {
 	Message string `json:"message"`
 }
 
-// MemoryCompacted is the data of KindMemoryCompacted: the turns up to and
-// including seq UpTo are replaced, for the model, by Summary.
+// MemoryCompacted is the data of KindMemoryCompacted: the messages up to
+// and including seq UpTo are replaced, for the model, by Summary, except
+// the instructions (message.system), which stay first. The State holds the
+// summary as a system message named SummaryName after the instructions; a
+// later compaction replaces it. The events themselves stay in the history.
 type MemoryCompacted struct {
 	Summary string `json:"summary"`
 	UpTo    int64  `json:"up_to"`

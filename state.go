@@ -44,9 +44,22 @@ type Message struct {
 	Parts      []Part     `json:"parts,omitempty"`        // a user message's non-text parts
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // an assistant message's tool calls
 	ToolCallID string     `json:"tool_call_id,omitempty"` // a tool message's call
-	Name       string     `json:"name,omitempty"`         // a tool message's tool name
+	Name       string     `json:"name,omitempty"`         // a tool message's tool name; SummaryName on a compaction summary
 	IsError    bool       `json:"is_error,omitempty"`     // a tool message that reports an error
 }
+
+// SummaryName is the Name of the system message that holds a compaction's
+// summary (memory.compacted), which tells it from the instructions: a later
+// compaction replaces the summary and keeps the instructions. It is a valid
+// Chat Completions message name.
+const SummaryName = "cairn_summary"
+
+// IsSummary reports whether m holds the summary of a compaction.
+func (m Message) IsSummary() bool { return m.Role == RoleSystem && m.Name == SummaryName }
+
+// IsInstructions reports whether m is a system message that is not a
+// summary: instructions, which a compaction keeps.
+func (m Message) IsInstructions() bool { return m.Role == RoleSystem && m.Name != SummaryName }
 
 // PendingCall is a tool call a model asked for that has no result yet.
 // Started is set when a tool.started event shows that a tool that is not
@@ -175,14 +188,25 @@ func (s *State) applyUser(seq int64, d *MessageUser) {
 	}
 }
 
+// compact folds a memory.compacted: the messages up to d.UpTo are
+// replaced by one system message holding the summary (Name SummaryName),
+// except the instructions (system messages that are not a summary), which
+// stay first, in order. The summary follows them, then the messages after
+// d.UpTo. An earlier summary is replaced, wherever its seq stands: the new
+// summary is the one that holds what came before.
 func (s *State) compact(seq int64, d *MemoryCompacted) {
-	kept := []Message{{Seq: seq, Role: RoleSystem, Content: d.Summary}}
+	var kept, later []Message
 	for _, m := range s.Messages {
-		if m.Seq > d.UpTo {
+		switch {
+		case m.IsSummary():
+		case m.IsInstructions() && m.Seq <= d.UpTo:
 			kept = append(kept, m)
+		case m.Seq > d.UpTo:
+			later = append(later, m)
 		}
 	}
-	s.Messages = kept
+	kept = append(kept, Message{Seq: seq, Role: RoleSystem, Content: d.Summary, Name: SummaryName})
+	s.Messages = append(kept, later...)
 }
 
 func (s *State) pendingIndex(callID string) int {

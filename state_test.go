@@ -3,6 +3,7 @@ package cairn_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,9 +40,13 @@ func TestFold_Conversation(t *testing.T) {
 	if !st.Approvals["call_2"].Approved {
 		t.Error("approval of call_2 not folded")
 	}
-	// Compaction replaced the turns up to seq 4 with the summary.
-	if st.Messages[0].Role != cairn.RoleSystem || st.Messages[0].Content != "The user asked for arithmetic." {
-		t.Errorf("first message after compaction = %+v", st.Messages[0])
+	// Compaction replaced the turns up to seq 4 with the summary, after
+	// the instructions, which it keeps.
+	if m := st.Messages[0]; !m.IsInstructions() || m.Content != "You are a careful assistant." {
+		t.Errorf("first message after compaction = %+v, want the instructions", m)
+	}
+	if m := st.Messages[1]; !m.IsSummary() || m.Content != "The user asked for arithmetic." || m.Seq != 13 {
+		t.Errorf("second message after compaction = %+v, want the summary", m)
 	}
 	if st.FirstMessage != "What is 2*(3+4)?" {
 		t.Errorf("first message = %q", st.FirstMessage)
@@ -153,5 +158,72 @@ func TestCheckAppend(t *testing.T) {
 	}
 	if err := driver.CheckAppend(cairn.Limits{}, "../s", 0, evs); !errors.Is(err, cairn.ErrInvalidID) {
 		t.Errorf("bad id: %v", err)
+	}
+}
+
+// A compaction keeps the instructions first, in order, puts its summary
+// after them, and replaces an earlier summary, whatever its up-to seq.
+func TestFold_CompactionKeepsInstructions(t *testing.T) {
+	user := func(text string) cairn.Event {
+		return cairn.MustEvent(cairn.KindMessageUser, "r", cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: text}}})
+	}
+	answer := func(text string) cairn.Event {
+		return cairn.MustEvent(cairn.KindModelResponse, "r", cairn.ModelResponse{Text: text})
+	}
+	system := func(text string) cairn.Event {
+		return cairn.MustEvent(cairn.KindMessageSystem, "r", cairn.MessageSystem{Text: text})
+	}
+	compacted := func(summary string, upTo int64) cairn.Event {
+		return cairn.MustEvent(cairn.KindMemoryCompacted, "r", cairn.MemoryCompacted{Summary: summary, UpTo: upTo})
+	}
+	evs := storetest.Number(0,
+		system("Be brief."), // 1
+		system("Speak French."),
+		user("one"),
+		answer("un"),
+		system("Now speak German."), // 5: instructions given mid-way
+		user("two"),
+		answer("zwei"),
+		compacted("first summary", 4), // 8
+		user("three"),
+		answer("drei"),
+		compacted("second summary", 7), // 11: up to a seq before the first summary's
+	)
+	type msg struct {
+		seq     int64
+		role    string
+		content string
+		summary bool
+	}
+	got := func(st *cairn.State) []msg {
+		var out []msg
+		for _, m := range st.Messages {
+			out = append(out, msg{m.Seq, m.Role, m.Content, m.IsSummary()})
+		}
+		return out
+	}
+	st, err := cairn.Fold(evs[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []msg{
+		{1, "system", "Be brief.", false}, {2, "system", "Speak French.", false},
+		{8, "system", "first summary", true},
+		{5, "system", "Now speak German.", false}, {6, "user", "two", false}, {7, "assistant", "zwei", false},
+	}
+	if g := got(st); !slices.Equal(g, want) {
+		t.Errorf("after the first compaction\n got %v\nwant %v", g, want)
+	}
+	st, err = cairn.Fold(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []msg{
+		{1, "system", "Be brief.", false}, {2, "system", "Speak French.", false}, {5, "system", "Now speak German.", false},
+		{11, "system", "second summary", true},
+		{9, "user", "three", false}, {10, "assistant", "drei", false},
+	}
+	if g := got(st); !slices.Equal(g, want) {
+		t.Errorf("after the second compaction\n got %v\nwant %v", g, want)
 	}
 }

@@ -42,6 +42,14 @@ type Agent struct {
 	Store        cairn.Store    // where sessions live; nil means a private memory store
 	OnError      string         // Degrade (default, "") or Fail
 	Logger       *slog.Logger   // nil means slog.Default()
+	// ContextTokens is the budget of each request to the model, in
+	// estimated tokens: before a model call whose request would exceed it,
+	// older messages are compacted (see Compaction). 0 means
+	// DefaultContextTokens(Model.ID()).
+	ContextTokens int
+	// Compaction is how older messages make room: CompactSummarize
+	// (default, ""), CompactDrop or CompactOff.
+	Compaction string
 
 	// SnapshotEvents and SnapshotBytes are when a session's snapshot is
 	// written, in the background, on a store that keeps snapshots
@@ -199,6 +207,9 @@ func (a *Agent) check() error {
 	case "", Degrade, Fail:
 	default:
 		return fmt.Errorf("agent OnError is %q; want %q or %q", a.OnError, Degrade, Fail)
+	}
+	if err := a.checkCompaction(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, t := range a.Tools {

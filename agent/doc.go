@@ -101,6 +101,43 @@
 // lease next. A claim held by an operating-system lock file is valid for
 // as long as the process lives.
 //
+// # Long sessions
+//
+// A session's memory grows with every turn; the request sent to the model
+// does not have to. Before each model call the agent estimates the
+// request: the last model.response's usage (input and output tokens, the
+// provider's own count) covers the messages up to it, if it came after the
+// last compaction, and the messages after it count about 4 bytes of text a
+// token plus a few tokens each (provider.EstimateTokens); with no usage,
+// every message and the tools are counted so. When the estimate exceeds
+// Agent.ContextTokens (0: DefaultContextTokens for the model, such as
+// 128,000 for gpt-4o, 200,000 for claude-*, 8,192 for the offline and
+// script models, 32,768 for one it does not know), older messages are
+// compacted as Agent.Compaction says:
+//
+//   - CompactSummarize (the default): one model call with
+//     provider.PurposeSummary writes a summary of the older messages that
+//     folds in the earlier summary, given to it verbatim. The call is not
+//     a model.response: it does not count as a step nor advance a script.
+//     If it fails, the older messages are dropped as CompactDrop does,
+//     keeping the earlier summary's text, and a *CompactionWarning is
+//     raised.
+//   - CompactDrop: a note says how many older messages were dropped.
+//   - CompactOff: nothing is compacted.
+//
+// The messages kept are the recent ones that fit in half of what the
+// budget leaves beside the instructions, the tools and the summary. The
+// cut falls, preferably, before a user message; never between a tool call
+// and its result, nor before a call that has no result yet (pending, or
+// awaiting approval); and it always compacts at least one message, or
+// nothing happens (logged once per run). One memory.compacted event
+// records the summary and the last seq it covers, in one append: a crash
+// leaves the session as it was or compacted, and a resumed run sees the
+// compacted state. The fold keeps the instructions first, then the
+// summary (a system message named cairn.SummaryName), then the recent
+// messages; the events themselves all stay in the store, for transcripts,
+// exports and forks.
+//
 // # Fingerprints
 //
 // Each run.started records the agent's fingerprint (model ID, SHA-256 of

@@ -166,6 +166,7 @@ type runner struct {
 	usage  cairn.Usage
 	warned int             // the session's warnings before this call
 	asked  map[string]bool // the calls this call's model responses asked for
+	noCut  bool            // a compaction found no valid cut (logged once)
 }
 
 // result completes res with what every result carries.
@@ -203,8 +204,13 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 }
 
 // think makes one model call and records it; with no tool calls asked
-// for, the run's end is recorded in the same append.
+// for, the run's end is recorded in the same append. Before the call, the
+// memory is compacted if the request would exceed the context budget.
 func (r *runner) think(ctx context.Context, st *cairn.State) (*Result, error) {
+	st, res, err := r.compact(ctx, st)
+	if res != nil || err != nil {
+		return res, err
+	}
 	req := &provider.Request{
 		Messages:  st.Messages,
 		Tools:     r.s.agent.toolSpecs(),

@@ -31,7 +31,9 @@ type Model interface {
 // Request is everything a model call needs.
 type Request struct {
 	// Messages is the conversation so far, as State.Messages holds it:
-	// system, user, assistant (with tool calls) and tool messages.
+	// system (instructions, then a compaction's summary, if any), user,
+	// assistant (with tool calls) and tool messages. On a PurposeSummary
+	// request: the earlier summary, if any, then the messages to fold in.
 	Messages []cairn.Message
 	// Tools are the tools the model may call.
 	Tools []Tool
@@ -42,6 +44,14 @@ type Request struct {
 	Variables map[string]json.RawMessage
 	// OnText, when set, receives the response text as it streams.
 	OnText func(delta string)
+	// Purpose says what the call is for: PurposeChat (""), a turn of the
+	// conversation, or PurposeSummary, a summary of older messages for a
+	// compaction. A model that does not know a purpose treats the call as
+	// a chat turn.
+	Purpose string
+	// SummaryTokens, on a PurposeSummary request, is about how many tokens
+	// the summary may take; 0 leaves it to the model.
+	SummaryTokens int
 }
 
 // Tool describes a tool to the model.

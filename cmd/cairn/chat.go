@@ -215,12 +215,18 @@ const recentTurns = 6
 func (ch *chat) showRecent() {
 	st := ch.s.State()
 	var msgs []cairn.Message
+	compacted := false
 	for _, m := range st.Messages {
 		if m.Role == cairn.RoleUser || m.Role == cairn.RoleAssistant && m.Content != "" {
 			msgs = append(msgs, m)
 		}
+		compacted = compacted || m.IsSummary()
 	}
-	ch.app.Notef("session %s: %d message(s) so far", ch.s.ID(), len(msgs))
+	if compacted {
+		ch.app.Notef("session %s: %d recent message(s) and a summary of the earlier ones (`cairn sessions show %s --transcript` shows them all)", ch.s.ID(), len(msgs), ch.s.ID())
+	} else {
+		ch.app.Notef("session %s: %d message(s) so far", ch.s.ID(), len(msgs))
+	}
 	if len(msgs) > recentTurns {
 		ch.app.Notef("  …")
 		msgs = msgs[len(msgs)-recentTurns:]

@@ -53,6 +53,11 @@ func TestMain(m *testing.M) {
 		// through the backend itself, as a process without the key could
 		// before such processes were refused.
 		"appendplain": appendPlain,
+		// inputwithin FILE N reads a memory document (sessions export) and
+		// succeeds when every model.response's input tokens are at most
+		// N; it prints the counts of user messages, responses and
+		// compactions and the largest input.
+		"inputwithin": inputWithin,
 	})
 }
 

@@ -126,5 +126,10 @@ func showState(w io.Writer, info cairn.SessionInfo, st *cairn.State) error {
 		p("error     %s: %s\n", st.Error.Code, st.Error.Message)
 	}
 	p("messages  %d (see --transcript)\n", len(st.Messages))
+	for _, m := range st.Messages {
+		if m.IsSummary() {
+			p("summary   %s (older messages compacted at #%d)\n", cli.OneLine(m.Content, 200), m.Seq)
+		}
+	}
 	return nil
 }

@@ -90,15 +90,16 @@ func (a *App) NewAgent(store cairn.Store) (*agent.Agent, error) {
 	}
 	tools = append(tools, mcpTools...)
 	return &agent.Agent{
-		Name:         cfg.Agent.Name,
-		Instructions: cfg.Agent.Instructions,
-		Model:        model,
-		Tools:        tools,
-		MaxSteps:     cfg.Agent.MaxSteps,
-		Store:        store,
-		OnError:      onError,
-		Logger:       a.Logger(),
-
+		Name:           cfg.Agent.Name,
+		Instructions:   cfg.Agent.Instructions,
+		Model:          model,
+		Tools:          tools,
+		MaxSteps:       cfg.Agent.MaxSteps,
+		Store:          store,
+		OnError:        onError,
+		Logger:         a.Logger(),
+		ContextTokens:  cfg.Agent.ContextTokens,
+		Compaction:     cfg.Agent.Compaction,
 		SnapshotEvents: cfg.Persistence.SnapshotEvents,
 		SnapshotBytes:  cfg.Persistence.SnapshotBytes,
 	}, nil

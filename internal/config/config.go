@@ -70,7 +70,18 @@ type Agent struct {
 	// decision (cairn sessions resume ID --approve CALL_ID or --deny
 	// CALL_ID) before they run. Each must be one of Tools.
 	RequireApproval []string `toml:"require_approval"`
+	// ContextTokens is the budget of each request to the model, in
+	// estimated tokens: before a model call whose request would exceed it,
+	// older messages are compacted. 0 means the model's default
+	// (agent.DefaultContextTokens).
+	ContextTokens int `toml:"context_tokens"`
+	// Compaction is how older messages make room: one of Compactions;
+	// "" means "summarize".
+	Compaction string `toml:"compaction"`
 }
+
+// Compactions are the values agent.compaction may take.
+var Compactions = []string{"summarize", "drop", "off"}
 
 // Tools are the names of the built-in tools, the ones
 // agent.require_approval may name.
@@ -267,6 +278,12 @@ func (c *Config) Validate(file string) error {
 	if c.Agent.MaxSteps < 0 {
 		return &Error{File: file, Key: "agent.max_steps", Msg: "must not be negative"}
 	}
+	if c.Agent.ContextTokens < 0 {
+		return &Error{File: file, Key: "agent.context_tokens", Msg: fmt.Sprintf("is %d; want 0 (the model's default) or a number of tokens", c.Agent.ContextTokens)}
+	}
+	if v := c.Agent.Compaction; v != "" && !slices.Contains(Compactions, v) {
+		return &Error{File: file, Key: "agent.compaction", Msg: fmt.Sprintf("is %q; want summarize, drop or off", v)}
+	}
 	if err := c.validateMCP(file); err != nil {
 		return err
 	}
@@ -283,7 +300,7 @@ func (c *Config) Validate(file string) error {
 // CAIRN_STORE (a store URL), CAIRN_NAMESPACE, CAIRN_MODEL (PROVIDER:NAME),
 // CAIRN_TTL_SECONDS, CAIRN_ON_ERROR, CAIRN_PERSISTENCE (true/false),
 // CAIRN_ENCRYPTION_KEY_FILE, CAIRN_REQUIRE_APPROVAL (tool names separated by
-// commas, or "none").
+// commas, or "none"), CAIRN_CONTEXT_TOKENS, CAIRN_COMPACTION.
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	if v := getenv("CAIRN_STORE"); v != "" {
 		c.SetStore(v)
@@ -319,6 +336,19 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 				c.Agent.RequireApproval = append(c.Agent.RequireApproval, name)
 			}
 		}
+	}
+	if v := getenv("CAIRN_CONTEXT_TOKENS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return &Error{File: "environment", Key: "CAIRN_CONTEXT_TOKENS", Msg: fmt.Sprintf("is %q; want a whole number of tokens (0: the model's default)", v)}
+		}
+		c.Agent.ContextTokens = n
+	}
+	if v := getenv("CAIRN_COMPACTION"); v != "" {
+		if !slices.Contains(Compactions, v) {
+			return &Error{File: "environment", Key: "CAIRN_COMPACTION", Msg: fmt.Sprintf("is %q; want summarize, drop or off", v)}
+		}
+		c.Agent.Compaction = v
 	}
 	if v := getenv("CAIRN_PERSISTENCE"); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -66,6 +66,9 @@ func TestParse_Errors(t *testing.T) {
 		{"bad provider", "[model]\nprovider = \"gemini\"\n", "model.provider", "unknown provider", 2},
 		{"unknown tool", "[agent]\nname = \"x\"\nrequire_approval = [\"append_file\", \"rm_rf\"]\n", "agent.require_approval",
 			`unknown tool "rm_rf" (the tools are calc, clock, remember, recall, append_file)`, 3},
+		{"negative context budget", "[agent]\nname = \"x\"\ncontext_tokens = -100\n", "agent.context_tokens", `is -100; want 0 (the model's default) or a number of tokens`, 3},
+		{"context budget of another type", "[agent]\ncontext_tokens = \"8k\"\n", "agent.context_tokens", "incompatible types", 2},
+		{"unknown compaction", "[agent]\n\ncompaction = \"forget\"\n", "agent.compaction", `is "forget"; want summarize, drop or off`, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,6 +165,37 @@ func TestRequireApproval(t *testing.T) {
 	err := cfg.ApplyEnv(env("append_file,shell"))
 	if err == nil || !strings.Contains(err.Error(), "CAIRN_REQUIRE_APPROVAL") || !strings.Contains(err.Error(), `"shell"`) {
 		t.Errorf("unknown tool in the environment: %v", err)
+	}
+}
+
+func TestCompactionSettings(t *testing.T) {
+	cfg := Default()
+	if err := Parse(cfg, "cairn.toml", []byte("[agent]\ncontext_tokens = 16000\ncompaction = \"drop\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agent.ContextTokens != 16000 || cfg.Agent.Compaction != "drop" {
+		t.Errorf("agent = %+v", cfg.Agent)
+	}
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	if err := cfg.ApplyEnv(env("CAIRN_CONTEXT_TOKENS", "4096", "CAIRN_COMPACTION", "off")); err != nil || cfg.Agent.ContextTokens != 4096 || cfg.Agent.Compaction != "off" {
+		t.Errorf("env over file: %+v, %v", cfg.Agent, err)
+	}
+	for _, bad := range [][]string{
+		{"CAIRN_CONTEXT_TOKENS", "-1"}, {"CAIRN_CONTEXT_TOKENS", "lots"}, {"CAIRN_COMPACTION", "Summarise"},
+	} {
+		err := cfg.ApplyEnv(env(bad...))
+		if err == nil || !strings.Contains(err.Error(), bad[0]) || !strings.Contains(err.Error(), bad[1]) {
+			t.Errorf("%s=%s: %v, want an error naming both", bad[0], bad[1], err)
+		}
 	}
 }
 

@@ -40,6 +40,26 @@ type message struct {
 	callID  string       // a tool message's call; "" to match by name
 	name    string       // a tool message's tool name, "" if not given
 	isError bool         // a tool message that reports an error
+	summary bool         // a compaction summary: becomes memory.compacted
+}
+
+// markSummary marks m as a compaction summary when it is one as an export
+// writes it: a system message named cairn.SummaryName that follows only
+// instructions (system messages). Such a message is imported as a
+// memory.compacted event, so that the summary folds as it did; a message
+// so named anywhere else is an ordinary system message whose name is
+// dropped. It reports whether m is a summary.
+func markSummary(m *message, before []message) bool {
+	if m.role != cairn.RoleSystem || m.name != cairn.SummaryName {
+		return false
+	}
+	for _, b := range before {
+		if b.role != cairn.RoleSystem || b.summary {
+			return false
+		}
+	}
+	m.summary = true
+	return true
 }
 
 // call is one tool call of an assistant message; id may be empty when the
@@ -119,6 +139,12 @@ func (b *builder) add(index int, kind cairn.Kind, data any) {
 func (b *builder) message(m message) error {
 	switch m.role {
 	case cairn.RoleSystem:
+		if m.summary {
+			// Up to the last event: only instructions precede it, and a
+			// compaction keeps them, before the summary.
+			b.add(m.index, cairn.KindMemoryCompacted, cairn.MemoryCompacted{Summary: m.text, UpTo: int64(len(b.events))})
+			return nil
+		}
 		b.add(m.index, cairn.KindMessageSystem, cairn.MessageSystem{Text: m.text})
 	case cairn.RoleUser:
 		parts := m.parts

@@ -49,6 +49,9 @@ func checkpointExport(st *cairn.State, rep *Report) (*cpDoc, error) {
 	for _, m := range exportable(st, rep) {
 		cm := cpMessage{Role: m.Role, Content: m.Content}
 		meta := &cpMeta{ToolCalls: toOACalls(m.ToolCalls), Parts: m.Parts}
+		if m.IsSummary() {
+			cm.Name = cairn.SummaryName
+		}
 		if m.Role == cairn.RoleTool {
 			cm.Name, meta.ToolCallID, meta.IsError = m.Name, m.ToolCallID, m.IsError
 		}
@@ -100,7 +103,7 @@ func parseCheckpoint(data []byte, rep *Report) (*history, error) {
 			err.Index = i
 			return nil, err
 		}
-		if m.role != cairn.RoleTool && m.name != "" {
+		if m.role != cairn.RoleTool && m.name != "" && !markSummary(&m, h.msgs) {
 			names++
 		}
 		for _, k := range ign {

@@ -23,6 +23,13 @@
 // message made. Their report says what the import had to make up, such as
 // the event times. [Detect] tells the format of a document by its shape.
 //
+// A session's compaction summary (a memory.compacted event) is exported in
+// the openai and checkpoint formats as the system message that the model
+// sees, named "cairn_summary" ([cairn.SummaryName]) after the
+// instructions; importing such a message back, after nothing but system
+// messages, records a memory.compacted again, so the summary folds as it
+// did.
+//
 //	m, rep, err := formats.Import(data, "", formats.ImportOptions{ID: "imported-1"})
 //	if err != nil {
 //		return err // *formats.ImportError or *cairn.MemoryLoadError

@@ -228,3 +228,38 @@ func TestExport_LeavesOutOrphanToolResults(t *testing.T) {
 		}
 	}
 }
+
+// A summary message after the instructions is imported as a compaction, so
+// that it folds as the export's source did; one that follows other messages
+// is an ordinary system message whose name is dropped.
+func TestImport_Summary(t *testing.T) {
+	doc := `[{"role":"system","content":"Be brief."},{"role":"system","name":"cairn_summary","content":"Earlier: arithmetic."},
+	{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]`
+	m, rep, err := formats.Import([]byte(doc), formats.OpenAI, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.Events()); m.Event(2).Kind != cairn.KindMemoryCompacted || n != 6 {
+		t.Errorf("event 3 is %s (of %d), want memory.compacted", m.Event(2).Kind, n)
+	}
+	st := state(t, m)
+	if len(st.Messages) != 4 || !st.Messages[0].IsInstructions() || !st.Messages[1].IsSummary() || st.Messages[1].Content != "Earlier: arithmetic." {
+		t.Errorf("messages %+v, want the instructions, the summary and the turn", st.Messages)
+	}
+	if slices.ContainsFunc(rep.Dropped, func(d string) bool { return strings.Contains(d, "name") }) {
+		t.Errorf("report %q drops a name; the summary's name is kept", rep.Dropped)
+	}
+
+	doc = `[{"role":"user","content":"hi"},{"role":"system","name":"cairn_summary","content":"not a summary here"}]`
+	m, rep, err = formats.Import([]byte(doc), formats.OpenAI, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = state(t, m)
+	if len(st.Messages) != 2 || !st.Messages[1].IsInstructions() || st.Messages[1].Content != "not a summary here" {
+		t.Errorf("messages %+v, want the user message and a system message", st.Messages)
+	}
+	if !slices.Contains(rep.Dropped, "the name of 1 message") {
+		t.Errorf("report %q does not drop the misplaced summary's name", rep.Dropped)
+	}
+}

@@ -13,7 +13,8 @@ import (
 // oaMessage is one Chat Completions message as exported.
 type oaMessage struct {
 	Role       string   `json:"role"`
-	Content    any      `json:"content"` // a string, a list of parts, or null
+	Name       string   `json:"name,omitempty"` // cairn.SummaryName on a compaction summary
+	Content    any      `json:"content"`        // a string, a list of parts, or null
 	ToolCalls  []oaCall `json:"tool_calls,omitempty"`
 	ToolCallID string   `json:"tool_call_id,omitempty"`
 }
@@ -53,6 +54,9 @@ func openAIExport(st *cairn.State, rep *Report) ([]oaMessage, error) {
 	errs, fileURLs, other := 0, 0, 0
 	for _, m := range exportable(st, rep) {
 		om := oaMessage{Role: m.Role, Content: m.Content}
+		if m.IsSummary() {
+			om.Name = cairn.SummaryName
+		}
 		switch m.Role {
 		case cairn.RoleUser:
 			if len(m.Parts) > 0 {
@@ -189,7 +193,7 @@ func parseOpenAI(data []byte, rep *Report) (*history, error) {
 			m.role = cairn.RoleSystem
 			developer++
 		}
-		if m.role != cairn.RoleTool && m.name != "" {
+		if m.role != cairn.RoleTool && m.name != "" && !markSummary(&m, h.msgs) {
 			names++
 		}
 		h.msgs = append(h.msgs, m)

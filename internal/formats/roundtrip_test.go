@@ -236,10 +236,10 @@ func TestExport_Reports(t *testing.T) {
 		{"rich", formats.OpenAI, []string{"1 session variable", "the agent name (tester)", "token usage", "event timestamps",
 			"run boundaries, outcomes and agent fingerprints (2 runs)", "1 approval decision", "1 interruption",
 			"1 custom event (test.note)", "1 tool start record", "model IDs, finish reasons and latencies", "tool durations",
-			"2 messages superseded by a memory reset or a compaction summary", "the session's ID, creation time and labels"}},
+			"1 message superseded by a memory reset or a compaction summary", "the session's ID, creation time and labels"}},
 		{"rich", formats.Checkpoint, []string{"token usage", "event timestamps (only updated_at is kept)",
 			"run boundaries, outcomes and agent fingerprints (2 runs)", "1 approval decision", "1 custom event (test.note)"}},
-		{"multi", formats.OpenAI, []string{"4 messages superseded by a memory reset or a compaction summary"}},
+		{"multi", formats.OpenAI, []string{"3 messages superseded by a memory reset or a compaction summary"}},
 		{"parts", formats.OpenAI, []string{"2 session variables", "the error flag of 1 tool result"}},
 	}
 	for _, tt := range tests {

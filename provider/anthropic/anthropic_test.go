@@ -480,3 +480,94 @@ func TestModel_GenerateBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A summary request goes as an ordinary call: the summarization
+// instruction as the system prompt, then the earlier summary and a
+// transcript; no tools. In a chat call, a compaction's summary joins the
+// system prompt, introduced as one.
+func TestModel_GenerateSummary(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "The user computed 14."), blockStop(0), messageDelta("end_turn", 3), messageStop)
+	})
+	m := newModel(t, s, Config{})
+	summary := cairn.Message{Seq: 9, Role: cairn.RoleSystem, Name: cairn.SummaryName, Content: "The user is Ada."}
+	req := &provider.Request{
+		Purpose: provider.PurposeSummary,
+		Messages: []cairn.Message{
+			summary,
+			{Seq: 10, Role: cairn.RoleUser, Content: "What is 2*(3+4)?"},
+			{Seq: 11, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call_1", Name: "calc", Args: json.RawMessage(`{"expression":"2*(3+4)"}`)}}},
+			{Seq: 12, Role: cairn.RoleTool, ToolCallID: "call_1", Name: "calc", Content: "14"},
+		},
+		Tools: []provider.Tool{{Name: "calc"}},
+	}
+	resp, err := m.Generate(t.Context(), req)
+	if err != nil || resp.Text != "The user computed 14." {
+		t.Fatalf("Generate = %+v, %v", resp, err)
+	}
+	got := body(t, s.Requests()[0])
+	var system []struct{ Text string }
+	var msgs []struct {
+		Role    string
+		Content []struct{ Type, Text string }
+	}
+	if err := json.Unmarshal(got["system"], &system); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got["messages"], &msgs); err != nil {
+		t.Fatal(err)
+	}
+	var tools []json.RawMessage
+	_ = json.Unmarshal(got["tools"], &tools)
+	if len(tools) != 0 || len(system) != 1 || len(msgs) != 1 || msgs[0].Role != "user" || len(msgs[0].Content) != 1 {
+		t.Fatalf("summary request body %s, want one system block, one user message and no tools", s.Requests()[0].Body)
+	}
+	if !strings.HasPrefix(system[0].Text, "You compact a long conversation") {
+		t.Errorf("instruction %q", system[0].Text)
+	}
+	for _, want := range []string{"<earlier_summary>\nThe user is Ada.\n</earlier_summary>", "[user]: What is 2*(3+4)?",
+		`[assistant calls calc, call call_1]: {"expression":"2*(3+4)"}`, "[tool calc result, call call_1]: 14"} {
+		if !strings.Contains(msgs[0].Content[0].Text, want) {
+			t.Errorf("summary input lacks %q:\n%s", want, msgs[0].Content[0].Text)
+		}
+	}
+
+	chat := &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleSystem, Content: "Be terse."}, summary, {Role: cairn.RoleUser, Content: "Hi"}}}
+	if _, err := m.Generate(t.Context(), chat); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"type":"text","text":"Be terse."},{"type":"text","text":` + strconvQuote(provider.SummaryPreamble+"The user is Ada.") + `}]`
+	if g := body(t, s.Requests()[1])["system"]; !jsonEqual(t, g, []byte(want)) {
+		t.Errorf("chat system %s, want %s", g, want)
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// A conversation that starts with the assistant after a compaction (the
+// cut fell among tool calls) gets a user message first: the API refuses
+// one that does not start with the user.
+func TestModel_GenerateStartsWithAssistant(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "Done."), blockStop(0), messageDelta("end_turn", 3), messageStop)
+	})
+	m := newModel(t, s, Config{})
+	req := &provider.Request{Messages: []cairn.Message{
+		{Seq: 1, Role: cairn.RoleSystem, Content: "Be terse."},
+		{Seq: 9, Role: cairn.RoleSystem, Name: cairn.SummaryName, Content: "The user asked for sums."},
+		{Seq: 5, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call_1", Name: "calc", Args: json.RawMessage(`{}`)}}},
+		{Seq: 6, Role: cairn.RoleTool, ToolCallID: "call_1", Name: "calc", Content: "3"},
+	}}
+	if _, err := m.Generate(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"role":"user","content":[{"type":"text","text":"(The conversation continues from the summary above.)"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"calc","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":[{"type":"text","text":"3"}]}]}]`
+	if got := body(t, s.Requests()[0])["messages"]; !jsonEqual(t, got, []byte(want)) {
+		t.Errorf("messages\n got %s\nwant %s", got, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -15,13 +16,18 @@ import (
 	"github.com/cairnhq/cairn/provider"
 )
 
-// params builds the request body of one call.
+// params builds the request body of one call. A summary request is an
+// ordinary call of provider.SummaryPrompt, without tools.
 func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
-	system, msgs, err := messages(req.Messages)
+	in, offered := req.Messages, req.Tools
+	if req.Purpose == provider.PurposeSummary {
+		in, offered = provider.SummaryPrompt(req), nil
+	}
+	system, msgs, err := messages(in)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
 	}
-	tools, err := tools(req.Tools)
+	tools, err := tools(offered)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
 	}
@@ -36,9 +42,13 @@ func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
 
 // messages converts the conversation. The Messages API has no system role:
 // every system message becomes a block of the top-level system prompt, in
-// order. Tool results go back as tool_result blocks of a user message, and
+// order (a compaction's summary introduced as one: provider.SystemText).
+// Tool results go back as tool_result blocks of a user message, and
 // consecutive results share one user message, as the API requires; any
-// other consecutive messages of one role are merged too.
+// other consecutive messages of one role are merged too. The API refuses a
+// conversation that starts with the assistant, as one does after a
+// compaction that cut in the middle of a run of tool calls: a user message
+// that says so (continued) is put first.
 func messages(in []cairn.Message) ([]sdk.TextBlockParam, []sdk.MessageParam, error) {
 	var (
 		system []sdk.TextBlockParam
@@ -71,7 +81,7 @@ func messages(in []cairn.Message) ([]sdk.TextBlockParam, []sdk.MessageParam, err
 		switch m.Role {
 		case cairn.RoleSystem:
 			if m.Content != "" {
-				system = append(system, sdk.TextBlockParam{Text: m.Content})
+				system = append(system, sdk.TextBlockParam{Text: provider.SystemText(m)})
 			}
 		case cairn.RoleUser:
 			blocks, err := userBlocks(m)
@@ -89,8 +99,22 @@ func messages(in []cairn.Message) ([]sdk.TextBlockParam, []sdk.MessageParam, err
 			return nil, nil, fmt.Errorf("message %d (seq %d): unknown role %q", i, m.Seq, m.Role)
 		}
 	}
+	if len(out) > 0 && out[0].OfAssistant != nil {
+		text := continued
+		if slices.ContainsFunc(in, cairn.Message.IsSummary) {
+			text = continuedSummary
+		}
+		out = append([]sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock(text))}, out...)
+	}
 	return system, out, nil
 }
+
+// The user message put before a conversation that starts with the
+// assistant.
+const (
+	continued        = "(The conversation continues.)"
+	continuedSummary = "(The conversation continues from the summary above.)"
+)
 
 func onlyToolResults(out []sdk.MessageParam) bool {
 	if len(out) == 0 || out[len(out)-1].OfUser == nil {

@@ -11,6 +11,12 @@
 //
 // Several requests separated by ";" become parallel tool calls. The same
 // request history always gives the same answer.
+//
+// Its usage is provider.EstimateTokens of the request (input) and
+// provider.EstimateMessageTokens of its answer (output), so that a context
+// budget can be checked against what it reports. Asked for a summary
+// (provider.PurposeSummary), it answers with provider.Digest; its turn
+// count goes on from the turns that digest covers.
 package offline
 
 import (
@@ -43,6 +49,11 @@ func (*Model) Generate(ctx context.Context, req *provider.Request) (*provider.Re
 	}
 	resp := &provider.Response{Model: "offline", FinishReason: "stop"}
 	msgs := req.Messages
+	if req.Purpose == provider.PurposeSummary {
+		resp.Text = provider.Digest(req)
+		resp.Usage = usage(req, resp)
+		return resp, nil
+	}
 	switch {
 	case len(msgs) == 0:
 		resp.Text = "I'm listening."
@@ -62,28 +73,38 @@ func (*Model) Generate(ctx context.Context, req *provider.Request) (*provider.Re
 			req.OnText(w)
 		}
 	}
-	in := 0
-	for _, m := range msgs {
-		in += len(m.Content)/4 + 4
-	}
-	resp.Usage = cairn.Usage{InputTokens: int64(in), OutputTokens: int64(len(resp.Text)/4 + 1)}
+	resp.Usage = usage(req, resp)
 	return resp, nil
 }
 
-// reply answers a user message from the conversation so far.
+// usage is the estimate of the request and of the answer as a message.
+func usage(req *provider.Request, resp *provider.Response) cairn.Usage {
+	out := cairn.Message{Role: cairn.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
+	return cairn.Usage{InputTokens: int64(provider.EstimateTokens(req)), OutputTokens: int64(provider.EstimateMessageTokens(out))}
+}
+
+// reply answers a user message from the conversation so far: the turns
+// a compaction's digest covers, and the user messages since.
 func reply(msgs []cairn.Message, vars map[string]json.RawMessage) string {
 	var said []string
+	earlier := 0
 	for _, m := range msgs {
-		if m.Role == cairn.RoleUser {
+		switch {
+		case m.Role == cairn.RoleUser:
 			said = append(said, m.Content)
+		case m.IsSummary():
+			earlier = provider.DigestTurns(m.Content)
 		}
 	}
 	n := len(said)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Turn %d. You said %q.", n, said[n-1])
-	if n > 1 {
+	fmt.Fprintf(&b, "Turn %d. You said %q.", earlier+n, said[n-1])
+	switch {
+	case n > 1:
 		fmt.Fprintf(&b, " Before that you told me %q.", said[n-2])
-	} else {
+	case earlier > 0:
+		b.WriteString(" What came before is summarized.")
+	default:
 		b.WriteString(" This is the start of our conversation.")
 	}
 	if len(vars) > 0 {

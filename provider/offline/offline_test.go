@@ -109,3 +109,39 @@ func TestModel_WithAgent(t *testing.T) {
 		t.Errorf("got %q", res.Output)
 	}
 }
+
+// Asked for a summary, the offline model writes a digest and streams
+// nothing; its turn count goes on from the digest; its usage is the
+// estimate of the request and of its answer.
+func TestModel_Summary(t *testing.T) {
+	m := offline.New()
+	req := &provider.Request{Purpose: provider.PurposeSummary, Messages: []cairn.Message{
+		user("I am Ada"), {Role: cairn.RoleAssistant, Content: "Hello Ada."}, user("I like tea"), {Role: cairn.RoleAssistant, Content: "Noted."},
+	}, OnText: func(string) { t.Error("a summary was streamed") }}
+	resp, err := m.Generate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != provider.Digest(req) || !strings.HasPrefix(resp.Text, "Summary of 4 earlier messages (turns 1-2).") {
+		t.Errorf("summary %q", resp.Text)
+	}
+	if resp.Usage.InputTokens != int64(provider.EstimateTokens(req)) {
+		t.Errorf("input tokens %d, want the estimate %d", resp.Usage.InputTokens, provider.EstimateTokens(req))
+	}
+	chat := &provider.Request{Messages: []cairn.Message{
+		{Role: cairn.RoleSystem, Content: "Be brief."},
+		{Role: cairn.RoleSystem, Name: cairn.SummaryName, Content: resp.Text},
+		user("Who am I?"),
+	}, Tools: tools()}
+	resp, err = m.Generate(t.Context(), chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `Turn 3. You said "Who am I?". What came before is summarized.`; resp.Text != want {
+		t.Errorf("got %q, want %q", resp.Text, want)
+	}
+	answer := cairn.Message{Role: cairn.RoleAssistant, Content: resp.Text}
+	if resp.Usage.InputTokens != int64(provider.EstimateTokens(chat)) || resp.Usage.OutputTokens != int64(provider.EstimateMessageTokens(answer)) {
+		t.Errorf("usage %+v, want the estimates %d and %d", resp.Usage, provider.EstimateTokens(chat), provider.EstimateMessageTokens(answer))
+	}
+}

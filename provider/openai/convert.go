@@ -19,13 +19,18 @@ import (
 	"github.com/cairnhq/cairn/provider"
 )
 
-// params builds the request body of one call.
+// params builds the request body of one call. A summary request is an
+// ordinary chat call of provider.SummaryPrompt, without tools.
 func (m *Model) params(req *provider.Request) (sdk.ChatCompletionNewParams, error) {
-	msgs, err := messages(req.Messages)
+	in, offered := req.Messages, req.Tools
+	if req.Purpose == provider.PurposeSummary {
+		in, offered = provider.SummaryPrompt(req), nil
+	}
+	msgs, err := messages(in)
 	if err != nil {
 		return sdk.ChatCompletionNewParams{}, err
 	}
-	tools, err := tools(req.Tools)
+	tools, err := tools(offered)
 	if err != nil {
 		return sdk.ChatCompletionNewParams{}, err
 	}
@@ -42,13 +47,14 @@ func (m *Model) params(req *provider.Request) (sdk.ChatCompletionNewParams, erro
 }
 
 // messages converts the conversation, keeping every message in its place:
-// system messages stay system messages wherever they stand.
+// system messages stay system messages wherever they stand; a compaction's
+// summary is introduced as one (provider.SystemText).
 func messages(in []cairn.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	out := make([]sdk.ChatCompletionMessageParamUnion, 0, len(in))
 	for i, m := range in {
 		switch m.Role {
 		case cairn.RoleSystem:
-			out = append(out, sdk.SystemMessage(m.Content))
+			out = append(out, sdk.SystemMessage(provider.SystemText(m)))
 		case cairn.RoleUser:
 			u, err := userMessage(m)
 			if err != nil {

@@ -453,3 +453,59 @@ func TestModel_GenerateBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A summary request goes as an ordinary chat call: the summarization
+// instruction, then the earlier summary and a transcript; no tools. In a
+// chat call, a compaction's summary is introduced as one.
+func TestModel_GenerateSummary(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+		writeSSE(w, true, textChunk("The user computed 14."), finishChunk("stop"), usageChunk(40, 6))
+	})
+	m := newModel(t, s, Config{})
+	summary := cairn.Message{Seq: 9, Role: cairn.RoleSystem, Name: cairn.SummaryName, Content: "The user is Ada."}
+	req := &provider.Request{
+		Purpose:       provider.PurposeSummary,
+		SummaryTokens: 400,
+		Messages: []cairn.Message{
+			summary,
+			{Seq: 10, Role: cairn.RoleUser, Content: "What is 2*(3+4)?"},
+			{Seq: 11, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call_1", Name: "calc", Args: json.RawMessage(`{"expression":"2*(3+4)"}`)}}},
+			{Seq: 12, Role: cairn.RoleTool, ToolCallID: "call_1", Name: "calc", Content: "14"},
+		},
+		Tools: []provider.Tool{{Name: "calc"}},
+	}
+	resp, err := m.Generate(t.Context(), req)
+	if err != nil || resp.Text != "The user computed 14." {
+		t.Fatalf("Generate = %+v, %v", resp, err)
+	}
+	var body struct {
+		Messages []struct{ Role, Content string }
+		Tools    []json.RawMessage
+	}
+	if err := json.Unmarshal(s.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Tools) != 0 || len(body.Messages) != 2 || body.Messages[0].Role != "system" || body.Messages[1].Role != "user" {
+		t.Fatalf("summary request body %s, want a system and a user message and no tools", s.Requests()[0].Body)
+	}
+	if !strings.HasPrefix(body.Messages[0].Content, "You compact a long conversation") || !strings.Contains(body.Messages[0].Content, "at most about 300 words") {
+		t.Errorf("instruction %q", body.Messages[0].Content)
+	}
+	for _, want := range []string{"<earlier_summary>\nThe user is Ada.\n</earlier_summary>", "[user]: What is 2*(3+4)?",
+		`[assistant calls calc, call call_1]: {"expression":"2*(3+4)"}`, "[tool calc result, call call_1]: 14"} {
+		if !strings.Contains(body.Messages[1].Content, want) {
+			t.Errorf("summary input lacks %q:\n%s", want, body.Messages[1].Content)
+		}
+	}
+
+	chat := &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleSystem, Content: "Be terse."}, summary, {Role: cairn.RoleUser, Content: "Hi"}}}
+	if _, err := m.Generate(t.Context(), chat); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(s.Requests()[1].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := body.Messages[1].Content, provider.SummaryPreamble+"The user is Ada."; got != want || body.Messages[0].Content != "Be terse." {
+		t.Errorf("chat system messages %q, %q; want the instructions, then %q", body.Messages[0].Content, got, want)
+	}
+}

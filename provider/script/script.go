@@ -6,7 +6,8 @@
 // a process that resumes a session continues the script where the dead one
 // stopped. Tool call IDs are deterministic: "call_<step>_<i>", both from 0.
 // Past the last step Generate returns an error wrapping
-// provider.ErrScriptEnded.
+// provider.ErrScriptEnded. A summary request (provider.PurposeSummary, a
+// compaction) is answered with provider.Digest and consumes no step.
 package script
 
 import (
@@ -260,7 +261,18 @@ func (m *Model) ID() string { return m.id }
 func (m *Model) Steps() int { return len(m.script.Steps) }
 
 // Generate implements provider.Model: it answers with step req.Responses.
+// Asked for a summary (provider.PurposeSummary), it answers with
+// provider.Digest and consumes no step. Its usage is provider's estimate
+// of the request and of the answer.
 func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.Response, error) {
+	if req.Purpose == provider.PurposeSummary {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: summary: %w", m.id, err)
+		}
+		resp := &provider.Response{Text: provider.Digest(req), Model: m.id, FinishReason: "stop"}
+		resp.Usage = usage(req, resp)
+		return resp, nil
+	}
 	n := req.Responses
 	if n < 0 || n >= len(m.script.Steps) {
 		return nil, fmt.Errorf("%s: asked for step %d of a %d-step script: %w", m.id, n+1, len(m.script.Steps), provider.ErrScriptEnded)
@@ -291,15 +303,13 @@ func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.
 	if req.OnText != nil && st.Text != "" {
 		req.OnText(st.Text)
 	}
-	resp.Usage = cairn.Usage{InputTokens: int64(tokens(req)), OutputTokens: int64(len(st.Text)/4 + 1)}
+	resp.Usage = usage(req, resp)
 	return resp, nil
 }
 
-// tokens estimates the input tokens of a request, deterministically.
-func tokens(req *provider.Request) int {
-	n := 0
-	for _, msg := range req.Messages {
-		n += len(msg.Content)/4 + 4
-	}
-	return n
+// usage is the estimate of the request and of the answer as a message,
+// deterministically.
+func usage(req *provider.Request, resp *provider.Response) cairn.Usage {
+	out := cairn.Message{Role: cairn.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
+	return cairn.Usage{InputTokens: int64(provider.EstimateTokens(req)), OutputTokens: int64(provider.EstimateMessageTokens(out))}
 }

@@ -116,3 +116,25 @@ func TestModel_DelayCancel(t *testing.T) {
 		t.Errorf("an empty script was accepted")
 	}
 }
+
+// A summary request gets a digest and consumes no step: the step a chat
+// request gets still follows from Responses alone, even past the last one.
+func TestModel_Summary(t *testing.T) {
+	m, err := script.New(script.Script{Steps: []script.Step{{Text: "one", DelayMS: 60_000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &provider.Request{Purpose: provider.PurposeSummary, Responses: 7, Messages: []cairn.Message{
+		{Role: cairn.RoleUser, Content: "hello"}, {Role: cairn.RoleAssistant, Content: "one"},
+	}}
+	resp, err := m.Generate(t.Context(), req) // no delay: the step's delay is not the summary's
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != provider.Digest(req) || resp.Usage.InputTokens != int64(provider.EstimateTokens(req)) {
+		t.Errorf("summary %q, usage %+v", resp.Text, resp.Usage)
+	}
+	if _, err := m.Generate(t.Context(), &provider.Request{Responses: 1}); !errors.Is(err, provider.ErrScriptEnded) {
+		t.Errorf("a chat request past the last step: %v, want ErrScriptEnded", err)
+	}
+}
