@@ -40,18 +40,15 @@ type longModel struct {
 func (*longModel) ID() string { return "bench:long" }
 
 func (m *longModel) Generate(_ context.Context, req *provider.Request) (*provider.Response, error) {
-	chars := 0
-	for _, msg := range req.Messages {
-		chars += len(msg.Content) + 16
-		for _, c := range msg.ToolCalls {
-			chars += len(c.Args) + len(c.Name)
-		}
-	}
-	in := chars / 4
+	in := provider.EstimateTokens(req)
 	m.mu.Lock()
 	m.maxSeen = max(m.maxSeen, in)
 	m.mu.Unlock()
 	resp := &provider.Response{Usage: cairn.Usage{InputTokens: int64(in), OutputTokens: longTurnBytes / 4}}
+	if req.Purpose == provider.PurposeSummary {
+		resp.Text = provider.Digest(req)
+		return resp, nil
+	}
 	if len(req.Messages) == 0 {
 		resp.Text = "…"
 		return resp, nil
