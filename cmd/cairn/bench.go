@@ -20,6 +20,7 @@ func newBenchCmd(app *cli.App) *cobra.Command {
 		dir      string
 		sessions string
 		refill   bool
+		long     bool
 	)
 	c := &cobra.Command{
 		Use:   "bench",
@@ -29,8 +30,12 @@ Append p50 and p99 at history lengths 10 and 10,000 beside the backend's bare
 single write; resume (load and fold) of 1,000 and 20,000 events beside reading
 the same bytes back and decoding them plainly; stored bytes per event; the
 process's CPU time and allocations per append beside the floor's; 8 and 64
-sessions appending at once against 1; and, over 1,000 steps, cairn against
-rewriting the whole memory after every step.
+sessions appending at once against 1; the agent on a long conversation (1 KB
+turns, a tool call every third turn): a turn at turn 10 and at turn 3,000 in
+one process, the largest request sent to the model, and opening a session of
+10, 1,000 and 10,000 turns with one more turn; and, over 1,000 steps, cairn
+against rewriting the whole memory after every step. --long measures only
+the long conversation.
 
 With no --store it measures memory, and file and sqlite stores in a temporary
 folder, and PostgreSQL, Redis and MongoDB from CAIRN_TEST_POSTGRES,
@@ -46,6 +51,7 @@ fill already there, and times the first page of the list, status and label
 filters, the 20th page, show, a mistyped ID, a prefix, delete, and last gc
 of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
 		Example: `  cairn bench
+  cairn bench --long --store sqlite:long.db --json
   cairn bench --sessions 10000,100000 --store sqlite:scale.db --store postgres://localhost/cairn`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -55,7 +61,7 @@ of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
 			if refill {
 				return &cli.Error{Err: errors.New("--refill is for a scale benchmark"), Hint: "give --sessions N with it", Code: cli.ExitUsage}
 			}
-			opts := bench.Options{Stores: stores, Quick: quick, Dir: dir}
+			opts := bench.Options{Stores: stores, Quick: quick, Dir: dir, LongOnly: long}
 			if cli.IsTerminal(app.Stderr) {
 				opts.Progress = func(step string) { fmt.Fprintf(app.Stderr, "\r\033[Kbench: %s…", step) }
 			}
@@ -77,6 +83,7 @@ of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
 	f.BoolVar(&quick, "quick", false, "fewer samples: a smoke check in well under two minutes")
 	f.StringVar(&dir, "dir", "", "folder for the file and sqlite stores (default: a temporary one, removed afterwards)")
 	f.StringVar(&sessions, "sessions", "", "measure the commands in stores of this many sessions (N, or N,M,… for several sizes; needs --store)")
+	f.BoolVar(&long, "long", false, "measure only the agent on a long conversation (agent_turn_us, open_ms)")
 	f.BoolVar(&refill, "refill", false, "with --sessions: fill the stores again even where a fill of that size is there")
 	return c
 }

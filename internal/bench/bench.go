@@ -25,6 +25,9 @@ type Options struct {
 	Dir string
 	// Progress, when set, is told what is being measured.
 	Progress func(step string)
+	// LongOnly measures only the agent on a long conversation
+	// (AgentTurnUS, RequestTokensMax, OpenMS), and no naive rewrite.
+	LongOnly bool
 }
 
 // Report is the result of Run; its JSON form is what `cairn bench --json`
@@ -34,6 +37,7 @@ type Report struct {
 	Skipped      []Skip   `json:"skipped"` // server backends found nowhere to measure
 	NaiveRewrite Naive    `json:"naive_rewrite"`
 	Quick        bool     `json:"quick"`
+	LongOnly     bool     `json:"long_only,omitempty"` // only the long-conversation figures were measured
 }
 
 // Result is what Run measured on one backend. Latencies are medians (p50)
@@ -143,7 +147,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(urls) == 0 {
 		urls, skipped = discover(ctx, dir)
 	}
-	rep := &Report{Results: []Result{}, Skipped: skipped, Quick: opts.Quick}
+	rep := &Report{Results: []Result{}, Skipped: skipped, Quick: opts.Quick, LongOnly: opts.LongOnly}
 	for _, u := range urls {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -155,12 +159,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			rep.Results = append(rep.Results, res)
 			continue
 		}
-		err = measure(ctx, b, cfg, &res, func(step string) { progress(res.Backend + ": " + step) })
+		step := func(step string) { progress(res.Backend + ": " + step) }
+		if opts.LongOnly {
+			err = measureLong(ctx, b, cfg, &res, step)
+		} else {
+			err = measure(ctx, b, cfg, &res, step)
+		}
 		b.close()
 		if err != nil {
 			res.Error = err.Error()
 		}
 		rep.Results = append(rep.Results, res)
+	}
+	if opts.LongOnly {
+		return rep, nil
 	}
 	progress("naive rewrite")
 	if rep.NaiveRewrite, err = naive(ctx, dir, cfg.steps); err != nil {

@@ -11,6 +11,11 @@ import (
 // WriteTable writes the report as tables for people: each backend's
 // figures, then the ratios the targets in docs/PERFORMANCE.md are about.
 func WriteTable(w io.Writer, rep *Report) error {
+	if rep.LongOnly {
+		writeLong(w, rep)
+		writeNotMeasured(w, rep)
+		return nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "append (µs)\tp50 @10\t@10000\tp99 @10\t@10000\tfloor p50\t")
 	for _, r := range rep.Results {
@@ -76,14 +81,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	fmt.Fprintln(w)
 	writeLong(w, rep)
-	for _, r := range rep.Results {
-		if r.Error != "" {
-			fmt.Fprintf(w, "%s: not measured: %s\n", r.Backend, r.Error)
-		}
-	}
-	for _, s := range rep.Skipped {
-		fmt.Fprintf(w, "%s: not measured: %s\n", s.Backend, s.Reason)
-	}
+	writeNotMeasured(w, rep)
 	n := rep.NaiveRewrite
 	_, err := fmt.Fprintf(w, "\nnaive rewrite, %d steps: %.0f ms (%.0f ms without fsync), %d bytes written;\ncairn (file store): %.0f ms, %d bytes: %.1f× faster\n",
 		n.Steps, n.NaiveMS, n.NoSyncMS, n.NaiveBytes, n.CairnMS, n.CairnBytes, n.Ratio)
@@ -147,4 +145,16 @@ func mergeKeys[V any](keys []string, m map[string]V) []string {
 		return x - y
 	})
 	return keys
+}
+
+// writeNotMeasured names the backends that were not measured, and why.
+func writeNotMeasured(w io.Writer, rep *Report) {
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			fmt.Fprintf(w, "%s: not measured: %s\n", r.Backend, r.Error)
+		}
+	}
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(w, "%s: not measured: %s\n", s.Backend, s.Reason)
+	}
 }
