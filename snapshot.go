@@ -1,7 +1,6 @@
 package cairn
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -9,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // SnapshotFormat names a snapshot's encoding in its "format" field.
@@ -66,7 +67,7 @@ func DecodeSnapshot(snap Snapshot, at Event) (*State, error) {
 		return nil, fmt.Errorf("%w: %s", ErrSnapshotInvalid, fmt.Sprintf(format, args...))
 	}
 	var doc snapshotDoc
-	if err := json.Unmarshal(snap.Data, &doc); err != nil {
+	if err := jsonv2.Unmarshal(snap.Data, &doc); err != nil {
 		return bad("damaged: %v", err)
 	}
 	switch {
@@ -91,9 +92,7 @@ func DecodeSnapshot(snap Snapshot, at Event) (*State, error) {
 		return bad("stale: the session's event at seq %d is not the one it was taken after", at.Seq)
 	}
 	var st State
-	dec := json.NewDecoder(bytes.NewReader(doc.State))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
+	if err := jsonv2.Unmarshal(doc.State, &st, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return bad("damaged state: %v", err)
 	}
 	if st.LastSeq != doc.Seq {
