@@ -1,8 +1,11 @@
 // Command plot draws docs/performance.png from the JSON of `cairn bench
 // --json`: Append latency (p50) against history length for each backend,
-// with the naive rewrite's cost per step beside them.
+// with the naive rewrite's cost per step beside them. With -long it draws
+// docs/long-sessions.png instead: the time to open a session and run one
+// more turn against the session's length in turns (open_ms).
 //
 //	go run ./plot -in results/bench.json -out ../docs/performance.png
+//	go run ./plot -long -in results/long.json -out ../docs/long-sessions.png
 package main
 
 import (
@@ -25,6 +28,7 @@ type report struct {
 		Backend   string             `json:"backend"`
 		AppendP50 map[string]float64 `json:"append_p50_us"`
 		FloorP50  float64            `json:"floor_p50_us"`
+		OpenMS    map[string]float64 `json:"open_ms"`
 		Error     string             `json:"error"`
 	} `json:"results"`
 	NaiveRewrite struct {
@@ -35,8 +39,13 @@ type report struct {
 func main() {
 	in := flag.String("in", "results/bench.json", "report of cairn bench --json")
 	out := flag.String("out", "../docs/performance.png", "PNG to write")
+	long := flag.Bool("long", false, "draw open_ms against the session's length in turns")
 	flag.Parse()
-	if err := draw(*in, *out); err != nil {
+	f := draw
+	if *long {
+		f = drawLong
+	}
+	if err := f(*in, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "plot:", err)
 		os.Exit(1)
 	}
@@ -99,6 +108,46 @@ func draw(in, out string) error {
 		line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(line, dots)
 		p.Legend.Add("naive rewrite + fsync", line, dots)
+	}
+	p.Add(plotter.NewGrid())
+	return p.Save(8*vg.Inch, 5*vg.Inch, out)
+}
+
+func drawLong(in, out string) error {
+	data, err := os.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	p := plot.New()
+	p.Title.Text = "Open a session and run one more turn, against its length"
+	p.X.Label.Text = "turns in the session"
+	p.Y.Label.Text = "ms (p50)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min = 0
+	p.Legend.Top, p.Legend.Left = true, true
+	i := 0
+	for _, r := range rep.Results {
+		xys := points(r.OpenMS)
+		if r.Error != "" || len(xys) == 0 {
+			continue
+		}
+		line, dots, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return err
+		}
+		line.Color, dots.Color = plotutil.Color(i), plotutil.Color(i)
+		dots.Shape = plotutil.Shape(i)
+		p.Add(line, dots)
+		p.Legend.Add(r.Backend, line, dots)
+		i++
+	}
+	if i == 0 {
+		return fmt.Errorf("%s: no open_ms figures (run cairn bench --long --json)", in)
 	}
 	p.Add(plotter.NewGrid())
 	return p.Save(8*vg.Inch, 5*vg.Inch, out)
