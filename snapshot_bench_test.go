@@ -45,3 +45,22 @@ func BenchmarkFoldSnapshotEvents(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeSnapshot encodes the snapshot of a state of about
+// 128 KB: what the agent writes in the background.
+func BenchmarkEncodeSnapshot(b *testing.B) {
+	var evs []cairn.Event
+	for len(evs) < 240 {
+		evs = append(evs, storetest.UserTurn(int64(len(evs)), "run-1", strings.Repeat("lorem ipsum ", 85))...)
+	}
+	st, err := cairn.Fold(evs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cairn.EncodeSnapshot(st, evs[len(evs)-1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

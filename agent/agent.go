@@ -56,8 +56,8 @@ type Agent struct {
 	// (cairn.Snapshotter): after that many events, or bytes of events,
 	// since the last one, whichever comes first (0: the defaults; a
 	// negative value turns snapshots off). A snapshot is also never
-	// written before half its predecessor's size has been appended, so
-	// that snapshots never cost more than the appends. Resume and Open
+	// written before its predecessor's size has been appended, so that
+	// snapshots never cost more than the appends. Resume and Open
 	// fold only the events after the snapshot.
 	SnapshotEvents int
 	SnapshotBytes  int

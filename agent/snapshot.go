@@ -18,8 +18,8 @@ const snapshotTimeout = 10 * time.Second
 
 // snapshotPolicy is when a session takes a snapshot: after events events
 // or bytes bytes of events since the last one, whichever comes first, and
-// never before half the last snapshot's size has been appended since, so
-// that writing snapshots costs at most about as much as the appends.
+// never before the last snapshot's size has been appended since, so that
+// writing snapshots costs at most what the appends cost.
 type snapshotPolicy struct {
 	events, bytes int
 }
@@ -63,7 +63,7 @@ func (s *Session) noteAppended(events []cairn.Event) {
 		return
 	}
 	since := s.state.LastSeq - s.snap.seq
-	if since < int64(p.events) && s.snap.bytes < p.bytes || s.snap.bytes < s.snap.size/2 {
+	if since < int64(p.events) && s.snap.bytes < p.bytes || s.snap.bytes < s.snap.size {
 		return
 	}
 	state, last := s.state.Clone(), s.mem.Event(s.mem.Len()-1)

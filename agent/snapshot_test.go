@@ -56,9 +56,16 @@ func TestSnapshots_ResumeFoldsTheTail(t *testing.T) {
 	if err != nil || snap == nil {
 		t.Fatalf("snapshot %v, %v; want one", snap, err)
 	}
+	// Every 10 events, but never before the last snapshot's size has
+	// been appended since.
 	last := s.State().LastSeq
-	if snap.Seq < last-10 || snap.Seq > last {
-		t.Errorf("snapshot at seq %d, the session ends at %d: the policy is every 10 events", snap.Seq, last)
+	rec, _ := st.Load(ctx, "long", snap.Seq+1)
+	since := 0
+	for _, e := range rec.Events {
+		since += e.Size()
+	}
+	if snap.Seq > last || last-snap.Seq > 10 && since > 2*len(snap.Data)+4096 {
+		t.Errorf("snapshot at seq %d (%d bytes), the session ends at %d, %d bytes of events after it: the policy is every 10 events or the snapshot's size", snap.Seq, len(snap.Data), last, since)
 	}
 	r, err := a.Resume(ctx, "long")
 	if err != nil {
@@ -126,11 +133,23 @@ func TestSnapshots_ApprovalAcrossASnapshot(t *testing.T) {
 		{ToolCalls: []script.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"123"}`)}}},
 		{Text: "The order is refunded."},
 	}
-	a := &agent.Agent{Model: scripted(t, steps...), Tools: []*agent.Tool{refund}, Store: st, Logger: quietLogger(), SnapshotEvents: 1}
+	a := &agent.Agent{Model: scripted(t, steps...), Tools: []*agent.Tool{refund}, Store: st, Logger: quietLogger()}
 	s, _ := a.Start(ctx, agent.WithID("wait"))
 	res, err := s.Run(ctx, "Refund order 123")
 	if err != nil || res.Status != cairn.StatusAwaiting {
 		t.Fatalf("run: %v, %v", res, err)
+	}
+	// A snapshot at the last event, as `cairn sessions snapshot` writes.
+	rec, err := st.Load(ctx, "wait", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := cairn.EncodeSnapshot(s.State(), rec.Events[len(rec.Events)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.(cairn.Snapshotter).PutSnapshot(ctx, "wait", snap); err != nil {
+		t.Fatal(err)
 	}
 	r, err := a.Resume(ctx, "wait")
 	if err != nil {
