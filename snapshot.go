@@ -22,11 +22,11 @@ const SnapshotFormat = "cairn.snapshot"
 // history: a session deleted and created again, or a history rewritten
 // by an import, has another event there.
 type snapshotDoc struct {
-	Format  string          `json:"format"`
-	Version int             `json:"version"`
-	Seq     int64           `json:"seq"`
-	Event   string          `json:"event"` // EventDigest of the event at Seq
-	Sum     string          `json:"sum"`   // sha256 of State's bytes, hex
+	Format  string         `json:"format"`
+	Version int            `json:"version"`
+	Seq     int64          `json:"seq"`
+	Event   string         `json:"event"` // EventDigest of the event at Seq
+	Sum     string         `json:"sum"`   // sha256 of State's bytes, hex
 	State   jsontext.Value `json:"state"`
 }
 
