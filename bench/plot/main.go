@@ -123,12 +123,11 @@ func drawLong(in, out string) error {
 		return fmt.Errorf("%s: %w", in, err)
 	}
 	p := plot.New()
-	p.Title.Text = "Open a session and run one more turn, against its length"
+	p.Title.Text = "Open a session and run one more turn, against its length (mongodb: FerretDB, which scans)"
 	p.X.Label.Text = "turns in the session"
 	p.Y.Label.Text = "ms (p50)"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Y.Min = 0
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
 	i := 0
 	for _, r := range rep.Results {
