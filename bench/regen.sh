@@ -10,4 +10,5 @@ mkdir -p results
 (cd .. && go run ./cmd/cairn bench --json) > results/bench.json
 go run ./dbos -steps 2000 > results/dbos.json
 go run ./plot -in results/bench.json -out ../docs/performance.png
-echo "wrote results/bench.json, results/dbos.json and docs/performance.png"
+go run ./plot -long -in results/bench.json -out ../docs/long-sessions.png
+echo "wrote results/bench.json, results/dbos.json, docs/performance.png and docs/long-sessions.png"
