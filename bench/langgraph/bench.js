@@ -83,6 +83,7 @@ async function saver(o) {
   }
   if (o.store === "postgres") {
     const s = PostgresSaver.fromConnString(o.postgres, { schema: o.schema });
+    if (o.setup) await s.setup(); // creates the schema's tables (the loads find them made)
     return { saver: s, close: async () => s.end() };
   }
   throw new Error(`--store ${JSON.stringify(o.store)}: want sqlite or postgres`);
@@ -142,7 +143,7 @@ async function run(o) {
   } else if (o.store === "postgres") {
     await dropSchema(o.postgres, o.schema);
   }
-  const s = await saver(o);
+  const s = await saver({ ...o, setup: true });
   const app = graph().compile({ checkpointer: s.saver });
   const cfg = { configurable: { thread_id: THREAD } };
   const lat = [];

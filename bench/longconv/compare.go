@@ -168,6 +168,9 @@ func compare(ctx context.Context, c compareOptions) (*Comparison, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s: %w", cf.Name, [2]string{"langgraph", "cairn"}[o.side], err)
 				}
+				// Each run's JSON goes to stderr too, so that a failure
+				// later loses none of the runs before it.
+				fmt.Fprintf(os.Stderr, "%s\n", out)
 				runs[i][o.side] = append(runs[i][o.side], out)
 			}
 			for _, f := range []string{"langgraph.db", "cairn.db"} {
