@@ -3,7 +3,7 @@
 # run (every reachable backend, see CAIRN_TEST_* in the doc), the DBOS
 # comparison on the same PostgreSQL, the plot, and, when Node.js and npm are
 # installed, the LangGraph.js comparison (bench/langgraph/run.sh: npm
-# packages, then about an hour). Run from anywhere:
+# packages, then about 90 minutes). Run from anywhere:
 #
 #	bench/regen.sh
 set -euo pipefail
