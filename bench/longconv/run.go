@@ -110,6 +110,9 @@ func newAgent(st cairn.Store) *agent.Agent {
 		Tools:        []*agent.Tool{lookup()},
 		Store:        st,
 		OnError:      agent.Fail, // an outage stops the benchmark instead of going on in memory
+		// LangGraph's messages reducer keeps every message: so does cairn's
+		// agent here, without compaction (snapshots stay at their default).
+		Compaction: agent.CompactOff,
 	}
 }
 
