@@ -255,10 +255,10 @@ func testSnapshotDelete(t *testing.T, h *harness, sn cairn.Snapshotter) {
 // testSnapshotTTL: a snapshot expires with its session, on the store's
 // clock: the calls return ErrNotFound at once, Sweep removes it, and a
 // session created again with the ID has none.
-func testSnapshotTTL(t *testing.T, h *harness, sn cairn.Snapshotter) {
+func testSnapshotTTL(t *testing.T, h *harness, _ cairn.Snapshotter) {
 	const ttl = time.Hour
 	s := h.storeWith(t, cairn.StoreOptions{TTL: ttl})
-	sn = snapshotter(t, s)
+	sn := snapshotter(t, s) // a store of its own, with a TTL
 	id := newSession(t, s, nil)
 	swept := newSession(t, s, nil)
 	mustAppend(t, s, id, 0, UserTurn(0, "r1", "expires")...)
@@ -284,10 +284,10 @@ func testSnapshotTTL(t *testing.T, h *harness, sn cairn.Snapshotter) {
 // testSnapshotUntouched: PutSnapshot and DropSnapshot change neither the
 // session's info (its updated time included) nor List's order, nor when
 // the session expires.
-func testSnapshotUntouched(t *testing.T, h *harness, sn cairn.Snapshotter) {
+func testSnapshotUntouched(t *testing.T, h *harness, _ cairn.Snapshotter) {
 	const ttl = time.Hour
 	s := h.storeWith(t, cairn.StoreOptions{TTL: ttl})
-	sn = snapshotter(t, s)
+	sn := snapshotter(t, s) // a store of its own, with a TTL
 	older := newSession(t, s, nil)
 	mustAppend(t, s, older, 0, UserTurn(0, "r1", "older")...)
 	h.clock.Advance(time.Minute)
