@@ -178,11 +178,20 @@ func (c *fillClock) now() time.Time {
 // its events if it has none (a top-up after gc writes only what gc
 // removed; a fill that was stopped goes on where it was). report is told how many are
 // done, about once a second.
-func fill(ctx context.Context, s cairn.Store, clock *fillClock, p plan, from, to int, report func(done int)) error {
+func fill(ctx context.Context, s cairn.Store, clock *fillClock, p plan, from, to int, report func(done int)) (err error) {
 	var done atomic.Int64
-	stop := make(chan struct{})
-	defer close(stop)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	defer func() {
+		// The ticker's report must end before the last one: report is
+		// not safe for concurrent use.
+		close(stop)
+		<-stopped
+		if err == nil {
+			report(int(done.Load()))
+		}
+	}()
 	go func() {
+		defer close(stopped)
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
@@ -218,7 +227,6 @@ func fill(ctx context.Context, s cairn.Store, clock *fillClock, p plan, from, to
 			return err
 		}
 	}
-	report(int(done.Load()))
 	return nil
 }
 
