@@ -77,7 +77,7 @@ func wantSnapshot(t *testing.T, sn cairn.Snapshotter, id string, want *cairn.Sna
 }
 
 // abbrev shows data in a message: short data whole, long data by its size
-// and where it first differs from nothing in particular (its start).
+// and its start.
 func abbrev(b []byte) string {
 	if len(b) <= 64 {
 		return fmt.Sprintf("%q", b)
