@@ -27,3 +27,7 @@ func SideKeys(s *Store) []string {
 	keys, _ := s.client.Keys(context.Background(), s.side("*")).Result()
 	return keys
 }
+
+// Pipelines returns how many pipelines of more than one append the store
+// sent, and how many appends they held.
+func (s *Store) Pipelines() (pipelines, appends int64) { return s.queue.Stats() }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/group"
 )
 
 func init() {
@@ -44,6 +45,8 @@ type Store struct {
 
 	minReplicas    int           // an append waits until this many replicas hold it (see replicas.go)
 	replicaTimeout time.Duration // how long it waits
+
+	queue group.Queue[*scriptCall] // pipelined appends (group.go)
 }
 
 var (
@@ -84,7 +87,7 @@ func newStore(client goredis.UniversalClient, opts cairn.StoreOptions, split boo
 	if opts.TTL > 0 {
 		ttl = int64((opts.TTL + time.Second - 1) / time.Second)
 	}
-	return &Store{
+	s := &Store{
 		client: client,
 		opts:   opts,
 		split:  split,
@@ -92,7 +95,9 @@ func newStore(client goredis.UniversalClient, opts cairn.StoreOptions, split boo
 		index:  prefix + "sessions",
 		claims: prefix + "claimable",
 		ttl:    strconv.FormatInt(ttl, 10),
-	}, nil
+	}
+	s.initGroup()
+	return s, nil
 }
 
 // Open connects to the Redis deployment a redis:// or rediss:// URL names,

@@ -49,8 +49,15 @@ return 'OK'
 // too few replicas acknowledged becomes a *ReplicaError.
 func (s *Store) runAppend(ctx context.Context, id string, script *goredis.Script, args []any) (string, error) {
 	keys := s.scriptKeys(id)
-	if s.minReplicas == 0 {
+	if s.minReplicas == 0 && s.split {
 		return script.Run(ctx, s.client, keys, args...).Text()
+	}
+	if s.minReplicas == 0 {
+		c := &scriptCall{script: script, keys: keys, args: args}
+		if err := s.queue.Do(ctx, c); err != nil {
+			return "", err
+		}
+		return c.res, c.err
 	}
 	res, got, err := s.waited(ctx, id, script, keys, args)
 	if err != nil {
