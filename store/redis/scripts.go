@@ -42,7 +42,7 @@ end
 -- keeps the index alive at least as long as the session. With gt "1" it
 -- only ever raises a score, for index updates that may arrive out of order.
 local function index(idx, score, id, ttl, gt)
-  local existed = redis.call('EXISTS', idx) == 1
+  local existed = ttl ~= '0' and redis.call('EXISTS', idx) == 1
   if gt == '1' then
     redis.call('ZADD', idx, 'GT', score, id)
   else
@@ -175,7 +175,7 @@ const appendArgs = 12
 // exactly at their seqs (retried), followed by others or not, writes
 // nothing and returns "DONE".
 var appendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + retryHelpers + `
-local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status')
+local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status', 'labels', 'first_message')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
   if retried(cur[2], ARGV[4], ARGV[5], 13) then return 'DONE' end
@@ -190,14 +190,13 @@ if ARGV[7] ~= '' and ARGV[7] ~= cur[3] then
   redis.call('HSET', KEYS[1], 'status', ARGV[7])
   if KEYS[4] then reclaim(cur[3], ARGV[7], ARGV[11], ARGV[3]) end
 end
-if ARGV[8] == '1' then
-  local first = redis.call('HGET', KEYS[1], 'first_message')
-  if not first or first == '' then redis.call('HSET', KEYS[1], 'first_message', ARGV[9]) end
+if ARGV[8] == '1' and (not cur[5] or cur[5] == '') then
+  redis.call('HSET', KEYS[1], 'first_message', ARGV[9])
 end
 touch(ARGV[3])
 if KEYS[3] then
   index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0')
-  reside(cur[3], ARGV[7], ARGV[11], ARGV[12], ARGV[2], ARGV[3])
+  reside(cur[3], ARGV[7], ARGV[11], ARGV[12], ARGV[2], ARGV[3], cur[4] or false)
 end
 return 'OK'
 `)

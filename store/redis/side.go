@@ -117,15 +117,17 @@ end
 -- reside follows a write of the session in the side indexes (single
 -- server): out of the set of its old status if new ("" unchanged) differs,
 -- into the sets of its status and labels at score, and into the expiry
--- set at exp.
-local function reside(old, new, id, score, exp, ttl)
+-- set at exp. labels is the session's labels field, read from the meta
+-- when nil.
+local function reside(old, new, id, score, exp, ttl, labels)
   local p = sidepfx(KEYS[3])
   local st = old
   if new ~= '' and new ~= old then
     if old then redis.call('ZREM', p .. 'status:' .. old, id) end
     st = new
   end
-  place(p, id, st, redis.call('HGET', KEYS[1], 'labels'), score, exp, ttl)
+  if labels == nil then labels = redis.call('HGET', KEYS[1], 'labels') end
+  place(p, id, st, labels, score, exp, ttl)
 end
 `
 
