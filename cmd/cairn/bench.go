@@ -21,6 +21,7 @@ func newBenchCmd(app *cli.App) *cobra.Command {
 		sessions string
 		refill   bool
 		long     bool
+		noLong   bool
 	)
 	c := &cobra.Command{
 		Use:   "bench",
@@ -35,7 +36,8 @@ turns, a tool call every third turn): a turn at turn 10 and at turn 3,000 in
 one process, the largest request sent to the model, and opening a session of
 10, 1,000 and 10,000 turns with one more turn; and, over 1,000 steps, cairn
 against rewriting the whole memory after every step. --long measures only
-the long conversation.
+the long conversation; --no-long leaves it out, which takes a fraction of
+the time (the appends, CPU, resume and concurrency figures only).
 
 With no --store it measures memory, and file and sqlite stores in a temporary
 folder, and PostgreSQL, Redis and MongoDB from CAIRN_TEST_POSTGRES,
@@ -61,12 +63,20 @@ of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
 			if refill {
 				return &cli.Error{Err: errors.New("--refill is for a scale benchmark"), Hint: "give --sessions N with it", Code: cli.ExitUsage}
 			}
-			opts := bench.Options{Stores: stores, Quick: quick, Dir: dir, LongOnly: long}
-			if cli.IsTerminal(app.Stderr) {
-				opts.Progress = func(step string) { fmt.Fprintf(app.Stderr, "\r\033[Kbench: %s…", step) }
+			if long && noLong {
+				return &cli.Error{Err: errors.New("--long and --no-long exclude each other"), Hint: "give one of them", Code: cli.ExitUsage}
+			}
+			opts := bench.Options{Stores: stores, Quick: quick, Dir: dir, LongOnly: long, NoLong: noLong}
+			terminal := cli.IsTerminal(app.Stderr)
+			opts.Progress = func(step string) {
+				if terminal {
+					fmt.Fprintf(app.Stderr, "\r\033[Kbench: %s…", step)
+				} else {
+					fmt.Fprintf(app.Stderr, "bench: %s\n", step)
+				}
 			}
 			rep, err := bench.Run(c.Context(), opts)
-			if opts.Progress != nil {
+			if terminal {
 				fmt.Fprint(app.Stderr, "\r\033[K")
 			}
 			if err != nil {
@@ -84,6 +94,7 @@ of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
 	f.StringVar(&dir, "dir", "", "folder for the file and sqlite stores (default: a temporary one, removed afterwards)")
 	f.StringVar(&sessions, "sessions", "", "measure the commands in stores of this many sessions (N, or N,M,… for several sizes; needs --store)")
 	f.BoolVar(&long, "long", false, "measure only the agent on a long conversation (agent_turn_us, open_ms)")
+	f.BoolVar(&noLong, "no-long", false, "leave the long conversation out: appends, CPU, resume and concurrency only")
 	f.BoolVar(&refill, "refill", false, "with --sessions: fill the stores again even where a fill of that size is there")
 	return c
 }

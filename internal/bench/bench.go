@@ -5,6 +5,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -28,6 +29,9 @@ type Options struct {
 	// LongOnly measures only the agent on a long conversation
 	// (AgentTurnUS, RequestTokensMax, OpenMS), and no naive rewrite.
 	LongOnly bool
+	// NoLong leaves the long conversation out: the appends, resume,
+	// concurrency and naive figures only, in a fraction of the time.
+	NoLong bool
 }
 
 // Report is the result of Run; its JSON form is what `cairn bench --json`
@@ -38,6 +42,7 @@ type Report struct {
 	NaiveRewrite Naive    `json:"naive_rewrite"`
 	Quick        bool     `json:"quick"`
 	LongOnly     bool     `json:"long_only,omitempty"` // only the long-conversation figures were measured
+	NoLong       bool     `json:"no_long,omitempty"`   // the long-conversation figures were not measured
 }
 
 // Result is what Run measured on one backend. Latencies are medians (p50)
@@ -147,7 +152,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(urls) == 0 {
 		urls, skipped = discover(ctx, dir)
 	}
-	rep := &Report{Results: []Result{}, Skipped: skipped, Quick: opts.Quick, LongOnly: opts.LongOnly}
+	if opts.LongOnly && opts.NoLong {
+		return nil, errors.New("measure only the long conversation, or leave it out: not both")
+	}
+	rep := &Report{Results: []Result{}, Skipped: skipped, Quick: opts.Quick, LongOnly: opts.LongOnly, NoLong: opts.NoLong}
 	for _, u := range urls {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -163,7 +171,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if opts.LongOnly {
 			err = measureLong(ctx, b, cfg, &res, step)
 		} else {
-			err = measure(ctx, b, cfg, &res, step)
+			err = measure(ctx, b, cfg, &res, step, !opts.NoLong)
 		}
 		b.close()
 		if err != nil {
@@ -182,7 +190,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 }
 
 // measure fills res with every measurement of b.
-func measure(ctx context.Context, b *backend, cfg settings, res *Result, progress func(string)) error {
+func measure(ctx context.Context, b *backend, cfg settings, res *Result, progress func(string), long bool) error {
 	res.Floor, res.AtomicFloor = b.floorName, b.atomicName
 	res.EventJSONBytes = EventJSONBytes(Event(1))
 	progress("sessions")
@@ -210,6 +218,9 @@ func measure(ctx context.Context, b *backend, cfg settings, res *Result, progres
 	progress("concurrency")
 	if err := measureConcurrency(ctx, b, cfg, res); err != nil {
 		return fmt.Errorf("concurrency: %w", err)
+	}
+	if !long {
+		return nil
 	}
 	if err := measureLong(ctx, b, cfg, res, progress); err != nil {
 		return fmt.Errorf("long conversations: %w", err)

@@ -22,7 +22,7 @@ func measureTiny(t *testing.T, url, dir string) Result {
 	}
 	t.Cleanup(b.close)
 	var res Result
-	if err := measure(t.Context(), b, tiny, &res, func(string) {}); err != nil {
+	if err := measure(t.Context(), b, tiny, &res, func(string) {}, true); err != nil {
 		t.Fatal(err)
 	}
 	return res
