@@ -118,10 +118,28 @@ func TestPipelinedAppends(t *testing.T) {
 // pipeline's EVALSHAs with NOSCRIPT: each is sent again with its body.
 func TestPipelinedAppends_NoScript(t *testing.T) {
 	s := openStore(t, cairn.StoreOptions{})
-	if err := s.Client().ScriptFlush(t.Context()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	manyWriters(t, s, 32, 5)
+	flusher := openStore(t, cairn.StoreOptions{})
+	stop := make(chan struct{})
+	flushed := make(chan int)
+	go func() {
+		n := 0
+		defer func() { flushed <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if err := flusher.Client().ScriptFlush(context.Background()).Err(); err != nil {
+				t.Error(err)
+				return
+			}
+			n++
+		}
+	}()
+	manyWriters(t, s, 32, 10)
+	close(stop)
+	t.Logf("scripts flushed %d times", <-flushed)
 	if pipelines, _ := s.Pipelines(); pipelines == 0 {
 		t.Error("36 writers at once sent no pipeline")
 	}
