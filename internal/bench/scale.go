@@ -149,8 +149,9 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 }
 
 // scaleClock is the clock of the store under measurement: the fill's
-// clock while it fills; while it measures, one that starts at the fill's
-// end and runs a thousand times slower than real time, so that the
+// clock while it fills; while it measures, one that starts just after the
+// fill's end (plan.measureStart) and runs a thousand times slower than
+// real time, so that the
 // sessions expired are those of the fill's first tenth however long the
 // measurement takes, and any day it is repeated.
 type scaleClock struct {
@@ -206,7 +207,7 @@ func scaleStore(ctx context.Context, u string, opts ScaleOptions, res *ScaleResu
 			return err
 		}
 	}
-	clock.measure(p.t0)
+	clock.measure(p.measureStart())
 	res.Expired = p.expired()
 	if path := sqlitePath(u); path != "" {
 		res.BytesBeforeGC, _, _ = sqliteSize(ctx, path)

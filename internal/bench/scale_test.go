@@ -229,6 +229,18 @@ func TestPlan_ExpiredAndDistinct(t *testing.T) {
 		if live := p.batchTime(b).Add(scaleTTL); !live.After(p.t0.Add(time.Minute)) {
 			t.Errorf("%d sessions: batch %d expires at %v, before t0 + 1 min (%v)", n, b, live, p.t0)
 		}
+		// The last session of the last expired batch has expired when the
+		// measurement starts: the fill's clock has moved a microsecond per
+		// reading past the batch's time, a few readings per session.
+		var c fillClock
+		c.set(p.batchTime(b - 1))
+		var last time.Time
+		for range 8 * p.batch {
+			last = c.now()
+		}
+		if exp := last.Add(scaleTTL); exp.After(p.measureStart()) {
+			t.Errorf("%d sessions: the last session of batch %d expires at %v, after the measurement starts (%v)", n, b-1, exp, p.measureStart())
+		}
 	}
 	p := newPlan(2000, time.Now())
 	ids, statuses := map[string]bool{}, map[cairn.Status]int{}
