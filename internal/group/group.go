@@ -1,8 +1,7 @@
 // Package group lets many goroutines' calls to a server share round trips:
 // a call made while the queue's sends are all in flight waits, and the
-// next send carries every call that waited, as one pipeline. The stores
-// use it for group commits (store/postgres) and pipelined appends
-// (store/redis).
+// next send carries every call that waited, as one pipeline. The Redis
+// store sends its appends through one (store/redis/group.go).
 package group
 
 import (
