@@ -137,6 +137,9 @@ func settingsFor(quick bool) settings {
 
 // Run measures every store of opts and the naive comparison.
 func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.LongOnly && opts.NoLong {
+		return nil, errors.New("measure only the long conversation, or leave it out: not both")
+	}
 	cfg := settingsFor(opts.Quick)
 	progress := opts.Progress
 	if progress == nil {
@@ -151,9 +154,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	skipped := []Skip{}
 	if len(urls) == 0 {
 		urls, skipped = discover(ctx, dir)
-	}
-	if opts.LongOnly && opts.NoLong {
-		return nil, errors.New("measure only the long conversation, or leave it out: not both")
 	}
 	rep := &Report{Results: []Result{}, Skipped: skipped, Quick: opts.Quick, LongOnly: opts.LongOnly, NoLong: opts.NoLong}
 	for _, u := range urls {

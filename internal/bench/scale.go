@@ -151,9 +151,8 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 // scaleClock is the clock of the store under measurement: the fill's
 // clock while it fills; while it measures, one that starts just after the
 // fill's end (plan.measureStart) and runs a thousand times slower than
-// real time, so that the
-// sessions expired are those of the fill's first tenth however long the
-// measurement takes, and any day it is repeated.
+// real time, so that the sessions expired are those of the fill's first
+// tenth however long the measurement takes, and any day it is repeated.
 type scaleClock struct {
 	fill    fillClock
 	filling atomic.Bool

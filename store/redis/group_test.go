@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fault"
 	"github.com/cairnhq/cairn/internal/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -73,22 +72,7 @@ func manyWriters(t *testing.T, s *redis.Store, writers, n int) {
 	for err := range errs {
 		t.Error(err)
 	}
-	for i := range writers {
-		id := fmt.Sprintf("s%02d", i)
-		rec, err := s.Load(ctx, id, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rec.Events) != n {
-			t.Errorf("%s holds %d events, want %d", id, len(rec.Events), n)
-		}
-		for j, e := range rec.Events {
-			if e.Seq != int64(j+1) || !strings.Contains(string(e.Data), fmt.Sprintf("%q", fmt.Sprintf("%s-%d", id, j+1))) {
-				t.Errorf("%s event %d: seq %d, data %s", id, j, e.Seq, e.Data)
-				break
-			}
-		}
-	}
+	inOrder(t, s, writers, n)
 	rec, err := s.Load(ctx, "hot", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +83,28 @@ func manyWriters(t *testing.T, s *redis.Store, writers, n int) {
 	}
 	if len(rec.Events) != 4*hotEach || len(seen) != 4*hotEach {
 		t.Errorf("hot holds %d events, %d distinct; want %d of each", len(rec.Events), len(seen), 4*hotEach)
+	}
+}
+
+// inOrder checks that sessions s00, s01, … (writers of them) each hold n
+// events, the one at seq k tagged "sNN-k" (storetest.Custom).
+func inOrder(t *testing.T, s *redis.Store, writers, n int) {
+	t.Helper()
+	for i := range writers {
+		id := fmt.Sprintf("s%02d", i)
+		rec, err := s.Load(t.Context(), id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.Events) != n {
+			t.Errorf("%s holds %d events, want %d", id, len(rec.Events), n)
+		}
+		for j, e := range rec.Events {
+			if e.Seq != int64(j+1) || !strings.Contains(string(e.Data), fmt.Sprintf("%q", fmt.Sprintf("%s-%d", id, j+1))) {
+				t.Errorf("%s event %d: seq %d, data %s", id, j+1, e.Seq, e.Data)
+				break
+			}
+		}
 	}
 }
 
@@ -149,15 +155,7 @@ func TestPipelinedAppends_NoScript(t *testing.T) {
 // out whether it was applied; none answers that it conflicted or that the
 // session is gone, and none is applied twice.
 func TestPipelinedAppends_Cuts(t *testing.T) {
-	ns := "t_" + testenv.RandHex(6)
-	cleanNamespace(t, ns)
-	p := fault.StartProxy(t, testURL(t))
-	s, err := redis.Open(t.Context(), p.URL(testURL(t)), cairn.StoreOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	direct := openStore(t, cairn.StoreOptions{Namespace: ns}) // not through the proxy
+	s, p, direct := proxiedPair(t)
 	ctx := t.Context()
 	const writers, n = 40, 40
 	for i := range writers {
@@ -217,22 +215,7 @@ func TestPipelinedAppends_Cuts(t *testing.T) {
 	close(stop)
 	cuts := <-cutter
 	t.Logf("%d cuts, %d appends of unknown outcome", cuts, outages)
-	for i := range writers {
-		id := fmt.Sprintf("s%02d", i)
-		rec, err := direct.Load(ctx, id, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rec.Events) != n {
-			t.Errorf("%s holds %d events, want %d", id, len(rec.Events), n)
-		}
-		for j, e := range rec.Events {
-			if !strings.Contains(string(e.Data), fmt.Sprintf("%q", fmt.Sprintf("%s-%d", id, j+1))) {
-				t.Errorf("%s event %d: %s", id, j+1, e.Data)
-				break
-			}
-		}
-	}
+	inOrder(t, direct, writers, n)
 	if pipelines, _ := s.Pipelines(); pipelines == 0 {
 		t.Error("40 writers at once sent no pipeline")
 	}

@@ -382,21 +382,28 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 	return args, nil
 }
 
+// proxiedPair opens a store of a new namespace through a proxy to the
+// test server, and another store of the same namespace straight to it.
+func proxiedPair(t *testing.T) (proxied *redis.Store, p *fault.Proxy, direct *redis.Store) {
+	t.Helper()
+	ns := "t_" + testenv.RandHex(6)
+	cleanNamespace(t, ns)
+	p = fault.StartProxy(t, testURL(t))
+	proxied, err := redis.Open(t.Context(), p.URL(testURL(t)), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxied.Close() })
+	return proxied, p, openStore(t, cairn.StoreOptions{Namespace: ns})
+}
+
 // TestStore_LostReplyAmbiguous: an append (and a delete, and a create)
 // lands, its reply is lost in a cut, and before the store sends it again
 // another client deletes (or creates) the session. The next try's answer
 // (not found, exists) would say the call did nothing although it did: the
 // store reports an outage instead, whose outcome is unknown.
 func TestStore_LostReplyAmbiguous(t *testing.T) {
-	ns := "t_" + testenv.RandHex(6)
-	cleanNamespace(t, ns)
-	p := fault.StartProxy(t, testURL(t))
-	s, err := redis.Open(t.Context(), p.URL(testURL(t)), cairn.StoreOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other := openStore(t, cairn.StoreOptions{Namespace: ns})
+	s, p, other := proxiedPair(t)
 	ctx := t.Context()
 	// lost runs call on s with its reply lost, and then, before the
 	// store sends it again, between on the other client.
