@@ -283,4 +283,13 @@ var mutations = []mutation{
 		Pkg:    "./store/redis",
 		Tests:  "TestPipelinedAppends_NoScript",
 	},
+	{
+		Name:   "redis-ttl-kept",
+		Breaks: "an append without a TTL leaves the TTL on the keys of a session that had one",
+		File:   "store/redis/scripts.go",
+		Old:    "if ttl == '0' and (not was or was == '' or was == '0') then return end",
+		New:    "if ttl == '0' then return end",
+		Pkg:    "./store/redis",
+		Tests:  "TestStore_NoTTL",
+	},
 }

@@ -43,11 +43,12 @@ end
 
 // leaseFence is the lease check shared by the scripts: it returns an
 // error reply, or nil and the meta's expires_at, last_seq, lease_holder,
-// lease_token and status when the session is live and ARGV[tok] is its
-// token.
+// lease_token, status, labels, first_message and steps when the session
+// is live and ARGV[tok] is its token.
 const leaseFence = `
 local function fence(now, tok)
-  local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'lease_holder', 'lease_token', 'status')
+  local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'lease_holder', 'lease_token', 'status',
+    'labels', 'first_message', 'steps')
   if not cur[2] or expired(cur[1], now) then return 'NOTFOUND' end
   if not cur[3] or cur[3] == '' or cur[4] ~= tok then return 'LOST' end
   return nil, cur
@@ -147,20 +148,11 @@ note(ARGV[14], 'OK')
 for i = 15, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
-redis.call('HSET', KEYS[1], 'last_seq', ARGV[5], 'updated_at', ARGV[10], 'expires_at', ARGV[2])
-if ARGV[6] ~= '0' then redis.call('HINCRBY', KEYS[1], 'steps', ARGV[6]) end
-if ARGV[7] ~= '' and ARGV[7] ~= cur[5] then
-  redis.call('HSET', KEYS[1], 'status', ARGV[7])
-  if KEYS[4] then reclaim(cur[5], ARGV[7], ARGV[11], ARGV[3]) end
-end
-if ARGV[8] == '1' then
-  local first = redis.call('HGET', KEYS[1], 'first_message')
-  if not first or first == '' then redis.call('HSET', KEYS[1], 'first_message', ARGV[9]) end
-end
-touch(ARGV[3])
+advance(cur[1], cur[5], cur[8], cur[7])
+if KEYS[4] and ARGV[7] ~= '' and ARGV[7] ~= cur[5] then reclaim(cur[5], ARGV[7], ARGV[11], ARGV[3]) end
 if KEYS[3] then
   index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0')
-  reside(cur[5], ARGV[7], ARGV[11], ARGV[12], ARGV[2], ARGV[3])
+  reside(cur[5], ARGV[7], ARGV[11], ARGV[12], ARGV[2], ARGV[3], cur[6] or false)
 end
 return 'OK'
 `)

@@ -28,7 +28,12 @@ local function expired(exp, now)
 end
 
 -- touch gives the session's keys a relative TTL, or none when ttl is "0".
-local function touch(ttl)
+-- was is the session's expires_at before the write, false when its keys
+-- were just made: keys get a TTL only in a script that also sets
+-- expires_at to a time, so when it was never ("0", "" or false) and ttl is
+-- "0", they have none to take away.
+local function touch(ttl, was)
+  if ttl == '0' and (not was or was == '' or was == '0') then return end
   for i = 1, 2 do
     if ttl ~= '0' then
       redis.call('EXPIRE', KEYS[i], ttl)
@@ -60,6 +65,29 @@ end
 
 // retryHelpers is prepended to the append scripts.
 const retryHelpers = `
+-- advance applies an append to the session's meta with one HSET: its last
+-- seq, updated time and expiry, and as the events' summary says, its
+-- steps, status and first message; then its keys' TTL. exp, status, steps
+-- and first are the meta's fields before the append (false: missing).
+-- ARGV is laid out as appendScript's.
+local function advance(exp, status, steps, first)
+  local f = {'last_seq', ARGV[5], 'updated_at', ARGV[10], 'expires_at', ARGV[2]}
+  if ARGV[6] ~= '0' then
+    f[#f + 1] = 'steps'
+    f[#f + 1] = string.format('%d', (tonumber(steps) or 0) + tonumber(ARGV[6]))
+  end
+  if ARGV[7] ~= '' and ARGV[7] ~= status then
+    f[#f + 1] = 'status'
+    f[#f + 1] = ARGV[7]
+  end
+  if ARGV[8] == '1' and (not first or first == '') then
+    f[#f + 1] = 'first_message'
+    f[#f + 1] = ARGV[9]
+  end
+  redis.call('HSET', KEYS[1], unpack(f))
+  touch(ARGV[3], exp)
+end
+
 -- retried reports whether the session holds exactly the events
 -- ARGV[first], ARGV[first + 1], … at the seqs after expect, whether or
 -- not others follow them: the session's last seq cur_last is at least
@@ -175,7 +203,7 @@ const appendArgs = 12
 // exactly at their seqs (retried), followed by others or not, writes
 // nothing and returns "DONE".
 var appendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + retryHelpers + `
-local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status', 'labels', 'first_message')
+local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status', 'labels', 'first_message', 'steps')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
   if retried(cur[2], ARGV[4], ARGV[5], 13) then return 'DONE' end
@@ -184,16 +212,8 @@ end
 for i = 13, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
-redis.call('HSET', KEYS[1], 'last_seq', ARGV[5], 'updated_at', ARGV[10], 'expires_at', ARGV[2])
-if ARGV[6] ~= '0' then redis.call('HINCRBY', KEYS[1], 'steps', ARGV[6]) end
-if ARGV[7] ~= '' and ARGV[7] ~= cur[3] then
-  redis.call('HSET', KEYS[1], 'status', ARGV[7])
-  if KEYS[4] then reclaim(cur[3], ARGV[7], ARGV[11], ARGV[3]) end
-end
-if ARGV[8] == '1' and (not cur[5] or cur[5] == '') then
-  redis.call('HSET', KEYS[1], 'first_message', ARGV[9])
-end
-touch(ARGV[3])
+advance(cur[1], cur[3], cur[6], cur[5])
+if KEYS[4] and ARGV[7] ~= '' and ARGV[7] ~= cur[3] then reclaim(cur[3], ARGV[7], ARGV[11], ARGV[3]) end
 if KEYS[3] then
   index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0')
   reside(cur[3], ARGV[7], ARGV[11], ARGV[12], ARGV[2], ARGV[3], cur[4] or false)
