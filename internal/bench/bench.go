@@ -74,11 +74,15 @@ type Result struct {
 	Concurrent64vs1 float64 `json:"concurrent_64_vs_1"`
 	Throughput64    float64 `json:"throughput_64_per_s"`
 	// CPUPerAppend is the process's user and system CPU time per append of
-	// one event, measured with getrusage around a loop of appends; the
-	// floor's beside it. On a server backend it leaves out the server's
-	// work: it is cairn's own, with its driver's. AllocsPerAppend and
+	// one event, measured with getrusage around loops of appends; the
+	// floor's beside it, measured in blocks taken in turns with the
+	// appends' (see measureCPU). On a server backend it leaves out the
+	// server's work: it is cairn's own, with its driver's. OwnCPU is the
+	// median over the rounds of the append's CPU minus the floor write's:
+	// what cairn and its driver add to the write. AllocsPerAppend and
 	// FloorAllocs count heap allocations the same way.
 	CPUPerAppend    float64 `json:"cpu_us_per_append"`
+	OwnCPU          float64 `json:"own_cpu_us_per_append"`
 	AllocsPerAppend float64 `json:"allocs_per_append"`
 	FloorCPU        float64 `json:"floor_cpu_us_per_op"`
 	FloorAllocs     float64 `json:"floor_allocs_per_op"`

@@ -96,6 +96,13 @@ func checkCost(t *testing.T, res Result) {
 	if res.CPUPerAppend <= 0 || res.CPUPerAppend > 1e5 || res.FloorCPU < 0 || res.FloorCPU > 1e5 {
 		t.Errorf("CPU per append %v µs, per floor write %v µs; want above 0 and under 0.1 s", res.CPUPerAppend, res.FloorCPU)
 	}
+	// The own CPU is the median of the rounds' append minus floor, and no
+	// block's CPU is negative: it is at most the appends' median and at
+	// least minus the floor writes'.
+	if own := res.OwnCPU; own > res.CPUPerAppend || -own > res.FloorCPU {
+		t.Errorf("own CPU %v µs per append, with %v per append and %v per floor write; want it between minus the second and the first",
+			own, res.CPUPerAppend, res.FloorCPU)
+	}
 	// An append copies the event at least once; no call needs thousands.
 	if res.AllocsPerAppend < 1 || res.AllocsPerAppend > 5000 || res.FloorAllocs < 0 || res.FloorAllocs > 5000 {
 		t.Errorf("allocations per append %v, per floor write %v; want 1 to 5,000 and 0 to 5,000", res.AllocsPerAppend, res.FloorAllocs)

@@ -46,10 +46,18 @@ func costOf(n int, f func(i int) error) (cost, error) {
 		allocs: round(float64(m1.Mallocs-m0.Mallocs) / float64(n))}, nil
 }
 
+// cpuRounds is how many blocks the CPU measurement splits its appends and
+// floor writes into, taken in turns: a machine whose speed drifts during
+// the measurement moves both alike, and the medians leave out a block
+// that a neighbour's burst of work fell into.
+const cpuRounds = 5
+
 // measureCPU measures the cost of n appends of one realistic event to a
-// session of 10 events and more, one after another, then of n floor writes
-// (and atomic floor writes) the same way. The events are made before the
-// loop, so that only the store's work counts.
+// session of 10 events and more, one after another, and of n floor writes
+// (and atomic floor writes) the same way, in cpuRounds rounds of a block
+// of each in turn. It reports the medians of the blocks, and the median of
+// each round's append minus its floor as the append's own CPU. The events
+// are made before the loop, so that only the store's work counts.
 func measureCPU(ctx context.Context, b *backend, n int, res *Result) error {
 	id, err := b.session(ctx)
 	if err != nil {
@@ -58,22 +66,38 @@ func measureCPU(ctx context.Context, b *backend, n int, res *Result) error {
 	if err := prefill(ctx, b.store, id, 0, 10); err != nil {
 		return err
 	}
-	evs := Events(11, int64(10+n))
-	c, err := costOf(n, func(i int) error { return b.store.Append(ctx, id, int64(10+i), evs[i]) })
-	if err != nil {
-		return err
-	}
-	res.CPUPerAppend, res.AllocsPerAppend = c.cpuUS, c.allocs
+	block := max(1, n/cpuRounds)
+	evs := Events(11, int64(10+block*cpuRounds))
 	body, _ := json.Marshal(Event(1))
-	if c, err = costOf(n, func(int) error { return b.floor.write(ctx, body) }); err != nil {
-		return fmt.Errorf("floor: %w", err)
-	}
-	res.FloorCPU, res.FloorAllocs = c.cpuUS, c.allocs
-	if b.atomic != nil {
-		if c, err = costOf(n, func(int) error { return b.atomic.write(ctx, body) }); err != nil {
-			return fmt.Errorf("atomic floor: %w", err)
+	var apps, floors, atomics, own, allocs, floorAllocs []float64
+	seq := int64(10)
+	for range cpuRounds {
+		c, err := costOf(block, func(int) error {
+			err := b.store.Append(ctx, id, seq, evs[seq-10])
+			seq++
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		res.AtomicFloorCPU = c.cpuUS
+		f, err := costOf(block, func(int) error { return b.floor.write(ctx, body) })
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		apps, floors, own = append(apps, c.cpuUS), append(floors, f.cpuUS), append(own, c.cpuUS-f.cpuUS)
+		allocs, floorAllocs = append(allocs, c.allocs), append(floorAllocs, f.allocs)
+		if b.atomic != nil {
+			a, err := costOf(block, func(int) error { return b.atomic.write(ctx, body) })
+			if err != nil {
+				return fmt.Errorf("atomic floor: %w", err)
+			}
+			atomics = append(atomics, a.cpuUS)
+		}
+	}
+	res.CPUPerAppend, res.FloorCPU, res.OwnCPU = round(median(apps)), round(median(floors)), round(median(own))
+	res.AllocsPerAppend, res.FloorAllocs = round(median(allocs)), round(median(floorAllocs))
+	if len(atomics) > 0 {
+		res.AtomicFloorCPU = round(median(atomics))
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t\n", r.Backend, r.CPUPerAppend, r.FloorCPU,
-			r.CPUPerAppend-r.FloorCPU, r.AllocsPerAppend, r.FloorAllocs)
+			r.OwnCPU, r.AllocsPerAppend, r.FloorAllocs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
