@@ -26,8 +26,11 @@
 //
 // The URL is handed to pgx as it is, so everything pgxpool.ParseConfig
 // understands works, such as sslmode, connect_timeout and pool_max_conns, and
-// so do the PG* environment variables and a password file. The namespace
-// comes from cairn.StoreOptions, never from the URL. Errors name the server's
+// so do the PG* environment variables and a password file. Without
+// pool_max_conns the pool keeps up to DefaultPoolSize (8) connections, or one
+// per CPU if there are more; each process and store has its own pool, and
+// together they must stay under the server's max_connections (100 by
+// default). The namespace comes from cairn.StoreOptions, never from the URL. Errors name the server's
 // host and port but never the password. An error that means the server could
 // not be reached or could not serve (a network error, a timeout, a terminated
 // connection, a server shutting down or starting up: SQLSTATE class 08,

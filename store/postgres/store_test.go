@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -434,5 +436,41 @@ func TestStore_AppendUniqueBackstop(t *testing.T) {
 	}
 	if n := countRows(t, s, "events", "session_id", "x"); n != 1 {
 		t.Errorf("events rows = %d, want only the stray one", n)
+	}
+}
+
+// TestOpen_PoolSize checks that a store made by Open keeps up to
+// DefaultPoolSize connections (or the machine's CPUs, if more) unless its
+// URL or DSN sets pool_max_conns, which it then keeps as given, small or
+// large.
+func TestOpen_PoolSize(t *testing.T) {
+	base := dsn(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable", u.Hostname(), u.Port(), u.User.Username(), strings.TrimPrefix(u.Path, "/"))
+	for _, c := range []struct {
+		name, dsn string
+		want      int32
+	}{
+		{"URL", base, int32(max(postgres.DefaultPoolSize, runtime.NumCPU()))},
+		{"URL with pool_max_conns=2", base + "&pool_max_conns=2", 2},
+		{"URL with pool_max_conns=20", base + "&pool_max_conns=20", 20},
+		{"DSN", kv, int32(max(postgres.DefaultPoolSize, runtime.NumCPU()))},
+		{"DSN with pool_max_conns=3", kv + " pool_max_conns=3", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := "pool_" + testenv.RandHex(6)
+			dropSchemaLater(t, ns)
+			s, err := postgres.Open(t.Context(), c.dsn, cairn.StoreOptions{Namespace: ns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := s.Pool().Config().MaxConns; got != c.want {
+				t.Errorf("MaxConns = %d, want %d", got, c.want)
+			}
+		})
 	}
 }
