@@ -30,7 +30,8 @@ func newBenchCmd(app *cli.App) *cobra.Command {
 Append p50 and p99 at history lengths 10 and 10,000 beside the backend's bare
 single write; resume (load and fold) of 1,000 and 20,000 events beside reading
 the same bytes back and decoding them plainly; stored bytes per event; the
-process's CPU time and allocations per append beside the floor's; 8 and 64
+process's CPU time and allocations per append beside the floor's, and the
+append's own CPU over its floor (rounds of each, taken in turn); 8 and 64
 sessions appending at once against 1; the agent on a long conversation (1 KB
 turns, a tool call every third turn): a turn at turn 10 and at turn 3,000 in
 one process, the largest request sent to the model, and opening a session of
