@@ -136,7 +136,7 @@ const fencedAppendArgs = appendArgs + 2
 //	KEYS: meta, events[, index, claims]
 //	ARGV: appendScript's twelve, token, nonce, event...
 //	returns "OK", "DONE", "NOTFOUND", "LOST" or "CONFLICT"
-var fencedAppendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + retryHelpers + leaseFence + callHelpers + `
+var fencedAppendScript = goredis.NewScript(luaHelpers + advanceHelpers + sideHelpers + claimHelpers + retryHelpers + leaseFence + callHelpers + `
 local bad, cur = fence(ARGV[1], ARGV[13])
 if bad == 'LOST' and seen(ARGV[14]) then return 'DONE' end
 if bad then return bad end

@@ -63,8 +63,8 @@ local function index(idx, score, id, ttl, gt)
 end
 `
 
-// retryHelpers is prepended to the append scripts.
-const retryHelpers = `
+// advanceHelpers is prepended to the append scripts, after luaHelpers.
+const advanceHelpers = `
 -- advance applies an append to the session's meta with one HSET: its last
 -- seq, updated time and expiry, and as the events' summary says, its
 -- steps, status and first message; then its keys' TTL. exp, status, steps
@@ -87,7 +87,10 @@ local function advance(exp, status, steps, first)
   redis.call('HSET', KEYS[1], unpack(f))
   touch(ARGV[3], exp)
 end
+`
 
+// retryHelpers is prepended to the append scripts.
+const retryHelpers = `
 -- retried reports whether the session holds exactly the events
 -- ARGV[first], ARGV[first + 1], … at the seqs after expect, whether or
 -- not others follow them: the session's last seq cur_last is at least
@@ -202,7 +205,7 @@ const appendArgs = 12
 // At a stale expected seq, an append whose events the session holds
 // exactly at their seqs (retried), followed by others or not, writes
 // nothing and returns "DONE".
-var appendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + retryHelpers + `
+var appendScript = goredis.NewScript(luaHelpers + advanceHelpers + sideHelpers + claimHelpers + retryHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status', 'labels', 'first_message', 'steps')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
