@@ -30,8 +30,8 @@
 // pool_max_conns the pool keeps up to DefaultPoolSize (8) connections, or one
 // per CPU if there are more; each process and store has its own pool, and
 // together they must stay under the server's max_connections (100 by
-// default). The namespace comes from cairn.StoreOptions, never from the URL. Errors name the server's
-// host and port but never the password. An error that means the server could
+// default). The namespace comes from cairn.StoreOptions, never from the
+// URL. Errors name the server's host and port but never the password. An error that means the server could
 // not be reached or could not serve (a network error, a timeout, a terminated
 // connection, a server shutting down or starting up: SQLSTATE class 08,
 // 57P01–57P03, 53300) wraps cairn.ErrUnavailable; the server's other answers

@@ -449,7 +449,13 @@ func TestOpen_PoolSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable", u.Hostname(), u.Port(), u.User.Username(), strings.TrimPrefix(u.Path, "/"))
+	kv := fmt.Sprintf("host=%s port=%s user=%s dbname=%s", u.Hostname(), u.Port(), u.User.Username(), strings.TrimPrefix(u.Path, "/"))
+	if pw, ok := u.User.Password(); ok {
+		kv += " password=" + pw
+	}
+	if mode := u.Query().Get("sslmode"); mode != "" {
+		kv += " sslmode=" + mode
+	}
 	for _, c := range []struct {
 		name, dsn string
 		want      int32

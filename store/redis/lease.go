@@ -136,7 +136,7 @@ const fencedAppendArgs = appendArgs + 2
 //	KEYS: meta, events[, index, claims]
 //	ARGV: appendScript's twelve, token, nonce, event...
 //	returns "OK", "DONE", "NOTFOUND", "LOST" or "CONFLICT"
-var fencedAppendScript = goredis.NewScript(luaHelpers + advanceHelpers + sideHelpers + claimHelpers + retryHelpers + leaseFence + callHelpers + `
+var fencedAppendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + advanceHelpers + retryHelpers + leaseFence + callHelpers + `
 local bad, cur = fence(ARGV[1], ARGV[13])
 if bad == 'LOST' and seen(ARGV[14]) then return 'DONE' end
 if bad then return bad end
@@ -149,7 +149,6 @@ for i = 15, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
 advance(cur[1], cur[5], cur[8], cur[7])
-if KEYS[4] and ARGV[7] ~= '' and ARGV[7] ~= cur[5] then reclaim(cur[5], ARGV[7], ARGV[11], ARGV[3]) end
 if KEYS[3] then
   index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0')
   reside(cur[5], ARGV[7], ARGV[11], ARGV[12], ARGV[2], ARGV[3], cur[6] or false)

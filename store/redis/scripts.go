@@ -63,13 +63,15 @@ local function index(idx, score, id, ttl, gt)
 end
 `
 
-// advanceHelpers is prepended to the append scripts, after luaHelpers.
+// advanceHelpers is prepended to the append scripts, after luaHelpers and
+// claimHelpers.
 const advanceHelpers = `
 -- advance applies an append to the session's meta with one HSET: its last
 -- seq, updated time and expiry, and as the events' summary says, its
--- steps, status and first message; then its keys' TTL. exp, status, steps
--- and first are the meta's fields before the append (false: missing).
--- ARGV is laid out as appendScript's.
+-- steps, status and first message; then its keys' TTL, and the claim set
+-- when the status changes (reclaim). exp, status, steps and first are the
+-- meta's fields before the append (false: missing). ARGV is laid out as
+-- appendScript's.
 local function advance(exp, status, steps, first)
   local f = {'last_seq', ARGV[5], 'updated_at', ARGV[10], 'expires_at', ARGV[2]}
   if ARGV[6] ~= '0' then
@@ -86,6 +88,7 @@ local function advance(exp, status, steps, first)
   end
   redis.call('HSET', KEYS[1], unpack(f))
   touch(ARGV[3], exp)
+  if KEYS[4] and ARGV[7] ~= '' and ARGV[7] ~= status then reclaim(status, ARGV[7], ARGV[11], ARGV[3]) end
 end
 `
 
@@ -205,7 +208,7 @@ const appendArgs = 12
 // At a stale expected seq, an append whose events the session holds
 // exactly at their seqs (retried), followed by others or not, writes
 // nothing and returns "DONE".
-var appendScript = goredis.NewScript(luaHelpers + advanceHelpers + sideHelpers + claimHelpers + retryHelpers + `
+var appendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + advanceHelpers + retryHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status', 'labels', 'first_message', 'steps')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
@@ -216,7 +219,6 @@ for i = 13, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
 advance(cur[1], cur[3], cur[6], cur[5])
-if KEYS[4] and ARGV[7] ~= '' and ARGV[7] ~= cur[3] then reclaim(cur[3], ARGV[7], ARGV[11], ARGV[3]) end
 if KEYS[3] then
   index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0')
   reside(cur[3], ARGV[7], ARGV[11], ARGV[12], ARGV[2], ARGV[3], cur[4] or false)
