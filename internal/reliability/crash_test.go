@@ -119,6 +119,7 @@ type crashStats struct {
 	blocked                            int            // starts refused until a dead writer's leftovers went stale
 	leaseWaits                         int            // starts refused until a dead process's lease ran out
 	late                               int            // starts that met the killed process's last write landing after it died
+	spared                             int            // starts let run unkilled after stallLives kills with nothing stored
 	landed                             map[string]int // the last stored event when a kill landed
 }
 
@@ -134,6 +135,13 @@ type crashRun struct {
 }
 
 const crashPrompt = "Run the script."
+
+// stallLives is how many kills in a row a session may take with no event
+// stored before its next start is let run unkilled. A start killed while
+// it holds the session's next position leaves that hold to its
+// successors (MongoDB: until it is StaleAfter old), and kills that come
+// sooner than the wait for it ends would go on without end.
+const stallLives = 10
 
 // maxWaits is how many times a session is let wait out a dead writer's
 // leftovers before it is left to finish without further kills.
@@ -164,8 +172,8 @@ func crashResume(t *testing.T, b *fault.Backend) {
 		}
 	})
 	s := &r.stats
-	t.Logf("%s (seed %d): %d SIGKILLs over %d sessions and %d starts in %s; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; %d starts refused until a dead writer's leftovers went stale, %d until a dead process's lease ran out; %d met the killed process's last write landing late; last event stored when killed: %s",
-		b.Name, seed, s.kills, s.sessions, s.restarts, time.Since(begin).Round(time.Millisecond), len(r.ref), s.unknown, s.blocked, s.leaseWaits, s.late, sortedCounts(s.landed))
+	t.Logf("%s (seed %d): %d SIGKILLs over %d sessions and %d starts in %s; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; %d starts refused until a dead writer's leftovers went stale, %d until a dead process's lease ran out; %d met the killed process's last write landing late; %d let run unkilled after %d kills in a row stored nothing; last event stored when killed: %s",
+		b.Name, seed, s.kills, s.sessions, s.restarts, time.Since(begin).Round(time.Millisecond), len(r.ref), s.unknown, s.blocked, s.leaseWaits, s.late, s.spared, stallLives, sortedCounts(s.landed))
 }
 
 // work runs sessions to completion, killing and resuming them, until the
@@ -197,7 +205,7 @@ func (r *crashRun) work(t *testing.T, w int, rng *rand.Rand) {
 // starts it again (`run` while nothing of the run is stored, then
 // `sessions resume`) until the session is completed.
 func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
-	waits := 0
+	waits, stalled := 0, 0
 	for lives := 0; ; lives++ {
 		if lives > 300 {
 			t.Fatalf("session %s did not complete after %d restarts", id, lives)
@@ -222,6 +230,12 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 		if waits >= maxWaits {
 			d = -1 // let it finish: each wait costs StaleAfter
 		}
+		spare := stalled >= stallLives
+		if spare {
+			d, stalled = -1, 0
+			t.Logf("session %s: %d kills in a row stored nothing; the next start runs unkilled", id, stallLives)
+		}
+		before := storedEvents(t, r.st, id)
 		e := start(t, r.c.command(scr, args...), d)
 		blocked, leaseWait, late := false, false, false
 		switch {
@@ -231,6 +245,11 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 			r.stats.kills++
 			r.stats.landed[last]++
 			r.stats.mu.Unlock()
+			if storedEvents(t, r.st, id) == before {
+				stalled++
+			} else {
+				stalled = 0
+			}
 		case e.code == 0:
 		case strings.Contains(e.stderr, "has no unfinished run (status completed)"),
 			r.b.Name != "mongodb" && strings.Contains(e.stderr, "changed by another process"):
@@ -252,6 +271,9 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 		}
 		r.stats.mu.Lock()
 		r.stats.restarts++
+		if spare {
+			r.stats.spared++
+		}
 		if blocked {
 			r.stats.blocked++
 		}
@@ -273,6 +295,19 @@ func (r *crashRun) session(t *testing.T, id, scr string, rng *rand.Rand) {
 			time.Sleep(mongodb.StaleAfter + time.Second)
 		}
 	}
+}
+
+// storedEvents returns how many events the store holds for session id.
+func storedEvents(t *testing.T, st cairn.Store, id string) int {
+	t.Helper()
+	rec, err := st.Load(t.Context(), id, 0)
+	if errors.Is(err, cairn.ErrNotFound) {
+		return 0
+	}
+	if err != nil {
+		t.Fatalf("load %s: %v", id, err)
+	}
+	return len(rec.Events)
 }
 
 // lastLine returns the last line of s that starts with prefix.
