@@ -292,4 +292,13 @@ var mutations = []mutation{
 		Pkg:    "./store/redis",
 		Tests:  "TestStore_NoTTL",
 	},
+	{
+		Name:   "file-evict-released",
+		Breaks: "past the sessions a file store keeps open, the session just used is closed instead of the one used least recently",
+		File:   "store/file/session.go",
+		Old:    "ss.idle = s.idle.PushFront(ss)",
+		New:    "ss.idle = s.idle.PushBack(ss)",
+		Pkg:    "./store/file",
+		Tests:  "TestStore_KeepsBusySessionsOpen",
+	},
 }

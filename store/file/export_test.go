@@ -12,6 +12,12 @@ var (
 	JournalsHolding = journalsHolding
 )
 
+// Opens returns how many times s opened a session's files.
+func Opens(s *Store) int64 { return s.opens.Load() }
+
+// MaxOpenSessions is how many idle sessions keep their files open.
+const MaxOpenSessions = maxOpenSessions
+
 // StoredEnvelopes returns the envelopes of session id's log as written,
 // without their checksums, continued marks and newlines (for
 // storetest.Abilities.Envelopes).

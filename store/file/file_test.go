@@ -2,6 +2,7 @@ package file_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -103,5 +104,50 @@ func TestStore_DataAsGiven(t *testing.T) {
 	}
 	if got, want := string(rec.Events[1].Data), `{"type":"t.y","payload":[1,2]}`; got != want {
 		t.Errorf("multi-line data came back as %q, want %q", got, want)
+	}
+}
+
+// TestStore_KeepsBusySessionsOpen checks that the sessions a store uses
+// keep their files open once it has met more sessions than it keeps open:
+// the ones closed are those used least recently, so a session appended to
+// again and again opens its files once, however many others came before.
+func TestStore_KeepsBusySessionsOpen(t *testing.T) {
+	s := openIn(t, t.TempDir(), cairn.StoreOptions{})
+	ctx := t.Context()
+	appendTo := func(id string, seq int64) {
+		t.Helper()
+		if err := s.Append(ctx, id, seq-1, storetest.Custom(seq, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// More sessions than the store keeps open, each used once.
+	for i := range file.MaxOpenSessions + 16 {
+		id := fmt.Sprintf("old-%03d", i)
+		if err := s.Create(ctx, cairn.SessionMeta{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		appendTo(id, 1)
+	}
+	// Then eight sessions, each appended to twenty times in turn.
+	busy := make([]string, 8)
+	for i := range busy {
+		busy[i] = fmt.Sprintf("busy-%d", i)
+		if err := s.Create(ctx, cairn.SessionMeta{ID: busy[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := file.Opens(s)
+	for seq := int64(1); seq <= 20; seq++ {
+		for _, id := range busy {
+			appendTo(id, seq)
+		}
+	}
+	if got := file.Opens(s) - before; got > int64(len(busy)) {
+		t.Errorf("%d appends to %d sessions opened session files %d times, want at most once a session", 20*len(busy), len(busy), got)
+	}
+	// A session used long ago was closed, and still opens and loads.
+	rec, err := s.Load(ctx, "old-000", 0)
+	if err != nil || len(rec.Events) != 1 {
+		t.Fatalf("Load(old-000) = %d events, %v; want 1", len(rec.Events), err)
 	}
 }

@@ -2,6 +2,7 @@ package file
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -21,8 +22,10 @@ import (
 // in-process lock, its open files and the state of its log as last seen
 // under the file lock.
 type session struct {
-	mu   sync.Mutex // the in-process lock of the session
-	refs int        // callers holding or waiting for mu; guarded by Store.mu
+	mu   sync.Mutex    // the in-process lock of the session
+	refs int           // callers holding or waiting for mu; guarded by Store.mu
+	id   string        // the session's ID
+	idle *list.Element // its place in Store.idle while nobody uses it; guarded by Store.mu
 
 	// The fields below are guarded by mu.
 
@@ -48,8 +51,12 @@ func (s *Store) acquire(id string) *session {
 	s.mu.Lock()
 	ss := s.sessions[id]
 	if ss == nil {
-		ss = &session{}
+		ss = &session{id: id}
 		s.sessions[id] = ss
+	}
+	if ss.idle != nil {
+		s.idle.Remove(ss.idle)
+		ss.idle = nil
 	}
 	ss.refs++
 	s.mu.Unlock()
@@ -57,16 +64,31 @@ func (s *Store) acquire(id string) *session {
 	return ss
 }
 
-// release unlocks the entry. An entry nobody waits for is forgotten, its
-// files closed, when its session is gone or too many are open.
+// release unlocks the entry. An entry nobody waits for is forgotten when
+// its session is gone, and otherwise keeps its files open as the most
+// recently used of the idle ones; past maxOpenSessions idle entries, the
+// least recently used is closed and forgotten. (Closing the entry just
+// released instead would keep the first sessions a store met open for
+// good, and have every other one open its files, read its meta.json and
+// info.json and take its lock afresh on each call.)
 func (s *Store) release(id string, ss *session) {
 	ss.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss.refs--
-	if ss.refs == 0 && (ss.lockF == nil || len(s.sessions) > maxOpenSessions) {
-		ss.closeFiles()
+	if ss.refs > 0 {
+		return
+	}
+	if ss.lockF == nil {
 		delete(s.sessions, id)
+		return
+	}
+	ss.idle = s.idle.PushFront(ss)
+	if s.idle.Len() > maxOpenSessions {
+		old := s.idle.Remove(s.idle.Back()).(*session)
+		old.idle = nil
+		old.closeFiles() // nobody holds or waits for its mu: refs is 0, under s.mu
+		delete(s.sessions, old.id)
 	}
 }
 
@@ -165,6 +187,7 @@ func (s *Store) lockAny(ctx context.Context, ss *session, id string, exclusive b
 // A session folder whose lock file or log is missing is damaged: a session
 // is created whole, and deleted by renaming its folder away.
 func (s *Store) openFiles(ss *session, id string) error {
+	s.opens.Add(1)
 	for try := 0; ; try++ {
 		err := s.openFilesOnce(ss, id)
 		if !errors.Is(err, errReplaced) {

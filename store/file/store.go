@@ -1,6 +1,7 @@
 package file
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnhq/cairn"
@@ -33,7 +35,8 @@ const (
 	// meta.json before an append writes a new checkpoint. It bounds what
 	// recovery re-reads when info.json was lost in a crash.
 	checkpointBytes = 4 << 20
-	// maxOpenSessions is how many idle sessions keep their files open.
+	// maxOpenSessions is how many idle sessions keep their files open:
+	// the ones used last.
 	maxOpenSessions = 64
 	// staleTmpAge is how old an abandoned creation folder must be before
 	// Sweep removes it.
@@ -57,8 +60,10 @@ type Store struct {
 	ops    sync.RWMutex // read-held by every call, write-held by Close
 	closed bool
 
-	mu       sync.Mutex // guards sessions and damage
+	mu       sync.Mutex // guards sessions, idle and damage
 	sessions map[string]*session
+	idle     list.List          // the entries nobody uses that keep their files open, most recently used first
+	opens    atomic.Int64       // openings of a session's files (openFiles), for tests
 	damage   map[string]damaged // damaged sessions (damage.go)
 
 	journal journal // the group commit of appends (journal.go)
@@ -317,6 +322,7 @@ func (s *Store) closeFiles() error {
 		ss.closeFiles()
 		delete(s.sessions, id)
 	}
+	s.idle.Init()
 	s.mu.Unlock()
 	return errors.Join(s.nsDir.Close(), s.ns.Close(), s.root.Close())
 }
