@@ -1,8 +1,15 @@
 package bench
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
 
 	"github.com/cairnhq/cairn/internal/testenv"
 )
@@ -160,5 +167,51 @@ func checkLong(t *testing.T, res Result) {
 		if res.OpenMS[k] <= 0 {
 			t.Errorf("open of %s turns: %v ms, want > 0", k, res.OpenMS[k])
 		}
+	}
+}
+
+// hangingStore answers its first appends, then holds every later one
+// until its context ends, as a server that stops answering does.
+type hangingStore struct {
+	cairn.Store
+	left atomic.Int64
+}
+
+func (h *hangingStore) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	if h.left.Add(-1) >= 0 {
+		return h.Store.Append(ctx, id, expectSeq, events...)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestThroughput_StoreStopsAnswering checks that the concurrency
+// measurement ends with an error naming the stall, rather than waiting
+// for good, when the store stops answering midway.
+func TestThroughput_StoreStopsAnswering(t *testing.T) {
+	defer func(d time.Duration) { stallAfter = d }(stallAfter)
+	stallAfter = 300 * time.Millisecond
+	mem, err := cairn.Open(t.Context(), "memory:", cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hangingStore{Store: mem}
+	h.left.Store(20)
+	done := make(chan error, 1)
+	go func() {
+		_, err := throughput(t.Context(), &backend{store: h}, 8, 10)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errStalled) || !strings.Contains(err.Error(), "8 sessions appending at once: no append finished in 300ms") {
+			t.Fatalf("throughput = %v, want the stall named", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("throughput still waits 30s after the store stopped answering")
+	}
+	// A store that answers is not taken for stalled.
+	if _, err := throughput(t.Context(), &backend{store: mem}, 8, 10); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnhq/cairn"
@@ -246,22 +247,67 @@ func throughput(ctx context.Context, b *backend, writers, n int) (float64, error
 		mu   sync.Mutex
 		ferr error
 	)
+	ctx, done, stop := watchStall(ctx, fmt.Sprintf("%d sessions appending at once", writers), stallAfter)
+	defer stop()
 	t0 := time.Now()
 	for _, id := range ids {
 		wg.Go(func() {
 			for seq := int64(1); seq <= int64(n); seq++ {
 				if err := st.Append(ctx, id, seq-1, Event(seq)); err != nil {
+					if cause := context.Cause(ctx); cause != nil {
+						err = cause
+					}
 					mu.Lock()
 					ferr = err
 					mu.Unlock()
 					return
 				}
+				done.Add(1)
 			}
 		})
 	}
 	wg.Wait()
 	el := time.Since(t0)
 	return float64(writers*n) / el.Seconds(), ferr
+}
+
+// stallAfter is how long the concurrency measurement waits for any of its
+// appends to finish before it gives up on the store (a variable for tests).
+var stallAfter = time.Minute
+
+// errStalled says that a store stopped answering a measurement.
+var errStalled = errors.New("the store stopped answering")
+
+// watchStall returns a context that is canceled, with a cause that wraps
+// errStalled and names what, once the counter it returns has not moved
+// for limit; stop ends the watch. A server that stops answering (seen of
+// FerretDB under 64 writers) then ends the measurement with an error
+// instead of holding the bench for good.
+func watchStall(ctx context.Context, what string, limit time.Duration) (context.Context, *atomic.Int64, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var done atomic.Int64
+	quit := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(min(time.Second, limit/4))
+		defer tick.Stop()
+		last, since := done.Load(), time.Now()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				if n := done.Load(); n != last {
+					last, since = n, now
+				} else if now.Sub(since) >= limit {
+					cancel(fmt.Errorf("%s: no append finished in %s: %w", what, limit, errStalled))
+					return
+				}
+			}
+		}
+	}()
+	return ctx, &done, func() { close(quit); cancel(nil) }
 }
 
 // workDir returns dir, or a new temporary folder that cleanup removes.
