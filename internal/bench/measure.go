@@ -286,15 +286,12 @@ var errStalled = errors.New("the store stopped answering")
 func watchStall(ctx context.Context, what string, limit time.Duration) (context.Context, *atomic.Int64, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	var done atomic.Int64
-	quit := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(min(time.Second, limit/4))
 		defer tick.Stop()
 		last, since := done.Load(), time.Now()
 		for {
 			select {
-			case <-quit:
-				return
 			case <-ctx.Done():
 				return
 			case now := <-tick.C:
@@ -307,7 +304,7 @@ func watchStall(ctx context.Context, what string, limit time.Duration) (context.
 			}
 		}
 	}()
-	return ctx, &done, func() { close(quit); cancel(nil) }
+	return ctx, &done, func() { cancel(nil) }
 }
 
 // workDir returns dir, or a new temporary folder that cleanup removes.
