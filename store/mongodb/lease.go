@@ -213,45 +213,71 @@ func (s *Store) mine(ctx context.Context, id string, lease cairn.Lease) (*leaseD
 }
 
 // Renew implements cairn.Leaser.
+//
+// Renew and Release read the lease and write its document under a hold of
+// the session's next position (see hold), as Acquire and Takeover do. A
+// renewal that read its lease as its own and wrote the new expiry while an
+// Acquire, having read the same lease expired, was about to take the next
+// generation would leave two holders, each told the lease was theirs. And
+// FerretDB writes an update as a whole document read before: a renewal
+// racing a release of the same lease could undo the release.
 func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Lease(lease.Session, lease.Holder, ttl); err != nil {
 		return cairn.Lease{}, err
 	}
 	id := lease.Session
-	cur, err := s.mine(ctx, id, lease)
+	err = s.underHold(ctx, id, func() error {
+		cur, err := s.mine(ctx, id, lease)
+		if err != nil {
+			return err
+		}
+		exp := s.now().Add(ttl)
+		if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "expires_ns", Value: exp.UnixNano()}}}}); err != nil {
+			return err
+		}
+		lease.Expires = exp
+		return nil
+	})
 	if err != nil {
 		return cairn.Lease{}, fmt.Errorf("renew %s: %w", id, err)
 	}
-	exp := s.now().Add(ttl)
-	if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}, {Key: "released", Value: false}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "expires_ns", Value: exp.UnixNano()}}}}); err != nil {
-		return cairn.Lease{}, fmt.Errorf("renew %s: %w", id, err)
-	}
-	// A takeover may have raced the update: it must not count as renewed.
-	if _, err := s.mine(ctx, id, lease); err != nil {
-		return cairn.Lease{}, fmt.Errorf("renew %s: %w", id, err)
-	}
-	lease.Expires = exp
 	return lease, nil
 }
 
-// Release implements cairn.Leaser.
+// Release implements cairn.Leaser, under a hold as Renew is.
 func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 	defer unavailable(&err)
 	if err := s.guard.Session(lease.Session); err != nil {
 		return err
 	}
 	id := lease.Session
-	cur, err := s.mine(ctx, id, lease)
+	err = s.underHold(ctx, id, func() error {
+		cur, err := s.mine(ctx, id, lease)
+		if err != nil {
+			return err
+		}
+		_, err = s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "released", Value: true}}}})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("release %s: %w", id, err)
 	}
-	if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "released", Value: true}}}}); err != nil {
-		return fmt.Errorf("release %s: %w", id, err)
-	}
 	return nil
+}
+
+// underHold runs f under a hold of the next position of live session id,
+// and releases the hold with f's error.
+func (s *Store) underHold(ctx context.Context, id string, f func() error) error {
+	_, release, err := s.hold(ctx, id, live(s.now()), nil)
+	if err != nil {
+		return err
+	}
+	err = f()
+	release(err)
+	return err
 }
 
 // CurrentLease implements cairn.Leaser.
