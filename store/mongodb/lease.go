@@ -269,7 +269,12 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 }
 
 // underHold runs f under a hold of the next position of live session id,
-// and releases the hold with f's error.
+// and releases the hold with f's error. The hold keeps out lease changes,
+// commits and the mark of a Delete that has not begun; it does not prove
+// that the session still lives (an erasure that marked the session after
+// the hold read it removes the erased session's holds, and the hold may
+// then take a position of a session that is gone), so f reads the session
+// again, as mine does.
 func (s *Store) underHold(ctx context.Context, id string, f func() error) error {
 	_, release, err := s.hold(ctx, id, live(s.now()), nil)
 	if err != nil {

@@ -165,3 +165,28 @@ func TestOpen_BadURI(t *testing.T) {
 		t.Errorf("Open with namespace a/b: got %v, want ErrInvalidID", err)
 	}
 }
+
+// BenchmarkRenew measures a lease renewal of a session that has ten
+// events: the lease read, and its write under a hold of the session's next
+// position.
+func BenchmarkRenew(b *testing.B) {
+	s := openStore(b, cairn.StoreOptions{Namespace: newNamespace()})
+	ctx := b.Context()
+	create(b, s, "r")
+	for i := range int64(10) {
+		appendOK(b, s, "r", i, storetest.Custom(i+1, "w"))
+	}
+	lease, err := s.Acquire(ctx, "r", "bench", time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	durs := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		t0 := time.Now()
+		if lease, err = s.Renew(ctx, lease, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(t0))
+	}
+	storetest.ReportPercentiles(b, durs)
+}

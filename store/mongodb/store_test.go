@@ -43,14 +43,14 @@ func count(t *testing.T, c *mongo.Collection, filter bson.D) int64 {
 	return n
 }
 
-func create(t *testing.T, s cairn.Store, id string) {
+func create(t testing.TB, s cairn.Store, id string) {
 	t.Helper()
 	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
 		t.Fatalf("Create(%s): %v", id, err)
 	}
 }
 
-func appendOK(t *testing.T, s cairn.Store, id string, expect int64, evs ...cairn.Event) {
+func appendOK(t testing.TB, s cairn.Store, id string, expect int64, evs ...cairn.Event) {
 	t.Helper()
 	if err := s.Append(t.Context(), id, expect, evs...); err != nil {
 		t.Fatalf("Append(%s, expect %d): %v", id, expect, err)
