@@ -126,6 +126,7 @@ func (ch *chat) fork(newID string) error {
 	if err := cli.WriteSession(ch.ctx, ch.store, cairn.SessionMeta{ID: newID, Labels: labels}, rec.Events); err != nil {
 		return err
 	}
+	ch.app.NoteSnapshot(ch.ctx, ch.store, newID, nil)
 	s, err := ch.ag.Resume(ch.ctx, newID)
 	if err != nil {
 		return cli.StoreFail(newID, err)

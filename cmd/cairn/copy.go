@@ -64,13 +64,17 @@ store (--store, CAIRN_STORE or cairn.toml); either may be a plain path, as
 				Skipped []string  `json:"skipped"`
 				Failed  []failure `json:"failed"`
 			}{[]string{}, []string{}, []string{}, []failure{}}
+			policy := app.SnapshotPolicy()
 			bar := cli.NewProgress(app.Stderr, len(ids), "copying")
 			for i, id := range ids {
 				if ctx.Err() != nil {
 					break
 				}
 				bar.Set(i, id)
-				out, err := cli.CopySession(ctx, src, dst, id)
+				out, err := cli.CopySession(ctx, src, dst, id, policy, func(err error) {
+					bar.Done() // clears the bar; the next Set draws it again
+					app.Notef("note: %v; the copy is whole, and opening it replays its events until the agent writes a snapshot", err)
+				})
 				switch {
 				case err != nil:
 					result.Failed = append(result.Failed, failure{id, err.Error()})

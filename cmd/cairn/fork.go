@@ -53,6 +53,7 @@ forked_from=ID. ID is the whole ID, never a prefix.`,
 			if err := cli.WriteSession(c.Context(), loc.Store, cairn.SessionMeta{ID: as, Labels: labels}, rec.Events[:at]); err != nil {
 				return err
 			}
+			app.NoteSnapshot(c.Context(), loc.Store, as, nil)
 			if app.Flags.JSON {
 				return cli.WriteJSON(app.Stdout, map[string]any{"id": as, "from": loc.ID, "at": at})
 			}

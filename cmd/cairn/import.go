@@ -74,6 +74,7 @@ it, and cairn sessions gc removes it.`,
 			if err != nil {
 				return importFailed(err)
 			}
+			app.NoteSnapshot(c.Context(), store, meta.ID, nil)
 			if done > 0 {
 				app.Notef("note: finished the import of %s into %s, which had stopped after %d of its %d events", a[0], meta.ID, done, m.Len())
 			}

@@ -22,8 +22,11 @@ const (
 // CopySession copies one session from src to dst and verifies that the copy
 // folds to the same snapshot. A destination that holds a prefix of the
 // source's history (an interrupted copy) is completed; one that holds a
-// different history is an error, and nothing is overwritten.
-func CopySession(ctx context.Context, src, dst cairn.Store, id string) (CopyOutcome, error) {
+// different history is an error, and nothing is overwritten. A copy written
+// or completed gets a snapshot at its last event as policy says (see
+// WriteSnapshot); snap, if not nil, is told of a failure to write one,
+// which leaves the copy whole.
+func CopySession(ctx context.Context, src, dst cairn.Store, id string, policy SnapshotPolicy, snap func(error)) (CopyOutcome, error) {
 	rec, err := src.Load(ctx, id, 0)
 	if err != nil {
 		return "", fmt.Errorf("read %s from the source: %w", id, err)
@@ -54,8 +57,14 @@ func CopySession(ctx context.Context, src, dst cairn.Store, id string) (CopyOutc
 			}
 		}
 	}
-	if err := verifyCopy(ctx, dst, id, rec.Events); err != nil {
+	got, err := verifyCopy(ctx, dst, id, rec.Events)
+	if err != nil {
 		return "", err
+	}
+	if outcome != Skipped {
+		if _, err := WriteSnapshot(ctx, dst, id, got, policy); err != nil && snap != nil {
+			snap(err)
+		}
 	}
 	return outcome, nil
 }
@@ -77,23 +86,25 @@ func canon(raw []byte) []byte {
 	return c
 }
 
-func verifyCopy(ctx context.Context, dst cairn.Store, id string, want []cairn.Event) error {
+// verifyCopy checks that the copy of session id in dst folds to the same
+// state as want, and returns its events.
+func verifyCopy(ctx context.Context, dst cairn.Store, id string, want []cairn.Event) ([]cairn.Event, error) {
 	got, err := dst.Load(ctx, id, 0)
 	if err != nil {
-		return fmt.Errorf("verify %s: %w", id, err)
+		return nil, fmt.Errorf("verify %s: %w", id, err)
 	}
 	a, err := snapshot(want)
 	if err != nil {
-		return fmt.Errorf("verify %s: source: %w", id, err)
+		return nil, fmt.Errorf("verify %s: source: %w", id, err)
 	}
 	b, err := snapshot(got.Events)
 	if err != nil {
-		return fmt.Errorf("verify %s: copy: %w", id, err)
+		return nil, fmt.Errorf("verify %s: copy: %w", id, err)
 	}
 	if !bytes.Equal(a, b) {
-		return fmt.Errorf("verify %s: the copy's snapshot differs from the source's", id)
+		return nil, fmt.Errorf("verify %s: the copy's snapshot differs from the source's", id)
 	}
-	return nil
+	return got.Events, nil
 }
 
 func snapshot(events []cairn.Event) ([]byte, error) {
