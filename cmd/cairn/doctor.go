@@ -37,7 +37,11 @@ their safety class; ` + "`cairn tools`" + ` shows them all). On a store that
 can check its own data (sqlite: PRAGMA quick_check and every event's
 checksum; file: every log against its info and checksums) every session is
 read through, and each damaged session is named with what to do about it. Leftovers (lock files of deleted sessions,
-what a crash left) are listed with their fix; they do not fail the check.`,
+what a crash left) are listed with their fix; they do not fail the check.
+Each session's snapshot is read and checked against its events: one that
+does not read or does not match is named with the command that rebuilds
+it (such a session opens by replaying every event); it does not fail the
+check either.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			checks := doctor(c.Context(), app)
@@ -125,6 +129,7 @@ func doctor(ctx context.Context, app *cli.App) []check {
 	checks = append(checks, st)
 	if cfg.Enabled() && missing == "" && (st.OK || errors.Is(storeErr, cairn.ErrDamaged)) {
 		checks = append(checks, dataChecks(ctx, app, u)...)
+		checks = append(checks, snapshotChecks(ctx, app, u)...)
 	}
 	checks = append(checks, modelCheck(ctx, app))
 	checks = append(checks, mcpChecks(ctx, app)...)
@@ -206,6 +211,96 @@ func checkData(ctx context.Context, c cairn.Checker) []check {
 		out = append(out, ch)
 	}
 	return out
+}
+
+// maxSnapshotLines bounds the sessions the snapshot check names one by
+// one; the summary counts them all.
+const maxSnapshotLines = 20
+
+// snapshotChecks reads each session's snapshot, on a store that keeps them,
+// and names those that do not match their session's events or do not
+// read: the agent never uses them, so each open of such a session replays
+// every event until a new snapshot replaces it. They are derived data and
+// lose nothing, so they do not fail the check. It reads a snapshot and the
+// events from its seq on, through the encryption layer as the agent does.
+func snapshotChecks(ctx context.Context, app *cli.App, u string) []check {
+	s, err := app.OpenURL(ctx, u)
+	if err != nil {
+		return nil // the store's check above says why
+	}
+	defer s.Close()
+	sn, ok := s.(cairn.Snapshotter)
+	if !ok {
+		return nil
+	}
+	var (
+		with, sessions int
+		bad            []check
+	)
+	err = cli.EachSession(ctx, s, cairn.ListOptions{}, func(info cairn.SessionInfo) bool {
+		sessions++
+		why, has, err := snapshotProblem(ctx, s, sn, info.ID)
+		if errors.Is(err, cairn.ErrDamaged) {
+			return true // the data check names it
+		}
+		if err != nil {
+			why = "it could not be checked: " + err.Error()
+		}
+		if has {
+			with++
+		}
+		if why != "" {
+			bad = append(bad, check{Name: "snapshot", OK: true, Session: info.ID, Detail: info.ID + ": " + why,
+				Fix: "`cairn sessions snapshot " + info.ID + "` writes a fresh one from the events"})
+		}
+		return ctx.Err() == nil
+	})
+	if err != nil {
+		return []check{{Name: "snapshot", OK: true, Detail: "the snapshots could not be checked: " + err.Error()}}
+	}
+	sum := check{Name: "snapshot", OK: true,
+		Detail: fmt.Sprintf("%s of %s, all match their events", countOf(with, "snapshot", "snapshots"), countOf(sessions, "session", "sessions"))}
+	if with == 0 {
+		sum.Detail = fmt.Sprintf("no snapshot in %s (the agent writes them as sessions grow)", countOf(sessions, "session", "sessions"))
+	}
+	if len(bad) > 0 {
+		sum.Detail = fmt.Sprintf("%s of %s, %d not usable: those sessions open by replaying every event", countOf(with, "snapshot", "snapshots"), countOf(sessions, "session", "sessions"), len(bad))
+	}
+	out := append([]check{sum}, bad[:min(len(bad), maxSnapshotLines)]...)
+	if len(bad) > maxSnapshotLines {
+		out = append(out, check{Name: "snapshot", OK: true, Detail: fmt.Sprintf("and %d more", len(bad)-maxSnapshotLines)})
+	}
+	return out
+}
+
+// snapshotProblem says why session id's snapshot is not usable ("" when it
+// is, or when the session has none), and whether it has one. A session
+// deleted meanwhile has none.
+func snapshotProblem(ctx context.Context, s cairn.Store, sn cairn.Snapshotter, id string) (string, bool, error) {
+	snap, err := sn.LoadSnapshot(ctx, id)
+	switch {
+	case errors.Is(err, cairn.ErrNotFound):
+		return "", false, nil
+	case err != nil && (ctx.Err() != nil || errors.Is(err, cairn.ErrDamaged)):
+		return "", false, err
+	case err != nil:
+		return "its snapshot does not read: " + err.Error(), true, nil
+	case snap == nil:
+		return "", false, nil
+	}
+	rec, err := s.Load(ctx, id, max(snap.Seq, 1))
+	switch {
+	case errors.Is(err, cairn.ErrNotFound):
+		return "", false, nil
+	case err != nil:
+		return "", true, err
+	case len(rec.Events) == 0 || rec.Events[0].Seq != snap.Seq:
+		return fmt.Sprintf("its snapshot ends at seq %d and the session at seq %d", snap.Seq, rec.Info.LastSeq), true, nil
+	}
+	if _, err := cairn.DecodeSnapshot(*snap, rec.Events[0]); err != nil {
+		return "its snapshot at seq " + fmt.Sprint(snap.Seq) + " is not used: " + err.Error(), true, nil
+	}
+	return "", true, nil
 }
 
 // lockCheck looks beside a local store (sqlite, file) for the lock files

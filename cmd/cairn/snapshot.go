@@ -70,7 +70,10 @@ writes a new one. ID is the whole ID, never a prefix, except for --check.`,
 			rep.Usable = r.Base > 0
 			if r.Ignored != nil {
 				rep.Why = r.Ignored.Error()
-				if !errors.Is(r.Ignored, cairn.ErrSnapshotInvalid) {
+				// A snapshot that does not read (a damaged file) is not
+				// usable either, and is what a rebuild or --drop is for; a
+				// store that did not answer is another matter.
+				if !errors.Is(r.Ignored, cairn.ErrSnapshotInvalid) && cairn.IsUnavailable(r.Ignored) {
 					return cli.StoreFail(loc.ID, fmt.Errorf("read the snapshot of %s: %w", loc.ID, r.Ignored))
 				}
 			}
