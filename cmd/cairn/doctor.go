@@ -38,10 +38,10 @@ can check its own data (sqlite: PRAGMA quick_check and every event's
 checksum; file: every log against its info and checksums) every session is
 read through, and each damaged session is named with what to do about it. Leftovers (lock files of deleted sessions,
 what a crash left) are listed with their fix; they do not fail the check.
-Each session's snapshot is read and checked against its events: one that
-does not read or does not match is named with the command that rebuilds
-it (such a session opens by replaying every event); it does not fail the
-check either.`,
+The snapshots of the 1,000 sessions updated last are read and checked
+against their events: one that does not read or does not match is named
+with the command that rebuilds it (such a session opens by replaying
+every event); it does not fail the check either.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			checks := doctor(c.Context(), app)
@@ -217,6 +217,11 @@ func checkData(ctx context.Context, c cairn.Checker) []check {
 // one; the summary counts them all.
 const maxSnapshotLines = 20
 
+// maxSnapshotSessions bounds the sessions whose snapshots doctor reads, the
+// ones updated last: two reads each, which on a server store of a million
+// sessions would take many minutes.
+const maxSnapshotSessions = 1000
+
 // snapshotChecks reads each session's snapshot, on a store that keeps them,
 // and names those that do not match their session's events or do not
 // read: the agent never uses them, so each open of such a session replays
@@ -235,9 +240,14 @@ func snapshotChecks(ctx context.Context, app *cli.App, u string) []check {
 	}
 	var (
 		with, sessions int
+		more           bool
 		bad            []check
 	)
 	err = cli.EachSession(ctx, s, cairn.ListOptions{}, func(info cairn.SessionInfo) bool {
+		if sessions == maxSnapshotSessions {
+			more = true
+			return false
+		}
 		sessions++
 		why, has, err := snapshotProblem(ctx, s, sn, info.ID)
 		if errors.Is(err, cairn.ErrDamaged) {
@@ -258,13 +268,17 @@ func snapshotChecks(ctx context.Context, app *cli.App, u string) []check {
 	if err != nil {
 		return []check{{Name: "snapshot", OK: true, Detail: "the snapshots could not be checked: " + err.Error()}}
 	}
+	of := countOf(sessions, "session", "sessions")
+	if more {
+		of = fmt.Sprintf("the %d sessions updated last", sessions)
+	}
 	sum := check{Name: "snapshot", OK: true,
-		Detail: fmt.Sprintf("%s of %s, all match their events", countOf(with, "snapshot", "snapshots"), countOf(sessions, "session", "sessions"))}
+		Detail: fmt.Sprintf("%s of %s, all match their events", countOf(with, "snapshot", "snapshots"), of)}
 	if with == 0 {
-		sum.Detail = fmt.Sprintf("no snapshot in %s (the agent writes them as sessions grow)", countOf(sessions, "session", "sessions"))
+		sum.Detail = fmt.Sprintf("no snapshot in %s (the agent writes them as sessions grow)", of)
 	}
 	if len(bad) > 0 {
-		sum.Detail = fmt.Sprintf("%s of %s, %d not usable: those sessions open by replaying every event", countOf(with, "snapshot", "snapshots"), countOf(sessions, "session", "sessions"), len(bad))
+		sum.Detail = fmt.Sprintf("%s of %s, %d not usable: those sessions open by replaying every event", countOf(with, "snapshot", "snapshots"), of, len(bad))
 	}
 	out := append([]check{sum}, bad[:min(len(bad), maxSnapshotLines)]...)
 	if len(bad) > maxSnapshotLines {
