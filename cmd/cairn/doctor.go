@@ -288,8 +288,8 @@ func snapshotChecks(ctx context.Context, app *cli.App, u string) []check {
 }
 
 // snapshotProblem says why session id's snapshot is not usable ("" when it
-// is, or when the session has none), and whether it has one. A session
-// deleted meanwhile has none.
+// is, or when the session has none), and whether it has one, as
+// cairn.Restore finds it. A session deleted meanwhile has none.
 func snapshotProblem(ctx context.Context, s cairn.Store, sn cairn.Snapshotter, id string) (string, bool, error) {
 	snap, err := sn.LoadSnapshot(ctx, id)
 	switch {
@@ -297,22 +297,17 @@ func snapshotProblem(ctx context.Context, s cairn.Store, sn cairn.Snapshotter, i
 		return "", false, nil
 	case err != nil && (ctx.Err() != nil || errors.Is(err, cairn.ErrDamaged)):
 		return "", false, err
-	case err != nil:
-		return "its snapshot does not read: " + err.Error(), true, nil
-	case snap == nil:
-		return "", false, nil
+	case err == nil && snap == nil:
+		return "", false, nil // no snapshot: Restore would fold every event
 	}
-	rec, err := s.Load(ctx, id, max(snap.Seq, 1))
+	r, err := cairn.Restore(ctx, s, id)
 	switch {
 	case errors.Is(err, cairn.ErrNotFound):
 		return "", false, nil
 	case err != nil:
 		return "", true, err
-	case len(rec.Events) == 0 || rec.Events[0].Seq != snap.Seq:
-		return fmt.Sprintf("its snapshot ends at seq %d and the session at seq %d", snap.Seq, rec.Info.LastSeq), true, nil
-	}
-	if _, err := cairn.DecodeSnapshot(*snap, rec.Events[0]); err != nil {
-		return "its snapshot at seq " + fmt.Sprint(snap.Seq) + " is not used: " + err.Error(), true, nil
+	case r.Ignored != nil:
+		return "its snapshot is not used: " + r.Ignored.Error(), true, nil
 	}
 	return "", true, nil
 }
