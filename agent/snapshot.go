@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/cairnhq/cairn"
@@ -25,7 +26,13 @@ type snapshotPolicy struct {
 }
 
 func (a *Agent) snapshotPolicy() (snapshotPolicy, bool) {
-	p := snapshotPolicy{a.SnapshotEvents, a.SnapshotBytes}
+	return policyOf(a.SnapshotEvents, a.SnapshotBytes)
+}
+
+// policyOf is the policy of Agent's SnapshotEvents and SnapshotBytes
+// fields, and false for none.
+func policyOf(events, bytes int) (snapshotPolicy, bool) {
+	p := snapshotPolicy{events, bytes}
 	if p.events < 0 || p.bytes < 0 {
 		return p, false
 	}
@@ -36,6 +43,54 @@ func (a *Agent) snapshotPolicy() (snapshotPolicy, bool) {
 		p.bytes = DefaultSnapshotBytes
 	}
 	return p, true
+}
+
+// WriteSnapshot gives session id of store, whose events a caller has just
+// written whole (a copy, a fork, an import), the snapshot the agent's
+// policy would have written by then: at its last event, when store keeps
+// snapshots and the events reach snapshotEvents or snapshotBytes (Agent's
+// SnapshotEvents and SnapshotBytes: 0 for the defaults, -1 in either for
+// no snapshots), counted from the first. Otherwise the session's next open
+// would replay every event, however long it is, until the agent appends
+// enough for one of its own. events are the session's as the store holds
+// them, or nil to load them. It reports whether it wrote one. A snapshot
+// is derived data: the session is whole without it, so a caller reports an
+// error as a warning.
+func WriteSnapshot(ctx context.Context, store cairn.Store, id string, events []cairn.Event, snapshotEvents, snapshotBytes int) (bool, error) {
+	sn, ok := store.(cairn.Snapshotter)
+	if !ok {
+		return false, nil
+	}
+	p, ok := policyOf(snapshotEvents, snapshotBytes)
+	if !ok {
+		return false, nil
+	}
+	if events == nil {
+		rec, err := store.Load(ctx, id, 0)
+		if err != nil {
+			return false, fmt.Errorf("snapshot %s: %w", id, err)
+		}
+		events = rec.Events
+	}
+	size := 0
+	for _, e := range events {
+		size += e.Size()
+	}
+	if len(events) == 0 || len(events) < p.events && size < p.bytes {
+		return false, nil
+	}
+	state, err := cairn.Fold(events)
+	if err != nil {
+		return false, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	snap, err := cairn.EncodeSnapshot(state, events[len(events)-1])
+	if err != nil {
+		return false, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	if err := sn.PutSnapshot(ctx, id, snap); err != nil {
+		return false, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	return true, nil
 }
 
 // snapshotState is what the session knows of its snapshots. With s.mu held.

@@ -229,7 +229,17 @@ func (s *Server) fork(ctx context.Context, id string, at int64, as string) (*for
 			return nil, fmt.Errorf("write %s (nothing kept): %w", as, err)
 		}
 	}
+	s.snapshot(ctx, as)
 	return &forkResult{ID: as, From: id, At: at}, nil
+}
+
+// snapshot gives session id, just written whole by a fork or an import,
+// the snapshot the policy asks for (agent.WriteSnapshot). A failure is a
+// warning: the session is whole without it.
+func (s *Server) snapshot(ctx context.Context, id string) {
+	if _, err := agent.WriteSnapshot(ctx, s.store, id, nil, s.cfg.SnapshotEvents, s.cfg.SnapshotBytes); err != nil {
+		s.log.Warn("a snapshot was not written; the session opens by replaying its events until the agent writes one", "session", id, "err", err)
+	}
 }
 
 // export writes session id in format f and returns its report.
@@ -309,6 +319,7 @@ func (s *Server) importDoc(ctx context.Context, data []byte, format, as string) 
 	if _, err := formats.Save(ctx, s.store, meta, m, data, rebuild); err != nil {
 		return nil, err
 	}
+	s.snapshot(ctx, meta.ID)
 	return &importResult{ID: meta.ID, Events: m.Len(), Format: rep.Format, Report: toReport(rep)}, nil
 }
 

@@ -25,7 +25,9 @@ func TestAPI_StoreContract(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := fault.NewBackend(t, name)
-			h := newHarness(t, b.Direct(t), Config{})
+			// A snapshot for a session of two events or more: the fork
+			// and the import below get one.
+			h := newHarness(t, b.Direct(t), Config{SnapshotEvents: 2})
 			contract(t, h)
 		})
 	}
@@ -115,6 +117,19 @@ func contract(t *testing.T, h *harness) {
 	orig, cp := snapshot(t, h, "c1"), snapshot(t, h, "c1-copy")
 	if !bytes.Equal(orig, cp) {
 		t.Errorf("export then import changed the state:\n%s\n%s", orig, cp)
+	}
+	if _, ok := h.store.(cairn.Snapshotter); ok && h.srv.cfg.SnapshotEvents > 0 {
+		// The fork and the import were written whole: each opens from a
+		// snapshot at its last event.
+		for _, id := range []string{"c1-fork", "c1-copy"} {
+			r, err := cairn.Restore(t.Context(), h.store, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Base == 0 || r.Base != r.Info.LastSeq || r.Ignored != nil {
+				t.Errorf("%s opens from a snapshot at seq %d of %d (ignored: %v), want one at its last event", id, r.Base, r.Info.LastSeq, r.Ignored)
+			}
+		}
 	}
 
 	wantStatus(t, "delete", h.do("DELETE", "/api/sessions/c1", nil), http.StatusNoContent)

@@ -57,6 +57,11 @@ type Config struct {
 	MaxImportBytes int64
 	// Limits bound the events of an append, as the store's own do.
 	Limits cairn.Limits
+	// SnapshotEvents and SnapshotBytes are the snapshot policy of the
+	// sessions a fork or an import writes whole, as agent.Agent's fields
+	// of those names (see agent.WriteSnapshot): 0 for the defaults, -1 in
+	// either for no snapshot.
+	SnapshotEvents, SnapshotBytes int
 	// Logger receives the server's warnings; nil means slog.Default().
 	Logger *slog.Logger
 }

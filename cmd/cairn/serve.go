@@ -93,6 +93,7 @@ and can be resumed.`,
 			} else {
 				app.Warnf("listening on %s, beyond this machine: requests and the token travel as plain HTTP; put a TLS proxy in front", addr)
 			}
+			snap := app.SnapshotPolicy()
 			srv, err := server.New(server.Config{
 				Store:    store,
 				Tokens:   tokens,
@@ -101,9 +102,11 @@ and can be resumed.`,
 				Claim: func(ctx context.Context, s *agent.Session) (*agent.Claim, error) {
 					return claimSession(ctx, app, s, store, false, "cairn sessions resume "+s.ID()+" --force")
 				},
-				AllowedHosts: allowed,
-				PollInterval: poll,
-				Logger:       app.ProcessLogger(slog.LevelWarn),
+				AllowedHosts:   allowed,
+				PollInterval:   poll,
+				Logger:         app.ProcessLogger(slog.LevelWarn),
+				SnapshotEvents: snap.Events,
+				SnapshotBytes:  snap.Bytes,
 			})
 			if err != nil {
 				ln.Close()
