@@ -1,7 +1,10 @@
-// Package group lets many goroutines' calls to a server share round trips:
-// a call made while the queue's sends are all in flight waits, and the
-// next send carries every call that waited, as one pipeline. The Redis
-// store sends its appends through one (store/redis/group.go).
+// Package group lets many goroutines' calls share the costly part of
+// their work. Queue shares round trips to a server: a call made while the
+// queue's sends are all in flight waits, and the next send carries every
+// call that waited, as one pipeline. The Redis store sends its appends
+// through one (store/redis/group.go). Gather is the wait of a group commit
+// for the callers of its last commit, which the SQLite store's group
+// commit makes before each transaction.
 package group
 
 import (

@@ -106,7 +106,15 @@
 // An Append is one transaction that reads the session's row by its key,
 // inserts the events and updates the row (and, by the trigger, the
 // updated_at of the session's label rows): its cost does not depend on the
-// length of the history. Expiry (StoreOptions.TTL) is checked on every read
+// length of the history. The appends that one Store's goroutines make at
+// once share transactions (a group commit): appends that arrive while the
+// writer is busy wait, and the next transaction takes all of them, so
+// that one commit, one fsync, makes them all durable. Before it takes
+// them, the transaction waits until as many appends wait as the last
+// commit held, or a quarter of that commit's time (a millisecond at most)
+// has passed: sessions that append without pause then share one commit
+// instead of taking turns in two. After a commit of a single append, as
+// with a single writer, it does not wait. Expiry (StoreOptions.TTL) is checked on every read
 // against the store's clock, so a session is invisible the moment it
 // expires; Sweep deletes expired sessions and their events for good.
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/group"
 )
 
 // Options configure Open.
@@ -105,7 +106,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s := &Store{opts: so, path: abs, sync: syncMode}
+	s := &Store{opts: so, path: abs, sync: syncMode, queue: commitQueue{gather: group.NewGather()}}
 	if err := s.connect(ctx, empty); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, s.classify(err))
