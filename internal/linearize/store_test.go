@@ -349,10 +349,10 @@ func (cp *clientProc) finish(t *testing.T) {
 // goes: CAIRN_LINEARIZE_OUT, or a folder in the system's temporary one that
 // outlives the test.
 func outDir(t *testing.T) string {
-	if d := os.Getenv("CAIRN_LINEARIZE_OUT"); d != "" {
-		return d
+	d := os.Getenv("CAIRN_LINEARIZE_OUT")
+	if d == "" {
+		d = filepath.Join(os.TempDir(), "cairn-linearize")
 	}
-	d := filepath.Join(os.TempDir(), "cairn-linearize")
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Log(err)
 		return ""
