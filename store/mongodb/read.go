@@ -17,7 +17,9 @@ import (
 
 // Load implements cairn.Store. It reads the session document, then the
 // events from fromSeq up to the document's last_seq in one query, so event
-// documents of appends not yet committed (or never to be) are not seen.
+// documents of appends not yet committed (or never to be) are not seen,
+// then the document again, so that events of a session deleted and made
+// again between the first two reads are not taken for its history.
 func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Record, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Session(id); err != nil {
@@ -69,17 +71,21 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 	if err := cur.Err(); err != nil {
 		return nil, fmt.Errorf("load %s: %w", id, err)
 	}
+	// The events were read after the session document. If the session was
+	// deleted in between (events are removed only after their session
+	// document is marked erased or is gone) and perhaps created again,
+	// they may be another incarnation's: none, some, or those of an append
+	// the new session has not committed. A second read of the document
+	// tells: the same incarnation, not gone back, and the events read are
+	// the committed history of the first read.
+	again, err := s.find(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if again.Incarnation != doc.Incarnation || again.LastSeq < doc.LastSeq {
+		return nil, cairn.ErrNotFound // the answer of a moment between the delete and the create
+	}
 	if want != doc.LastSeq+1 {
-		// Events are removed only after their session document is marked
-		// erased or is gone: the session was deleted while we read, and
-		// may have been created again since (another incarnation).
-		again, err := s.find(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if again.Incarnation != doc.Incarnation || again.LastSeq < doc.LastSeq {
-			return nil, cairn.ErrNotFound
-		}
 		return nil, fmt.Errorf("load %s: history has a gap at seq %d (last seq %d)", id, want, doc.LastSeq)
 	}
 	return rec, nil

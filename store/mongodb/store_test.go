@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/store/mongodb"
@@ -525,4 +527,86 @@ func TestStore_SweepInBatches(t *testing.T) {
 	if got := count(t, sessions, bson.D{}); got != live {
 		t.Errorf("%d session documents after Sweep, want %d", got, live)
 	}
+}
+
+// TestStore_LoadAcrossRecreate: a Load reads the session document, then
+// its events. When, between the two, the session is deleted and created
+// again and an append of the new session has inserted its events but not
+// committed them, the events at the old document's seqs are the new
+// session's uncommitted ones: the Load must not return them as the old
+// session's history (a history that never was).
+func TestStore_LoadAcrossRecreate(t *testing.T) {
+	ns := newNamespace()
+	other := openStore(t, cairn.StoreOptions{Namespace: ns})
+	_, events := collections(t, other)
+	create(t, other, "a")
+	appendOK(t, other, "a", 0, storetest.Custom(1, "old"))
+
+	// The store under test, on a client whose monitor runs the delete,
+	// the create and the new append's insert just before Load's read of
+	// the events.
+	var once sync.Once
+	var between error
+	armed := make(chan struct{})
+	mon := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		if e.CommandName != "find" || e.Command.Lookup("find").StringValue() != events.Name() {
+			return
+		}
+		select {
+		case <-armed:
+		default:
+			return
+		}
+		once.Do(func() {
+			if between = other.Delete(context.Background(), "a"); between != nil {
+				return
+			}
+			if between = other.Create(context.Background(), cairn.SessionMeta{ID: "a"}); between != nil {
+				return
+			}
+			_, between = events.InsertOne(context.Background(), bson.D{
+				{Key: "session", Value: "a"},
+				{Key: "seq", Value: int64(1)},
+				{Key: "token", Value: "uncommitted-writer"},
+				{Key: "written_at", Value: bson.NewDateTimeFromTime(time.Now())},
+				{Key: "event", Value: envelope(t, storetest.Custom(1, "new-uncommitted"))},
+			})
+		})
+	}}
+	c, err := mongo.Connect(options.Client().ApplyURI(serverURI(t)).SetMonitor(mon))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	s, err := mongodb.New(t.Context(), c.Database(events.Database().Name()), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	close(armed)
+	rec, err := s.Load(t.Context(), "a", 0)
+	if between != nil {
+		t.Fatalf("between Load's reads: %v", between)
+	}
+	switch {
+	case errors.Is(err, cairn.ErrNotFound):
+		// The session was deleted while Load read it: its answer is the
+		// one of the moment between the delete and the create.
+	case err != nil:
+		t.Fatalf("Load: %v", err)
+	case len(rec.Events) != 0:
+		t.Fatalf("Load = %v at last seq %d, a history the session never had: the new session has committed nothing",
+			tags(t, rec.Events), rec.Info.LastSeq)
+	}
+}
+
+// envelope returns the stored envelope of e, at its own seq.
+func envelope(t *testing.T, e cairn.Event) []byte {
+	t.Helper()
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
