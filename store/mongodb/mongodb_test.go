@@ -190,3 +190,26 @@ func BenchmarkRenew(b *testing.B) {
 	}
 	storetest.ReportPercentiles(b, durs)
 }
+
+// BenchmarkLoad measures a Load of a session of ten events: the session
+// document, the events, and the document again (see Load).
+func BenchmarkLoad(b *testing.B) {
+	s := openStore(b, cairn.StoreOptions{Namespace: newNamespace()})
+	create(b, s, "l")
+	for i := range int64(10) {
+		appendOK(b, s, "l", i, storetest.Custom(i+1, "w"))
+	}
+	durs := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		t0 := time.Now()
+		rec, err := s.Load(b.Context(), "l", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(rec.Events) != 10 {
+			b.Fatalf("Load: %d events, want 10", len(rec.Events))
+		}
+		durs = append(durs, time.Since(t0))
+	}
+	storetest.ReportPercentiles(b, durs)
+}
