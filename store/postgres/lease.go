@@ -46,9 +46,11 @@ func newLeaseStatements(schema string) leaseStatements {
 	sessions := pgx.Identifier{schema, "sessions"}.Sanitize()
 	events := pgx.Identifier{schema, "events"}.Sanitize()
 	token := "nextval('" + pgx.Identifier{schema, "lease_tokens"}.Sanitize() + "'::regclass)"
-	fencedTail := `
-			SELECT EXISTS (SELECT 1 FROM u), s.last_seq, s.lease_token = $12 AND s.lease_holder <> ''
+	fencedTail := func(one bool) string {
+		return `
+			SELECT EXISTS (SELECT 1 FROM u), s.last_seq, s.lease_token = $12 AND s.lease_holder <> '', ` + heldSQL(events, one) + `
 			FROM (SELECT 1) AS one LEFT JOIN ` + sessions + ` s ON s.id = $1 AND (s.expires_at IS NULL OR s.expires_at > $4)`
+	}
 	return leaseStatements{
 		// $1 id, $2 holder, $3 now, $4 expires, $5 force.
 		acquire: "UPDATE " + sessions + " SET lease_holder = $2, lease_token = " + token + ", lease_expires = $4" +
@@ -65,9 +67,10 @@ func newLeaseStatements(schema string) leaseStatements {
 		currents: "SELECT id, lease_holder, lease_token, lease_expires FROM " + sessions +
 			" WHERE id = ANY($1::text[]) AND " + liveSQL("$2") + " AND lease_holder <> '' AND lease_expires > $2",
 		// Append's statement with the lease in the UPDATE's condition,
-		// and the lease read back to tell a lost lease from a conflict.
-		appendFenced:    appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", false) + fencedTail,
-		appendFencedOne: appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", true) + fencedTail,
+		// and the lease read back to tell a lost lease from a conflict,
+		// and whether the session holds the events (a retry).
+		appendFenced:    appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", false) + fencedTail(false),
+		appendFencedOne: appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", true) + fencedTail(true),
 		// $1 holder, $2 now, $3 expires, $4 statuses, $5 labels.
 		claim: `WITH c AS (
 				SELECT id FROM ` + sessions + `
@@ -234,8 +237,8 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	now := s.opts.Now().UTC()
 	d := driver.Summarize(events)
 	var (
-		ok, mine *bool
-		cur      *int64
+		ok, mine, held *bool
+		cur            *int64
 	)
 	q, evSeqs, evEnvs := s.leaseSQL().appendFenced, any(seqs), any(envs)
 	if len(events) == 1 {
@@ -246,7 +249,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 			id, expectSeq, expectSeq+int64(len(events)), now, nullTime(s.opts.ExpiresAt(now)),
 			d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
 			evSeqs, evEnvs, token,
-		).Scan(&ok, &cur, &mine)
+		).Scan(&ok, &cur, &mine, &held)
 		if err != nil {
 			return fmt.Errorf("append %s: %w", id, translate(err))
 		}
@@ -260,9 +263,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		case *cur != expectSeq:
 			// The lease is the caller's and the session at another seq
 			// in the statement's snapshot: a retry of an append whose
-			// events are stored is already done, anything else a
+			// events it holds is already done, anything else a
 			// conflict.
-			return s.whyNot(ctx, id, expectSeq, envs, now, false)
+			return notAt(id, expectSeq, *cur, held != nil && *held)
 		case attempt >= maxFencedAttempts-1:
 			return fmt.Errorf("append %s at seq %d: %w (the session changed under the append %d times)", id, expectSeq, cairn.ErrConflict, attempt+1)
 		}

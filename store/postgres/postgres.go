@@ -207,11 +207,29 @@ func appendSQL(sessions, events, fence string, one bool) string {
 
 // appendResult is the final SELECT of a plain append's statement: whether
 // the UPDATE matched, and when it did not, the session's last seq as the
-// statement's snapshot holds it, from before the UPDATE (an InitPlan that
-// runs only then).
-func appendResult(sessions string) string {
+// statement's snapshot holds it, from before the UPDATE, and whether the
+// session holds the append's events there (heldSQL); both InitPlans run
+// only then.
+func appendResult(sessions, events string, one bool) string {
 	return " SELECT EXISTS (SELECT 1 FROM u), CASE WHEN EXISTS (SELECT 1 FROM u) THEN NULL ELSE (SELECT s.last_seq FROM " +
+		sessions + " s WHERE s.id = $1 AND (s.expires_at IS NULL OR s.expires_at > $4)) END," +
+		" CASE WHEN EXISTS (SELECT 1 FROM u) THEN NULL ELSE (SELECT " + heldSQL(events, one) + " FROM " +
 		sessions + " s WHERE s.id = $1 AND (s.expires_at IS NULL OR s.expires_at > $4)) END"
+}
+
+// heldSQL is whether the session row s holds, in the statement's snapshot,
+// exactly the append's events at its seqs ($2, $3], whether or not others
+// follow them: a retry of an append whose reply was lost, already done. It
+// reads the events only when the session has reached $3. The decision is
+// the snapshot's: a read after the statement may find the session deleted
+// and created again, whose seq says nothing of this append.
+func heldSQL(events string, one bool) string {
+	envs := "$11::bytea[]"
+	if one {
+		envs = "ARRAY[$11::bytea]"
+	}
+	return "CASE WHEN $2 >= 0 AND s.last_seq >= $3 THEN ARRAY(SELECT e.envelope FROM " + events +
+		" e WHERE e.session_id = $1 AND e.seq > $2 AND e.seq <= $3 ORDER BY e.seq) = " + envs + " ELSE false END"
 }
 
 func newStatements(schema string) statements {
@@ -230,14 +248,16 @@ func newStatements(schema string) statements {
 		// the INSERT runs only if it matched; the primary key on
 		// (session_id, seq) backs the check up. It returns whether it
 		// matched and, only when it did not, the live session's last seq
-		// in the statement's snapshot (NULL: no live session then), the
-		// first answer to why.
-		append:    appendSQL(sessions, events, "", false) + appendResult(sessions),
-		appendOne: appendSQL(sessions, events, "", true) + appendResult(sessions),
-		// Why an append matched nothing, read after the append: the live
-		// session's last seq and, when it has the append's seqs, the
-		// envelopes stored at them, to tell a retry from a conflict. $1
-		// id, $2 now, $3 the expected seq, $4 the append's last seq.
+		// in the statement's snapshot (NULL: no live session then) and
+		// whether it holds the append's events: the answer to why, but
+		// for a row that changed while the statement ran (whyNot).
+		append:    appendSQL(sessions, events, "", false) + appendResult(sessions, events, false),
+		appendOne: appendSQL(sessions, events, "", true) + appendResult(sessions, events, true),
+		// Why an append whose snapshot had the session at the expected
+		// seq matched nothing, read after the append: the live session's
+		// last seq and, when it has the append's seqs, the envelopes
+		// stored at them, to tell a retry from a conflict. $1 id, $2 now,
+		// $3 the expected seq, $4 the append's last seq.
 		tail: "SELECT s.last_seq, CASE WHEN s.last_seq >= $4 THEN ARRAY(SELECT e.envelope FROM " + events +
 			" e WHERE e.session_id = $1 AND e.seq > $3 AND e.seq <= $4 ORDER BY e.seq) END FROM " + sessions +
 			" s WHERE s.id = $1 AND " + liveSQL("$2"),

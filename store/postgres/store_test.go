@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -478,5 +480,97 @@ func TestOpen_PoolSize(t *testing.T) {
 				t.Errorf("MaxConns = %d, want %d", got, c.want)
 			}
 		})
+	}
+}
+
+// afterAppend is a pgx tracer that runs then once, after the first append
+// statement (its reply read) once armed, before the store does anything
+// else: the moment another client's writes land between the statement and
+// the store's next read.
+type afterAppend struct {
+	armed atomic.Bool
+	then  func()
+}
+
+func (a *afterAppend) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (a *afterAppend) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	if strings.Contains(d.CommandTag.String(), "SELECT") && a.armed.CompareAndSwap(true, false) {
+		a.then()
+	}
+}
+
+// TestStore_RetryAcrossRecreate: an append sent again after its reply was
+// lost finds, in its statement's snapshot, the session past the expected
+// seq holding its events: it is done. When the session is then deleted and
+// created again before the store looks further, the answer must still be
+// the snapshot's (done), not one made of the new session's seq: a conflict
+// at seq 0 for an append at seq 0 is no state the session was ever in.
+func TestStore_RetryAcrossRecreate(t *testing.T) {
+	ns := "t_" + testenv.RandHex(6)
+	other := open(t, cairn.StoreOptions{Namespace: ns})
+	cfg, err := pgxpool.ParseConfig(dsn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &afterAppend{then: func() {
+		if err := other.Delete(context.Background(), "a"); err != nil {
+			t.Errorf("Delete between the append's statement and its next read: %v", err)
+		}
+		if err := other.Create(context.Background(), cairn.SessionMeta{ID: "a"}); err != nil {
+			t.Errorf("Create between the append's statement and its next read: %v", err)
+		}
+	}}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := postgres.New(t.Context(), pool, cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lease cairn.Lease
+	for _, c := range []struct {
+		name   string
+		append func(expect int64, evs ...cairn.Event) error
+	}{
+		{"Append", func(expect int64, evs ...cairn.Event) error { return s.Append(t.Context(), "a", expect, evs...) }},
+		{"AppendFenced", func(expect int64, evs ...cairn.Event) error {
+			if lease.Token == 0 {
+				var err error
+				if lease, err = s.Acquire(t.Context(), "a", "h", time.Minute); err != nil {
+					return err
+				}
+			}
+			return s.AppendFenced(t.Context(), "a", lease, expect, evs...)
+		}},
+	} {
+		for _, n := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, n), func(t *testing.T) {
+				_ = other.Delete(t.Context(), "a")
+				if err := other.Create(t.Context(), cairn.SessionMeta{ID: "a"}); err != nil {
+					t.Fatal(err)
+				}
+				lease = cairn.Lease{}
+				var evs []cairn.Event
+				for i := range n {
+					evs = append(evs, storetest.Custom(int64(i+1), "retried"))
+				}
+				if err := c.append(0, evs...); err != nil {
+					t.Fatalf("first send: %v", err)
+				}
+				tr.armed.Store(true)
+				if err := c.append(0, evs...); err != nil {
+					t.Fatalf("the send again, with the session deleted and created after its statement: %v; want nil (its snapshot held its events)", err)
+				}
+				if tr.armed.Load() {
+					t.Fatal("the tracer never ran: the test did not make the race")
+				}
+			})
+		}
 	}
 }

@@ -77,12 +77,13 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	var (
 		ok   bool
 		snap *int64
+		held *bool
 	)
 	err = s.pool.QueryRow(ctx, q,
 		id, expectSeq, last, now, nullTime(s.opts.ExpiresAt(now)),
 		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
 		evSeqs, evEnvs,
-	).Scan(&ok, &snap)
+	).Scan(&ok, &snap, &held)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, translate(err))
 	}
@@ -93,27 +94,40 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		// No live session in the statement's snapshot: the append takes
 		// effect there, before a Create that may have come since.
 		return fmt.Errorf("append %s: %w", id, cairn.ErrNotFound)
+	case *snap != expectSeq:
+		// The snapshot had the session at another seq: a retry of an
+		// append whose events it holds is already done, anything else
+		// a conflict, both decided there.
+		return notAt(id, expectSeq, *snap, held != nil && *held)
 	}
-	// Nothing was written: tell a conflict from a retry of an append
-	// whose events are stored, and from a session deleted meanwhile.
-	return s.whyNot(ctx, id, expectSeq, envs, now, *snap == expectSeq)
+	// The snapshot had the session at expectSeq, yet the UPDATE matched
+	// nothing: a transaction that committed while it ran moved it on or
+	// deleted it.
+	return s.whyNot(ctx, id, expectSeq, envs, now)
+}
+
+// notAt is the answer to an append at expectSeq whose statement's snapshot
+// had the session at seq cur, another: nil when the session held the
+// append's events at their seqs there (held: a retry, already done),
+// ErrConflict otherwise.
+func notAt(id string, expectSeq, cur int64, held bool) error {
+	if held {
+		return nil
+	}
+	return fmt.Errorf("append %s at seq %d: %w (the last seq is %d)", id, expectSeq, cairn.ErrConflict, cur)
 }
 
 // whyNot says why an append of the events whose envelopes are envs, at
-// expectSeq, matched no session row, with one read made only on this path:
-// nil when the session holds exactly these envelopes at these seqs,
+// expectSeq, matched no session row although its statement's snapshot had
+// the session live at expectSeq: a transaction that committed while it ran
+// moved the session on or deleted it. One read, made only on this path,
+// tells: nil when the session holds exactly these envelopes at these seqs,
 // whether or not other events follow them (a retry of an append whose
-// reply was lost: it is already done); ErrNotFound for a session missing
-// or expired now; ErrConflict otherwise.
-//
-// moved says that the append's statement saw the session live at
-// expectSeq in its snapshot, yet its UPDATE matched nothing: a transaction
-// that committed while it ran moved the session on or deleted it. If the
-// session is at expectSeq again now, it was deleted and created again
-// since (a session's seq never goes back), so it was missing for a moment
-// while the call ran: ErrNotFound. Without moved, the snapshot had the
-// session at another seq, and a conflict stands whatever the read finds.
-func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][]byte, now time.Time, moved bool) error {
+// reply was lost, or the append sent before it, landed); ErrNotFound for a
+// session missing or expired now, or at expectSeq again (a session's seq
+// never goes back, so it was deleted and created again since: missing for
+// a moment while the call ran); ErrConflict otherwise, at the seq read.
+func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][]byte, now time.Time) error {
 	last := expectSeq + int64(len(envs))
 	var (
 		cur  int64
@@ -127,7 +141,7 @@ func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][
 		return fmt.Errorf("append %s: %w", id, translate(err))
 	case expectSeq >= 0 && cur >= last && slices.EqualFunc(held, envs, bytes.Equal):
 		return nil
-	case moved && cur == expectSeq:
+	case cur == expectSeq:
 		return fmt.Errorf("append %s: %w (deleted and created again while the append ran)", id, cairn.ErrNotFound)
 	}
 	return fmt.Errorf("append %s at seq %d: %w (the last seq is %d)", id, expectSeq, cairn.ErrConflict, cur)
