@@ -149,14 +149,14 @@ func (s *Store) undo(ctx context.Context, id, token string, expectSeq int64, unk
 		// commit that their removal let through, a lease, a deletion)
 		// would race the raise, and FerretDB can undo one of two such
 		// writes.
-		last, release, err := s.hold(ctx, id, bson.D{{Key: "last_seq", Value: expectSeq}}, nil)
+		h, release, err := s.hold(ctx, id, bson.D{{Key: "last_seq", Value: expectSeq}}, nil)
 		if errors.Is(err, cairn.ErrNotFound) {
 			return nil // the commit landed: the documents are its events
 		}
 		if err != nil {
 			return err
 		}
-		_, err = s.sessions.UpdateOne(ctx, atSeq(bson.D{{Key: "_id", Value: id}}, last),
+		_, err = s.sessions.UpdateOne(ctx, h.at(bson.D{{Key: "_id", Value: id}}),
 			bson.D{{Key: "$max", Value: bson.D{{Key: "fence", Value: time.Now().UnixNano()}}}})
 		release(err)
 		if err != nil {
@@ -367,8 +367,20 @@ func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64, doc
 
 // headDoc is what the position rules read of a session document.
 type headDoc struct {
-	LastSeq int64 `bson:"last_seq"`
-	Fence   int64 `bson:"fence"`
+	LastSeq     int64  `bson:"last_seq"`
+	Fence       int64  `bson:"fence"`
+	Incarnation string `bson:"inc,omitempty"`
+}
+
+// at adds to filter, as atSeq does, that the session document is at h's
+// last seq, and that it is the incarnation h was read from: a session
+// deleted and created again since is another document, even at that seq.
+func (h headDoc) at(filter bson.D) bson.D {
+	f := atSeq(filter, h.LastSeq)
+	if h.Incarnation != "" {
+		f = append(f, bson.E{Key: "inc", Value: h.Incarnation})
+	}
+	return f
 }
 
 // head reads the last seq and the fence of the session document filter
@@ -376,7 +388,7 @@ type headDoc struct {
 func (s *Store) head(ctx context.Context, filter bson.D) (headDoc, error) {
 	var doc headDoc
 	err := s.sessions.FindOne(ctx, filter,
-		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}})).Decode(&doc)
+		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}, {Key: "inc", Value: 1}})).Decode(&doc)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return doc, cairn.ErrNotFound
 	}
@@ -537,7 +549,8 @@ func (w *waiter) wait(ctx context.Context) error {
 
 // hold takes the position after the last seq of session id, whose
 // document must match cond, the way an append's first event document
-// takes it, and returns that last seq and the release of the hold.
+// takes it, and returns what it read of the document (its last seq and
+// incarnation: see headDoc.at) and the release of the hold.
 //
 // FerretDB applies an update as a read of the whole document and a later
 // write of the whole document: two updates of one session document at
@@ -558,7 +571,7 @@ func (w *waiter) wait(ctx context.Context) error {
 //
 // While it waits, hold calls quit, if not nil: an error from it ends the
 // wait, and is hold's.
-func (s *Store) hold(ctx context.Context, id string, cond bson.D, quit func(context.Context) error) (int64, func(error), error) {
+func (s *Store) hold(ctx context.Context, id string, cond bson.D, quit func(context.Context) error) (headDoc, func(error), error) {
 	w := newWaiter()
 	token := "hold-" + newToken()
 	release := func() { s.discard(ctx, id, token) }
@@ -579,11 +592,11 @@ func (s *Store) hold(ctx context.Context, id string, cond bson.D, quit func(cont
 		doc, err := s.head(ctx, append(bson.D{{Key: "_id", Value: id}}, cond...))
 		if err != nil {
 			release()
-			return 0, nil, err
+			return headDoc{}, nil, err
 		}
 		if doc.LastSeq < 0 {
 			release()
-			return doc.LastSeq, func(error) {}, nil // no append can commit: nothing to hold
+			return doc, func(error) {}, nil // no append can commit: nothing to hold
 		}
 		// The position after the next first: an append that comes
 		// meanwhile can take the next, commit, and then waits for the
@@ -593,12 +606,12 @@ func (s *Store) hold(ctx context.Context, id string, cond bson.D, quit func(cont
 			if !held[p] {
 				if held[p], err = take(p); err != nil {
 					release()
-					return 0, nil, err
+					return headDoc{}, nil, err
 				}
 			}
 		}
 		if held[next] {
-			return doc.LastSeq, func(err error) {
+			return doc, func(err error) {
 				if err != nil && outage(err) {
 					lost()
 				} else {
@@ -611,7 +624,7 @@ func (s *Store) hold(ctx context.Context, id string, cond bson.D, quit func(cont
 		free, err := s.clear(ctx, id, doc, token)
 		if err != nil {
 			release()
-			return 0, nil, err
+			return headDoc{}, nil, err
 		}
 		if free {
 			continue
@@ -622,12 +635,12 @@ func (s *Store) hold(ctx context.Context, id string, cond bson.D, quit func(cont
 		if quit != nil {
 			if err := quit(ctx); err != nil {
 				release()
-				return 0, nil, err
+				return headDoc{}, nil, err
 			}
 		}
 		if err := w.wait(ctx); err != nil {
 			release()
-			return 0, nil, fmt.Errorf("%w: seq %d is held by another call that has not committed: %w", cairn.ErrUnavailable, next, err)
+			return headDoc{}, nil, fmt.Errorf("%w: seq %d is held by another call that has not committed: %w", cairn.ErrUnavailable, next, err)
 		}
 	}
 }

@@ -26,19 +26,53 @@ type leaseDoc struct {
 	WrittenAt bson.DateTime `bson:"written_at"` // real clock, for the erasure's cut (see erase)
 }
 
-// readLease returns the latest lease document of a live session, or nil.
-func (s *Store) readLease(ctx context.Context, id string, now time.Time) (*leaseDoc, error) {
-	n, err := s.sessions.CountDocuments(ctx, liveFilter(id, now))
+// key is the filter of the lease document d, by its generation and its
+// token: a session created again may have a document at that generation,
+// never with that token.
+func (d *leaseDoc) key() bson.D {
+	return bson.D{{Key: "session", Value: d.Session}, {Key: "seq", Value: d.Seq}, {Key: "lease_token", Value: d.Token}}
+}
+
+// readLease returns the lease of a live session, or nil when it has none,
+// and the lease document of the highest generation, or nil when there is
+// none, from which a new lease takes its generation and token.
+//
+// The lease is the document whose token the session document records
+// (lease_token). An Acquire writes its lease document before it records
+// the token, and one that then finds its session gone (deleted, perhaps
+// created again, while it waited or its request was on its way) records
+// nothing and leaves its document behind: such a document is no lease,
+// whatever its generation, or a session created again would be held by a
+// holder that was told it was not found.
+func (s *Store) readLease(ctx context.Context, id string, now time.Time) (cur, latest *leaseDoc, err error) {
+	var doc struct {
+		Token int64 `bson:"lease_token"`
+	}
+	err = s.sessions.FindOne(ctx, liveFilter(id, now),
+		options.FindOne().SetProjection(bson.D{{Key: "lease_token", Value: 1}})).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil, cairn.ErrNotFound
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if n == 0 {
-		return nil, cairn.ErrNotFound
+	leases := bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: 0}}}}
+	latest, err = findLease(ctx, s.events, leases, options.FindOne().SetSort(bson.D{{Key: "seq", Value: 1}}))
+	if err != nil || latest == nil || doc.Token == 0 {
+		return nil, latest, err
 	}
+	if latest.Token == doc.Token {
+		return latest, latest, nil
+	}
+	// A document left above the lease: look the lease up by its token.
+	cur, err = findLease(ctx, s.events, append(leases, bson.E{Key: "lease_token", Value: doc.Token}))
+	return cur, latest, err
+}
+
+// findLease returns the lease document filter matches, or nil.
+func findLease(ctx context.Context, events *mongo.Collection, filter bson.D, opts ...options.Lister[options.FindOneOptions]) (*leaseDoc, error) {
 	var d leaseDoc
-	err = s.events.FindOne(ctx,
-		bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: 0}}}},
-		options.FindOne().SetSort(bson.D{{Key: "seq", Value: 1}})).Decode(&d)
+	err := events.FindOne(ctx, filter, opts...).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}
@@ -60,9 +94,11 @@ func (s *Store) readLease(ctx context.Context, id string, now time.Time) (*lease
 //
 // The fencing token is the larger of the previous token plus one and the
 // acquirer's real clock in nanoseconds, so it grows for a session and a
-// session deleted and created again starts above its earlier self's
-// tokens. The winner records its token in the session document
-// (lease_token, raised with $max) and raises the session's fence to its
+// session deleted and created again starts above its earlier self's tokens.
+// The winner records its token in the session document (lease_token, raised
+// with $max, in an update whose filter names the incarnation and the last
+// seq its hold read): that record, not the lease document, makes the lease
+// (see readLease). The same update raises the session's fence to its
 // real-clock now, so that no append that began before the takeover can
 // commit. A fenced append checks the lease before it writes, and its commit
 // (the compare-and-set of the session document) also requires lease_token
@@ -131,7 +167,7 @@ func (s *Store) acquireOnce(ctx context.Context, id, holder string, ttl time.Dur
 	var quit func(context.Context) error
 	if !force {
 		quit = func(ctx context.Context) error {
-			cur, err := s.readLease(ctx, id, now)
+			cur, _, err := s.readLease(ctx, id, now)
 			if err == nil && cur != nil && !cur.Released && cur.Expires > now.UnixNano() {
 				err = &cairn.LeaseHeldError{Session: id, Holder: cur.Holder, Expires: time.Unix(0, cur.Expires).UTC()}
 			}
@@ -141,32 +177,28 @@ func (s *Store) acquireOnce(ctx context.Context, id, holder string, ttl time.Dur
 			return lease, err
 		}
 	}
-	last, release, err := s.hold(ctx, id, live(now), quit)
+	h, release, err := s.hold(ctx, id, live(now), quit)
 	if err != nil {
 		return lease, err
 	}
 	defer func() { release(err) }()
-	cur, err := s.readLease(ctx, id, now)
+	cur, latest, err := s.readLease(ctx, id, now)
 	if err != nil {
 		return lease, err
 	}
+	if cur != nil && !cur.Released && cur.Expires > now.UnixNano() && !force {
+		return lease, &cairn.LeaseHeldError{Session: id, Holder: cur.Holder, Expires: time.Unix(0, cur.Expires).UTC()}
+	}
 	gen, tok := int64(1), time.Now().UnixNano()
-	if cur != nil {
-		if !cur.Released && cur.Expires > now.UnixNano() && !force {
-			return lease, &cairn.LeaseHeldError{Session: id, Holder: cur.Holder, Expires: time.Unix(0, cur.Expires).UTC()}
-		}
-		gen, tok = -cur.Seq+1, max(tok, cur.Token+1)
+	if latest != nil {
+		gen, tok = -latest.Seq+1, max(tok, latest.Token+1)
 	}
 	exp := now.Add(ttl)
 	_, err = s.events.InsertOne(ctx, leaseDoc{Session: id, Seq: -gen, Holder: holder, Token: tok, Expires: exp.UnixNano(),
 		WrittenAt: bson.NewDateTimeFromTime(time.Now())})
 	if mongo.IsDuplicateKeyError(err) {
-		// Another acquirer took this generation first.
-		var won leaseDoc
-		err := s.events.FindOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: -gen}}).Decode(&won)
-		if err == nil && !force {
-			return lease, &cairn.LeaseHeldError{Session: id, Holder: won.Holder, Expires: time.Unix(0, won.Expires).UTC()}
-		}
+		// Another acquirer took this generation first: look again (its
+		// lease is one once it records its token).
 		return lease, errLeaseRace
 	}
 	if err != nil {
@@ -174,7 +206,7 @@ func (s *Store) acquireOnce(ctx context.Context, id, holder string, ttl time.Dur
 	}
 	// The token (raised with $max), a fence at the real clock's now, so
 	// that no append that began before can commit, and the expiry hint.
-	res, err := s.sessions.UpdateOne(ctx, atSeq(liveFilter(id, now), last), bson.D{
+	res, err := s.sessions.UpdateOne(ctx, h.at(liveFilter(id, now)), bson.D{
 		{Key: "$max", Value: bson.D{{Key: "lease_token", Value: tok}, {Key: "fence", Value: time.Now().UnixNano()}}},
 		{Key: "$set", Value: bson.D{{Key: "lease_expires_ns", Value: exp.UnixNano()}}},
 	})
@@ -195,7 +227,7 @@ func (s *Store) acquireOnce(ctx context.Context, id, holder string, ttl time.Dur
 // (Delete removes the lease documents after it marks the session), so the
 // session is looked at again before the lease is said to be lost.
 func (s *Store) mine(ctx context.Context, id string, lease cairn.Lease) (*leaseDoc, error) {
-	cur, err := s.readLease(ctx, id, s.now())
+	cur, _, err := s.readLease(ctx, id, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +265,7 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 			return err
 		}
 		exp := s.now().Add(ttl)
-		if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}},
+		if _, err := s.events.UpdateOne(ctx, cur.key(),
 			bson.D{{Key: "$set", Value: bson.D{{Key: "expires_ns", Value: exp.UnixNano()}}}}); err != nil {
 			return err
 		}
@@ -258,7 +290,7 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 		if err != nil {
 			return err
 		}
-		_, err = s.events.UpdateOne(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: cur.Seq}},
+		_, err = s.events.UpdateOne(ctx, cur.key(),
 			bson.D{{Key: "$set", Value: bson.D{{Key: "released", Value: true}}}})
 		return err
 	})
@@ -292,7 +324,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err
 		return cairn.Lease{}, err
 	}
 	now := s.now()
-	cur, err := s.readLease(ctx, id, now)
+	cur, _, err := s.readLease(ctx, id, now)
 	if err != nil {
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, err)
 	}
@@ -421,9 +453,10 @@ func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64, doc
 // number of IDs: the live sessions of ids, with the token of their latest
 // lease (lease_token), from the _id index; then, with one $or of a branch
 // per session served by the (session, seq) index, their lease documents
-// from that token on (the latest, and any newer one whose acquirer has not
-// recorded its token yet). Each session's lease is its latest document, as
-// CurrentLease reads it.
+// from that token on. Each session's lease is the document of the token
+// its session document records, as CurrentLease reads it (see readLease):
+// a newer one is an acquirer's that has not recorded its token yet, or
+// never will.
 func (s *Store) CurrentLeases(ctx context.Context, ids []string) (_ map[string]cairn.Lease, err error) {
 	defer unavailable(&err)
 	for _, id := range ids {
@@ -479,21 +512,9 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (_ map[string]c
 	if err := cur.All(ctx, &all); err != nil {
 		return nil, fmt.Errorf("leases of %d sessions: %w", len(ids), err)
 	}
-	var leases []leaseDoc
 	for _, l := range all {
-		if l.Token >= token[l.Session] {
-			leases = append(leases, l)
-		}
-	}
-	latest := map[string]leaseDoc{}
-	for _, l := range leases {
-		if prev, ok := latest[l.Session]; !ok || l.Seq < prev.Seq {
-			latest[l.Session] = l
-		}
-	}
-	for id, l := range latest {
-		if !l.Released && l.Expires > now.UnixNano() {
-			out[id] = cairn.Lease{Session: id, Holder: l.Holder, Token: l.Token, Expires: time.Unix(0, l.Expires).UTC()}
+		if l.Token == token[l.Session] && !l.Released && l.Expires > now.UnixNano() {
+			out[l.Session] = cairn.Lease{Session: l.Session, Holder: l.Holder, Token: l.Token, Expires: time.Unix(0, l.Expires).UTC()}
 		}
 	}
 	return out, nil

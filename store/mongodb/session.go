@@ -268,7 +268,7 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 // written after the mark (an append racing the Delete, which cannot
 // commit) are left to the next Create of the ID or to Sweep.
 func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error) {
-	last, release, err := s.hold(ctx, id, cond, nil)
+	h, release, err := s.hold(ctx, id, cond, nil)
 	if errors.Is(err, cairn.ErrNotFound) {
 		return false, nil
 	}
@@ -276,7 +276,7 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 		return false, err
 	}
 	mark := bson.NewDateTimeFromTime(time.Now())
-	res, err := s.sessions.UpdateOne(ctx, atSeq(append(bson.D{{Key: "_id", Value: id}}, cond...), last),
+	res, err := s.sessions.UpdateOne(ctx, h.at(append(bson.D{{Key: "_id", Value: id}}, cond...)),
 		bson.D{{Key: "$set", Value: bson.D{
 			{Key: "last_seq", Value: seqErasing},
 			{Key: "busy_since", Value: mark},

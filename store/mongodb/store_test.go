@@ -610,3 +610,72 @@ func envelope(t *testing.T, e cairn.Event) []byte {
 	}
 	return b
 }
+
+// TestStore_StrayLeaseIsNoLease: an Acquire writes its lease document
+// before it records its token in the session document, and one that then
+// finds its session gone (deleted, and created again, while its request
+// was on its way) records nothing and answers ErrNotFound; its document
+// stays. The session created again must not be held by that holder: not
+// for Acquire, CurrentLease or CurrentLeases, and a lease taken since is
+// the one they all report.
+func TestStore_StrayLeaseIsNoLease(t *testing.T) {
+	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace()})
+	_, events := collections(t, s)
+	create(t, s, "a")
+	appendOK(t, s, "a", 0, storetest.Custom(1, "w1"))
+	stray := func(gen int64) {
+		t.Helper()
+		_, err := events.InsertOne(t.Context(), bson.D{
+			{Key: "session", Value: "a"}, {Key: "seq", Value: -gen}, {Key: "holder", Value: "told-not-found"},
+			{Key: "lease_token", Value: time.Now().UnixNano()}, {Key: "expires_ns", Value: time.Now().Add(time.Hour).UnixNano()},
+			{Key: "released", Value: false}, {Key: "written_at", Value: bson.NewDateTimeFromTime(time.Now())},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	free := func(when string) {
+		t.Helper()
+		if l, err := s.CurrentLease(t.Context(), "a"); err != nil || l.Holder != "" {
+			t.Fatalf("%s: CurrentLease = %+v, %v; want none", when, l, err)
+		}
+		if ls, err := s.CurrentLeases(t.Context(), []string{"a"}); err != nil || len(ls) != 0 {
+			t.Fatalf("%s: CurrentLeases = %+v, %v; want none", when, ls, err)
+		}
+	}
+	stray(1)
+	free("a lease document whose token no session records")
+
+	l, err := s.Acquire(t.Context(), "a", "h2", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire over a lease document whose token no session records: %v", err)
+	}
+	stray(3) // another, above the lease (generation 3; the lease is generation 2)
+	if cur, err := s.CurrentLease(t.Context(), "a"); err != nil || cur.Holder != "h2" || cur.Token != l.Token {
+		t.Fatalf("CurrentLease = %+v, %v; want h2's (token %d)", cur, err, l.Token)
+	}
+	if ls, err := s.CurrentLeases(t.Context(), []string{"a"}); err != nil || ls["a"].Holder != "h2" {
+		t.Fatalf("CurrentLeases = %+v, %v; want h2's", ls, err)
+	}
+	var held *cairn.LeaseHeldError
+	if _, err := s.Acquire(t.Context(), "a", "h3", time.Minute); !errors.As(err, &held) || held.Holder != "h2" {
+		t.Fatalf("Acquire of a session h2 holds: %v, want held by h2", err)
+	}
+	if l, err = s.Renew(t.Context(), l, time.Minute); err != nil {
+		t.Fatalf("Renew of h2's lease under a stray above it: %v", err)
+	}
+	if err := s.AppendFenced(t.Context(), "a", l, 1, storetest.Custom(2, "h2")); err != nil {
+		t.Fatalf("AppendFenced with h2's lease: %v", err)
+	}
+	if err := s.Release(t.Context(), l); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	free("after h2's release")
+	l4, err := s.Acquire(t.Context(), "a", "h4", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after the release: %v", err)
+	}
+	if l4.Token <= l.Token {
+		t.Errorf("the next lease's token %d is not above the last one's %d", l4.Token, l.Token)
+	}
+}
