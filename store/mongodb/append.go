@@ -350,7 +350,7 @@ func (s *Store) onDuplicate(ctx context.Context, id string, expectSeq int64, doc
 			return err
 		}
 		if doc.LastSeq != expectSeq {
-			return s.retried(ctx, id, doc.LastSeq, expectSeq, docs)
+			return s.retried(ctx, id, doc, expectSeq, docs)
 		}
 		free, err := s.clear(ctx, id, doc, "")
 		if err != nil {
@@ -665,15 +665,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// retried returns errRetried when session id, whose last seq was last,
-// holds docs exactly at the seqs after expectSeq, whether or not others
-// follow them, and ErrConflict otherwise. Events up to a session's last
-// seq never change until it is deleted, so the documents read after last
-// still tell. The envelopes are compared as stored: json.Marshal's bytes
-// of the event, which keep its time to the nanosecond and in its zone.
-func (s *Store) retried(ctx context.Context, id string, last, expectSeq int64, docs []eventDoc) error {
+// retried returns errRetried when session id, read as h, holds docs
+// exactly at the seqs after expectSeq, whether or not others follow them,
+// and ErrConflict otherwise. Events up to a session's last seq never
+// change until it is deleted, so the documents read after h still tell,
+// if the session is still h's incarnation when they have been read: it is
+// read again, and a session deleted meanwhile (perhaps created again, with
+// other events at those seqs) is ErrNotFound, the answer of a moment
+// between. The envelopes are compared as stored: json.Marshal's bytes of
+// the event, which keep its time to the nanosecond and in its zone.
+func (s *Store) retried(ctx context.Context, id string, h headDoc, expectSeq int64, docs []eventDoc) error {
 	end := expectSeq + int64(len(docs))
-	if expectSeq < 0 || last < end {
+	if expectSeq < 0 || h.LastSeq < end {
 		return cairn.ErrConflict
 	}
 	cur, err := s.events.Find(ctx,
@@ -685,6 +688,13 @@ func (s *Store) retried(ctx context.Context, id string, last, expectSeq int64, d
 	var held []eventDoc
 	if err := cur.All(ctx, &held); err != nil {
 		return err
+	}
+	again, err := s.head(ctx, liveFilter(id, s.now()))
+	if err != nil {
+		return err
+	}
+	if again.Incarnation != h.Incarnation {
+		return cairn.ErrNotFound
 	}
 	if !slices.EqualFunc(held, docs, func(h, d eventDoc) bool { return h.Seq == d.Seq && bytes.Equal(h.Event, d.Event) }) {
 		return cairn.ErrConflict

@@ -420,20 +420,12 @@ func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lea
 // rather than waiting StaleAfter as a plain Append must. Anything else goes
 // to onDuplicate.
 func (s *Store) clearFenced(ctx context.Context, id string, expectSeq int64, docs []eventDoc) error {
-	var doc struct {
-		LastSeq int64 `bson:"last_seq"`
-		Fence   int64 `bson:"fence"`
-	}
-	err := s.sessions.FindOne(ctx, liveFilter(id, s.now()),
-		options.FindOne().SetProjection(bson.D{{Key: "last_seq", Value: 1}, {Key: "fence", Value: 1}})).Decode(&doc)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return cairn.ErrNotFound
-	}
+	doc, err := s.head(ctx, liveFilter(id, s.now()))
 	if err != nil {
 		return err
 	}
 	if doc.LastSeq != expectSeq {
-		return s.retried(ctx, id, doc.LastSeq, expectSeq, docs)
+		return s.retried(ctx, id, doc, expectSeq, docs)
 	}
 	res, err := s.events.DeleteMany(ctx, bson.D{
 		{Key: "session", Value: id},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -573,16 +574,7 @@ func TestStore_LoadAcrossRecreate(t *testing.T) {
 			})
 		})
 	}}
-	c, err := mongo.Connect(options.Client().ApplyURI(serverURI(t)).SetMonitor(mon))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
-	s, err := mongodb.New(t.Context(), c.Database(events.Database().Name()), cairn.StoreOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := monitored(t, ns, mon)
 
 	close(armed)
 	rec, err := s.Load(t.Context(), "a", 0)
@@ -677,5 +669,62 @@ func TestStore_StrayLeaseIsNoLease(t *testing.T) {
 	}
 	if l4.Token <= l.Token {
 		t.Errorf("the next lease's token %d is not above the last one's %d", l4.Token, l.Token)
+	}
+}
+
+// monitored opens a store of namespace ns on a client of its own whose
+// commands mon sees before they are sent.
+func monitored(t *testing.T, ns string, mon *event.CommandMonitor) *mongodb.Store {
+	t.Helper()
+	c, err := mongo.Connect(options.Client().ApplyURI(serverURI(t)).SetMonitor(mon))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	s, err := mongodb.New(t.Context(), c.Database(client(t).Name()), cairn.StoreOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestStore_RetryAcrossRecreate: an append sent again after its reply was
+// lost meets its own events at the insert, and reads them back to tell a
+// retry from a conflict. When the session is deleted and created again
+// between its read of the session document and its read of the events, the
+// events are gone: a conflict would be no state the session was in (at seq
+// 0 for an append at seq 0). The answer is the session's absence between
+// the delete and the create.
+func TestStore_RetryAcrossRecreate(t *testing.T) {
+	ns := newNamespace()
+	other := openStore(t, cairn.StoreOptions{Namespace: ns})
+	_, events := collections(t, other)
+	var armed atomic.Bool
+	var between error
+	mon := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		if e.CommandName != "find" || e.Command.Lookup("find").StringValue() != events.Name() || !armed.CompareAndSwap(true, false) {
+			return
+		}
+		if between = other.Delete(context.Background(), "a"); between == nil {
+			between = other.Create(context.Background(), cairn.SessionMeta{ID: "a"})
+		}
+	}}
+	s := monitored(t, ns, mon)
+	create(t, s, "a")
+	appendOK(t, s, "a", 0, storetest.Custom(1, "retried"))
+	armed.Store(true)
+	err := s.Append(t.Context(), "a", 0, storetest.Custom(1, "retried"))
+	if between != nil {
+		t.Fatalf("between the retry's reads: %v", between)
+	}
+	if armed.Load() {
+		t.Fatal("the retry never read the events: the test did not make the race")
+	}
+	if !errors.Is(err, cairn.ErrNotFound) {
+		t.Fatalf("the retry, with the session deleted and created between its reads: %v; want ErrNotFound", err)
+	}
+	if got := load(t, s, "a"); len(got.Events) != 0 {
+		t.Fatalf("the session created again holds %d events, want none", len(got.Events))
 	}
 }
