@@ -360,6 +360,17 @@ func (s *Store) replaySession(ctx context.Context, id string, recs []record) (fi
 	if err := flock(ctx, lockF, syscall.LOCK_EX); err != nil {
 		return lockID, err
 	}
+	// A Delete holds the lock while it moves the folder away, and the
+	// session may be created again before the lock is ours: the token read
+	// from this file would then be the deleted session's, and the log
+	// opened by its path the new session's. With the lock held, the path
+	// names this file only while the folder is the one it was in.
+	if same, err := s.isLockFile(id, lockID); err != nil || !same {
+		if errors.Is(err, cairn.ErrNotFound) {
+			err = nil
+		}
+		return fileID{}, err // deleted, and perhaps created again
+	}
 	token, err := readToken(lockF)
 	if err != nil {
 		return lockID, err

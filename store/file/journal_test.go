@@ -3,6 +3,7 @@ package file
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -725,4 +727,85 @@ func FuzzScanJournal(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestJournal_ReplayAcrossRecreate: a replay of a dead store's journal
+// waits for the lock of a session that a Delete holds; the Delete moves the
+// folder away, and the session is created again before the replay has the
+// lock. The replay read its token from the deleted session's lock file, so
+// it must not write the deleted session's appends into the log now at the
+// session's path, the new session's.
+func TestJournal_ReplayAcrossRecreate(t *testing.T) {
+	dir := t.TempDir()
+	other := openJournaled(t, dir)
+	dead := openJournaled(t, dir)
+	appendN(t, dead, "a", 2)
+	crash(t, dead)
+
+	// Hold the session's lock, as a Delete does while it moves the folder.
+	lockPath := nsPath(dir, "a", lockName)
+	held, err := os.OpenFile(lockPath, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan *Store, 1)
+	go func() {
+		s, err := Open(context.Background(), dir, cairn.StoreOptions{Namespace: "tests"})
+		if err != nil {
+			t.Errorf("Open: %v", err)
+		}
+		opened <- s
+	}()
+	// The replay has opened the lock file when a second descriptor of
+	// this process names it; it then waits for the lock.
+	for deadline := time.Now().Add(30 * time.Second); fdsNaming(t, lockPath) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the replay never opened the session's lock file")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := os.Rename(nsPath(dir, "a"), nsPath(dir, ".trash-a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Create(t.Context(), cairn.SessionMeta{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	s := <-opened
+	if s == nil {
+		return
+	}
+	defer s.Close()
+	if b := readFile(t, nsPath(dir, "a", logName)); len(b) != 0 {
+		t.Errorf("the replay wrote %d bytes of the deleted session into the log of the one created again", len(b))
+	}
+	rec, err := s.Load(t.Context(), "a", 0)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if len(rec.Events) != 0 {
+		t.Errorf("the session created again holds %d events of the deleted one", len(rec.Events))
+	}
+}
+
+// fdsNaming counts this process's open descriptors whose path is p.
+func fdsNaming(t *testing.T, p string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && l == p {
+			n++
+		}
+	}
+	return n
 }

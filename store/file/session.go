@@ -281,12 +281,18 @@ type fileID struct{ dev, ino uint64 }
 // folder was leads to another inode, which counts as not current, and the
 // files are then opened again through the Root, which refuses the link.
 func (s *Store) current(ss *session, id string) (bool, error) {
+	return s.isLockFile(id, ss.lockID)
+}
+
+// isLockFile reports whether session id's lock file path names the file
+// lockID, as current does for a session's files.
+func (s *Store) isLockFile(id string, lockID fileID) (bool, error) {
 	var st unix.Stat_t
 	err := unix.Fstatat(int(s.nsDir.Fd()), id+"/"+lockName, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil {
 		return false, notFound(&fs.PathError{Op: "lstat", Path: id + "/" + lockName, Err: err})
 	}
-	return fileID{dev: st.Dev, ino: st.Ino} == ss.lockID, nil
+	return fileID{dev: st.Dev, ino: st.Ino} == lockID, nil
 }
 
 // notFound turns "no such file" (or a path through a non-folder) into
