@@ -76,29 +76,28 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	}
 	var (
 		ok   bool
-		snap *int64
-		held *bool
+		snap []int64 // the last seq, and 1 when the events are held there
 	)
 	err = s.pool.QueryRow(ctx, q,
 		id, expectSeq, last, now, nullTime(s.opts.ExpiresAt(now)),
 		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
 		evSeqs, evEnvs,
-	).Scan(&ok, &snap, &held)
+	).Scan(&ok, &snap)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, translate(err))
 	}
 	switch {
 	case ok:
 		return nil
-	case snap == nil:
+	case len(snap) != 2:
 		// No live session in the statement's snapshot: the append takes
 		// effect there, before a Create that may have come since.
 		return fmt.Errorf("append %s: %w", id, cairn.ErrNotFound)
-	case *snap != expectSeq:
+	case snap[0] != expectSeq:
 		// The snapshot had the session at another seq: a retry of an
 		// append whose events it holds is already done, anything else
 		// a conflict, both decided there.
-		return notAt(id, expectSeq, *snap, held != nil && *held)
+		return notAt(id, expectSeq, snap[0], snap[1] == 1)
 	}
 	// The snapshot had the session at expectSeq, yet the UPDATE matched
 	// nothing: a transaction that committed while it ran moved it on or
