@@ -383,8 +383,8 @@ func (h headDoc) at(filter bson.D) bson.D {
 	return f
 }
 
-// head reads the last seq and the fence of the session document filter
-// matches; ErrNotFound when none does.
+// head reads the last seq, the fence and the incarnation of the session
+// document filter matches; ErrNotFound when none does.
 func (s *Store) head(ctx context.Context, filter bson.D) (headDoc, error) {
 	var doc headDoc
 	err := s.sessions.FindOne(ctx, filter,
