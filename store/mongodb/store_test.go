@@ -548,6 +548,7 @@ func TestStore_LoadAcrossRecreate(t *testing.T) {
 	// the events.
 	var once sync.Once
 	var between error
+	var ran bool
 	armed := make(chan struct{})
 	mon := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
 		if e.CommandName != "find" || e.Command.Lookup("find").StringValue() != events.Name() {
@@ -559,6 +560,7 @@ func TestStore_LoadAcrossRecreate(t *testing.T) {
 			return
 		}
 		once.Do(func() {
+			ran = true
 			if between = other.Delete(context.Background(), "a"); between != nil {
 				return
 			}
@@ -578,6 +580,9 @@ func TestStore_LoadAcrossRecreate(t *testing.T) {
 
 	close(armed)
 	rec, err := s.Load(t.Context(), "a", 0)
+	if !ran {
+		t.Fatal("Load never read the events: the test did not make the race")
+	}
 	if between != nil {
 		t.Fatalf("between Load's reads: %v", between)
 	}
