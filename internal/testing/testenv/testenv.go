@@ -1,0 +1,118 @@
+// Package testenv finds the real servers that backend tests run against.
+//
+// Each backend's tests name the environment variable that holds their
+// server's address (CAIRN_TEST_POSTGRES, CAIRN_TEST_REDIS,
+// CAIRN_TEST_MONGODB). Locally a missing variable skips the test with a
+// message naming it. Under CI (CI=true) a missing variable fails the test,
+// so that a backend can never pass CI by being skipped.
+//
+// Bounded and FreeAddr help the outage tests: a call that must return with
+// its context, and an address where no server listens.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// The variables that name the test servers.
+const (
+	Postgres = "CAIRN_TEST_POSTGRES"
+	Redis    = "CAIRN_TEST_REDIS"
+	MongoDB  = "CAIRN_TEST_MONGODB"
+)
+
+// URL returns the value of the environment variable name. When it is empty
+// the test is skipped, or failed under CI.
+func URL(tb testing.TB, name string) string {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v != "" {
+		return v
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("%s is not set: CI must run every backend's tests (see .ci/run)", name)
+	}
+	tb.Skipf("%s is not set: set it to a test server's URL to run these tests", name)
+	return ""
+}
+
+// HangLimit is how long after its context ends a call may still run before
+// Bounded fails the test: far more than an honest return takes on a loaded
+// machine, far less than the timeouts of a call that ignores its context
+// (a driver's read timeout, a cleanup of its own).
+const HangLimit = 5 * time.Second
+
+// Bounded calls f with a context that ends after d and returns f's error.
+// It fails the test when f is still running HangLimit after that: a store
+// method must never hang past its context.
+func Bounded(tb testing.TB, d time.Duration, what string, f func(context.Context) error) error {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), d)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	timer := time.NewTimer(d + HangLimit)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		tb.Fatalf("%s: still running %s after its context ended", what, HangLimit)
+		return nil
+	}
+}
+
+// FreeAddr returns a loopback address where nothing listens: a port the
+// system handed out and that was closed again.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// RandHex returns n random bytes as 2n hexadecimal digits: a name no other
+// test run has taken.
+func RandHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// Examples prepares a backend package's runnable examples, from its
+// TestMain before m.Run. An example with an "// Output:" comment cannot
+// skip, so the examples read their server's address from exampleVar (the
+// name a user's program would use, such as DATABASE_URL), which Examples
+// sets from the test variable name. When name is empty and no -run pattern
+// was given, the examples are left out of the run (-run selects the tests
+// and fuzz targets only), with a line on stderr that says why; under CI a
+// missing variable fails the tests as URL does, so the examples always run
+// there.
+func Examples(name, exampleVar string) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if v := os.Getenv(name); v != "" {
+		os.Setenv(exampleVar, v)
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		return // the tests fail for the missing variable
+	}
+	if run := flag.Lookup("test.run"); run != nil && run.Value.String() == "" {
+		_ = run.Value.Set("^(Test|Fuzz)")
+		fmt.Fprintf(os.Stderr, "examples not run: %s is not set (set it to a test server's URL to run them)\n", name)
+	}
+}
