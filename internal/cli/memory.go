@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/text"
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/store/crypt"
+)
+
+// OpenMemory opens the long-term memory of the configured store: the same
+// URL as the sessions' (--store, CAIRN_STORE, cairn.toml or the default),
+// through store/crypt when an encryption key is configured, so that items
+// are encrypted at rest as events are. It returns the store and its URL.
+func (a *App) OpenMemory(ctx context.Context) (longterm.Store, string, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return nil, "", err
+	}
+	u := cfg.StoreURL()
+	ring, err := a.Keyring()
+	if err != nil {
+		return nil, "", err
+	}
+	var s longterm.Store
+	if ring != nil {
+		s, err = crypt.OpenLongTerm(ctx, withTimeouts(u), longterm.Options{}, ring)
+	} else {
+		s, err = longterm.Open(ctx, withTimeouts(u), longterm.Options{})
+	}
+	if err != nil {
+		return nil, "", Fail(fmt.Errorf("open memory store %s: %w", text.RedactURL(u), err), storeHint(u, err))
+	}
+	if ring == nil {
+		// Without the key, the items of an encrypted store would read as
+		// sealed tokens, and its keys would show as items: refuse.
+		page, err := s.Namespaces(ctx, longterm.NamespaceOptions{Prefix: crypt.LongTermKeys, Limit: 1})
+		if err != nil {
+			s.Close()
+			return nil, "", MemoryFail("open memory store "+text.RedactURL(u), err)
+		}
+		if len(page.Namespaces) > 0 {
+			s.Close()
+			return nil, "", Fail(fmt.Errorf("open memory store %s: its long-term memory is encrypted, and no key is configured", text.RedactURL(u)),
+				"set persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE to the file of its key (docs/SECURITY.md)")
+		}
+	}
+	return s, u, nil
+}
+
+// MemoryFail returns the error of a long-term memory operation for a
+// person: a usage error (exit 2) for an argument that breaks the rules,
+// a failure (exit 1) with a hint otherwise. what says what was being done
+// ("put users/ada food").
+func MemoryFail(what string, err error) error {
+	err = fmt.Errorf("%s: %w", what, err)
+	switch {
+	case errors.Is(err, longterm.ErrInvalid):
+		return &Error{Err: err, Hint: MemoryRules, Code: ExitUsage}
+	case errors.Is(err, longterm.ErrNotFound):
+		return Fail(err, "`cairn memory list --ns NAMESPACE` shows what is stored there")
+	case errors.Is(err, longterm.ErrConflict):
+		return Fail(err, "another writer changed it first: read it again and retry")
+	case errors.Is(err, cairn.ErrTooLarge):
+		return Fail(err, "an item's value and text together are at most 1 MiB")
+	case errors.Is(err, cairn.ErrUnavailable):
+		return Fail(err, "is the store's server running and reachable? `cairn doctor` checks")
+	}
+	return Fail(err, "see docs/MEMORY.md")
+}
+
+// MemoryRules says what namespaces, keys and labels of long-term memory
+// may hold.
+const MemoryRules = "namespaces are slash paths of segments of A-Z a-z 0-9 _ - (users/ada); keys are 1-256 characters of A-Z a-z 0-9 _ - . : @ + =; labels are NAME=VALUE"

@@ -1,0 +1,46 @@
+package longterm
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of long-term memory. Every store returns these (and
+// cairn.ErrClosed, cairn.ErrTooLarge, cairn.ErrUnavailable,
+// cairn.ErrSchemaTooNew as a session store does), so callers test for them
+// with errors.Is whatever the backend.
+var (
+	// ErrNotFound is returned by Get and Delete when no live item has
+	// that namespace and key: it was never put, was deleted or expired.
+	ErrNotFound = errors.New("memory item not found")
+
+	// ErrConflict is returned by Put and Delete when the item is not at
+	// the version the caller expected (PutOptions.IfVersion, Delete's
+	// ifVersion): another writer changed, created or deleted it first.
+	// Nothing of the refused call was written; read the item again and
+	// decide again.
+	ErrConflict = errors.New("memory item changed since it was read (version conflict)")
+
+	// ErrInvalid is wrapped by the *InvalidError of every argument that
+	// breaks the rules: a namespace, key, prefix, label, value, vector,
+	// cursor or option.
+	ErrInvalid = errors.New("invalid memory argument")
+)
+
+// InvalidError is an argument that breaks the rules: which argument (What:
+// "namespace", "key", "labels", "value", "cursor", "query", …), the value
+// where it helps, and why. It wraps ErrInvalid.
+type InvalidError struct {
+	What string
+	Why  string
+}
+
+// Error names the argument and what is wrong with it.
+func (e *InvalidError) Error() string { return "invalid " + e.What + ": " + e.Why }
+
+// Unwrap returns ErrInvalid.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+func invalid(what, format string, args ...any) error {
+	return &InvalidError{What: what, Why: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,174 @@
+package ltdriver
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/cairnhq/cairn/longterm"
+)
+
+// BM25 parameters, those of SQLite's FTS5 bm25().
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// Index is a text index in memory, for the backends that have none in
+// their database: the tokens of each document (an item, under an ID of
+// the backend's choosing) and, for each token, the documents that hold
+// it. It scores as SQLite's FTS5 does (BM25 over phrases, with FTS5's
+// parameters), so that every backend ranks alike. It is not safe for
+// concurrent use.
+type Index struct {
+	docs     map[string]doc
+	postings map[string]map[string]uint32 // token → ID → occurrences
+	tokens   int                          // the total of the documents' lengths
+}
+
+// doc is an indexed document: its tokens and its length.
+type doc struct {
+	tokens []string
+	length int
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{docs: map[string]doc{}, postings: map[string]map[string]uint32{}}
+}
+
+// Len returns how many documents the index holds.
+func (x *Index) Len() int { return len(x.docs) }
+
+// Set indexes text, an item's of namespace ns, as document id, replacing
+// what id held. A document's length, which BM25 weighs, is its text's
+// tokens and one for each segment of its namespace: SQLite's text index
+// holds a token for each prefix of an item's namespace beside its text
+// (to search a prefix in one MATCH), and FTS5's bm25() counts every
+// column in a row's length. A text without a token matches nothing and
+// counts in the statistics, as in FTS5, where every item has a row.
+func (x *Index) Set(id, ns, text string) {
+	x.Remove(id)
+	toks := longterm.Tokens(text)
+	d := doc{tokens: toks, length: len(toks) + strings.Count(ns, "/") + 1}
+	x.docs[id] = d
+	x.tokens += d.length
+	for _, t := range toks {
+		p := x.postings[t]
+		if p == nil {
+			p = map[string]uint32{}
+			x.postings[t] = p
+		}
+		p[id]++
+	}
+}
+
+// Remove drops document id, if the index holds it.
+func (x *Index) Remove(id string) {
+	d, ok := x.docs[id]
+	if !ok {
+		return
+	}
+	delete(x.docs, id)
+	x.tokens -= d.length
+	for _, t := range d.tokens {
+		p := x.postings[t]
+		if p == nil {
+			continue
+		}
+		if p[id]--; p[id] == 0 {
+			delete(p, id)
+		}
+		if len(p) == 0 {
+			delete(x.postings, t)
+		}
+	}
+}
+
+// Score returns the BM25 score of every document of the indexes that
+// holds one of the phrases and that keep accepts (keep nil: all). The
+// statistics (how many documents, their average length, how many hold
+// each phrase) are taken over all the indexes given, whatever keep says,
+// as FTS5 takes them over its whole table. The indexes must not share
+// IDs.
+func Score(indexes []*Index, phrases [][]string, keep func(x *Index, id string) bool) map[*Index]map[string]float64 {
+	n, total := 0, 0
+	for _, x := range indexes {
+		n += len(x.docs)
+		total += x.tokens
+	}
+	out := map[*Index]map[string]float64{}
+	if n == 0 || len(phrases) == 0 {
+		return out
+	}
+	avg := float64(total) / float64(n)
+	for _, p := range phrases {
+		type match struct {
+			x  *Index
+			id string
+			f  int
+		}
+		var matches []match
+		for _, x := range indexes {
+			for id, f := range x.phrase(p) {
+				matches = append(matches, match{x, id, f})
+			}
+		}
+		if len(matches) == 0 {
+			continue
+		}
+		idf := math.Log((float64(n) - float64(len(matches)) + 0.5) / (float64(len(matches)) + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		for _, m := range matches {
+			if keep != nil && !keep(m.x, m.id) {
+				continue
+			}
+			dl := float64(m.x.docs[m.id].length)
+			f := float64(m.f)
+			s := idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))
+			if out[m.x] == nil {
+				out[m.x] = map[string]float64{}
+			}
+			out[m.x][m.id] += s
+		}
+	}
+	return out
+}
+
+// phrase returns the documents that hold phrase p, with how many times.
+func (x *Index) phrase(p []string) map[string]int {
+	var rarest map[string]uint32
+	for i, t := range p {
+		post := x.postings[t]
+		if len(post) == 0 {
+			return nil
+		}
+		if i == 0 || len(post) < len(rarest) {
+			rarest = post
+		}
+	}
+	out := map[string]int{}
+	for id, f := range rarest {
+		if len(p) == 1 {
+			out[id] = int(f)
+			continue
+		}
+		if c := count(x.docs[id].tokens, p); c > 0 {
+			out[id] = c
+		}
+	}
+	return out
+}
+
+// count returns how many times p occurs in toks.
+func count(toks, p []string) int {
+	c := 0
+	for i := 0; i+len(p) <= len(toks); i++ {
+		if slices.Equal(toks[i:i+len(p)], p) {
+			c++
+		}
+	}
+	return c
+}

@@ -1,0 +1,90 @@
+package ltdriver_test
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
+)
+
+// TestScore checks BM25 by hand on a small corpus, and that the
+// statistics span every index given whatever keep says.
+func TestScore(t *testing.T) {
+	a, b := ltdriver.NewIndex(), ltdriver.NewIndex()
+	a.Set("1", "n", "jazz jazz piano")
+	a.Set("2", "n", "piano lessons")
+	b.Set("3", "n", "jazz club tonight late")
+	b.Set("4", "n", "!!!")          // no token: length 0, counted
+	a.Set("2", "n", "piano lesson") // replaced
+	a.Set("5", "n", "gone")
+	a.Remove("5")
+	got := ltdriver.Score([]*ltdriver.Index{a, b}, [][]string{{"jazz"}}, func(x *ltdriver.Index, id string) bool { return id != "3" })
+	// N = 4 documents of 4, 3, 5 and 1 tokens (their texts' and one for
+	// the namespace): avgdl 3.25; "jazz" in 2 documents.
+	idf := math.Log((4 - 2 + 0.5) / (2 + 0.5))
+	if idf <= 0 {
+		idf = 1e-6
+	}
+	want := idf * 2 * 2.2 / (2 + 1.2*(0.25+0.75*4/3.25))
+	if len(got[b]) != 0 || len(got[a]) != 1 || math.Abs(got[a]["1"]-want) > 1e-12 {
+		t.Errorf("Score(jazz) = %v, want only 1 of a, %v", got, want)
+	}
+	got = ltdriver.Score([]*ltdriver.Index{a, b}, [][]string{{"jazz", "piano"}, {"club"}}, nil)
+	if len(got[a]) != 1 || len(got[b]) != 1 || got[a]["1"] <= 0 || got[b]["3"] <= 0 {
+		t.Errorf("Score(\"jazz piano\" club) = %v, want 1 (the phrase in a row) and 3", got)
+	}
+	if got := ltdriver.Score([]*ltdriver.Index{a}, [][]string{{"piano", "jazz"}}, nil); len(got[a]) != 0 {
+		t.Errorf("a phrase out of order matched: %v", got)
+	}
+	if got := ltdriver.Score([]*ltdriver.Index{a}, [][]string{{"gone"}}, nil); len(got[a]) != 0 {
+		t.Errorf("a removed document matched: %v", got)
+	}
+}
+
+func TestTopHits(t *testing.T) {
+	top := ltdriver.NewTopHits(3, true)
+	for i, v := range []float64{0.1, 0.9, 0.5, 0.9, 0.2, 0.7} {
+		top.Offer(ltdriver.Hit{Namespace: "n", Key: fmt.Sprint("k", i), Vector: v})
+	}
+	var got []string
+	for _, h := range top.Hits() {
+		got = append(got, fmt.Sprintf("%s=%v", h.Key, h.Vector))
+	}
+	if want := []string{"k1=0.9", "k3=0.9", "k5=0.7"}; !slices.Equal(got, want) {
+		t.Errorf("TopHits = %v, want %v", got, want)
+	}
+}
+
+func TestRank(t *testing.T) {
+	q := ltdriver.Search{Mode: longterm.ModeHybrid, Weight: 0.25, Limit: 3}
+	text := []ltdriver.Hit{{Namespace: "a", Key: "x", Text: 4}, {Namespace: "a", Key: "y", Text: 2}}
+	vec := []ltdriver.Hit{{Namespace: "a", Key: "y", Vector: 0.8}, {Namespace: "a", Key: "z", Vector: -0.5}, {Namespace: "a/b", Key: "w", Vector: 0.5}}
+	got := ltdriver.Rank(q, text, vec)
+	var keys []string
+	for _, r := range got {
+		keys = append(keys, fmt.Sprintf("%s=%.3f", r.Key, r.Score))
+	}
+	// y: .25*.5+.75*.8 = .725; w: .375; x: .25; z: 0 (cut by the limit).
+	if want := []string{"y=0.725", "w=0.375", "x=0.250"}; !slices.Equal(keys, want) {
+		t.Errorf("Rank = %v, want %v", keys, want)
+	}
+}
+
+func TestCursor(t *testing.T) {
+	c := ltdriver.Cursor{Namespace: "users/ada", Key: "k:1"}
+	got, err := ltdriver.ParseCursor(c.Encode())
+	if err != nil || got != c {
+		t.Errorf("ParseCursor(Encode()) = %v, %v", got, err)
+	}
+	for _, bad := range []string{"!!", "YQ", "Li4AYQ"} {
+		if _, err := ltdriver.ParseCursor(bad); err == nil {
+			t.Errorf("ParseCursor(%q): no error", bad)
+		}
+	}
+	if !c.After("users/ada", "k:2") || c.After("users/ada", "k:1") || !c.After("users/ada/x", "a") || c.After("users", "z") || !c.After("users/ada-x", "a") {
+		t.Error("Cursor.After does not follow path order")
+	}
+}

@@ -1,0 +1,341 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
+)
+
+// ltColumns are the columns scanLT reads, with the vector's place given:
+// "i.vector", or "NULL" when the reader does not want it.
+func ltColumns(vector string) string {
+	return `i.namespace, i.key, i.value, i.text, i.labels::text, ` + vector + `, i.vector_model,
+		i.source_session, i.source_seq, i.version, i.created_at, i.updated_at, i.expires_at`
+}
+
+// scanLT reads an item's columns (ltColumns), after extra columns.
+func scanLT(row pgx.Row, extra ...any) (longterm.Item, error) {
+	var it longterm.Item
+	var value, labels string
+	var text, vec []byte
+	var created, updated, exp int64
+	dest := append(extra, &it.Namespace, &it.Key, &value, &text, &labels, &vec, &it.VectorModel,
+		&it.Source.Session, &it.Source.Seq, &it.Version, &created, &updated, &exp)
+	if err := row.Scan(dest...); err != nil {
+		return it, err
+	}
+	it.Value, it.Text = json.RawMessage(value), string(text)
+	if labels != "{}" && labels != "" {
+		if err := json.Unmarshal([]byte(labels), &it.Labels); err != nil {
+			return it, fmt.Errorf("item %s %s: labels: %w", it.Namespace, it.Key, err)
+		}
+	}
+	v, err := ltdriver.DecodeVector(vec)
+	if err != nil {
+		return it, fmt.Errorf("item %s %s: %w", it.Namespace, it.Key, err)
+	}
+	it.Vector = v
+	it.CreatedAt, it.UpdatedAt, it.ExpiresAt = fromNanos(created), fromNanos(updated), fromNanos(exp)
+	return it, nil
+}
+
+// ltFilter is a WHERE clause on the items (alias i) and its arguments,
+// numbered from $1.
+type ltFilter struct {
+	where []string
+	args  []any
+}
+
+// add adds a condition whose parameters are written "$?", numbered in
+// order.
+func (f *ltFilter) add(cond string, args ...any) {
+	for range args {
+		f.args = append(f.args, nil)
+		cond = strings.Replace(cond, "$?", "$"+strconv.Itoa(len(f.args)), 1)
+	}
+	copy(f.args[len(f.args)-len(args):], args)
+	f.where = append(f.where, cond)
+}
+
+// next is the placeholder of the next argument.
+func (f *ltFilter) next() string { return "$" + strconv.Itoa(len(f.args)+1) }
+
+func (f *ltFilter) sql() string {
+	if len(f.where) == 0 {
+		return "true"
+	}
+	return strings.Join(f.where, " AND ")
+}
+
+// itemFilter selects the live items under prefix with labels.
+func (s *LongTerm) itemFilter(prefix string, labels map[string]string) *ltFilter {
+	f := &ltFilter{}
+	f.add(`(i.expires_at = 0 OR i.expires_at > $?)`, nanos(ltdriver.Now(s.opts)))
+	if prefix != "" {
+		lo, hi := longterm.PrefixRange(prefix)
+		f.add(`i.path >= $? AND i.path < $?`, lo, hi)
+	}
+	if len(labels) > 0 {
+		b, _ := json.Marshal(labels)
+		f.add(`i.labels @> $?::jsonb`, string(b))
+	}
+	return f
+}
+
+// Get implements longterm.Store.
+func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.Item, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	if err := ltdriver.CheckKey(namespace, key); err != nil {
+		return nil, err
+	}
+	it, err := scanLT(s.pool.QueryRow(ctx, `SELECT `+ltColumns("i.vector")+` FROM `+s.table+` AS i
+		WHERE i.path = $1 AND i.key = $2 AND (i.expires_at = 0 OR i.expires_at > $3)`,
+		longterm.PathOrder(namespace), key, nanos(ltdriver.Now(s.opts))))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ltdriver.NotFound(namespace, key)
+	}
+	if err != nil {
+		return nil, s.fail("get "+namespace+" "+key, err)
+	}
+	return &it, nil
+}
+
+// List implements longterm.Store: one range of the (path, key) index,
+// from the cursor on.
+func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longterm.ListPage, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	opts, cur, err := ltdriver.CheckList(opts)
+	if err != nil {
+		return nil, err
+	}
+	f := s.itemFilter(opts.Prefix, opts.Labels)
+	if !cur.IsZero() {
+		f.add(`(i.path, i.key) > ($?, $?)`, longterm.PathOrder(cur.Namespace), cur.Key)
+	}
+	vector := "NULL::bytea"
+	if opts.Vectors {
+		vector = "i.vector"
+	}
+	limit := f.next()
+	rows, err := s.pool.Query(ctx, `SELECT `+ltColumns(vector)+` FROM `+s.table+` AS i
+		WHERE `+f.sql()+` ORDER BY i.path, i.key LIMIT `+limit, append(f.args, opts.Limit+1)...)
+	if err != nil {
+		return nil, s.fail("list", err)
+	}
+	defer rows.Close()
+	page := &longterm.ListPage{}
+	for rows.Next() {
+		it, err := scanLT(rows)
+		if err != nil {
+			return nil, s.fail("list", err)
+		}
+		page.Items = append(page.Items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list", err)
+	}
+	if len(page.Items) > opts.Limit {
+		page.Items = page.Items[:opts.Limit]
+		last := page.Items[opts.Limit-1]
+		page.Next = ltdriver.Cursor{Namespace: last.Namespace, Key: last.Key}.Encode()
+	}
+	return page, nil
+}
+
+// Namespaces implements longterm.Store by skipping through the path
+// index: one seek per namespace listed, and, with a depth, one per
+// namespace cut (a cut's subtree is skipped at once).
+func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOptions) (*longterm.NamespacePage, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	opts, err := ltdriver.CheckNamespaces(opts)
+	if err != nil {
+		return nil, err
+	}
+	hi := "\x7f"
+	pos, inclusive := "", true
+	if opts.Prefix != "" {
+		pos, hi = longterm.PrefixRange(opts.Prefix)
+	}
+	after := func(ns, cut string) {
+		if opts.Depth > 0 && strings.Count(cut, "/")+1 == opts.Depth {
+			pos, inclusive = longterm.PathOrder(cut)+"!", true
+			return
+		}
+		pos, inclusive = longterm.PathOrder(ns), false
+	}
+	if opts.Cursor != "" && longterm.ComparePaths(opts.Cursor, opts.Prefix) >= 0 {
+		after(opts.Cursor, opts.Cursor)
+	}
+	now := nanos(ltdriver.Now(s.opts))
+	page := &longterm.NamespacePage{}
+	for len(page.Namespaces) <= opts.Limit {
+		op := ">"
+		if inclusive {
+			op = ">="
+		}
+		var ns string
+		err := s.pool.QueryRow(ctx, `SELECT i.namespace FROM `+s.table+` AS i
+			WHERE i.path `+op+` $1 AND i.path < $2 AND (i.expires_at = 0 OR i.expires_at > $3)
+			ORDER BY i.path LIMIT 1`, pos, hi, now).Scan(&ns)
+		if errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return nil, s.fail("namespaces", err)
+		}
+		cut := ltdriver.CutNamespace(ns, opts.Depth)
+		if n := len(page.Namespaces); n == 0 || page.Namespaces[n-1] != cut {
+			page.Namespaces = append(page.Namespaces, cut)
+		}
+		after(ns, cut)
+	}
+	if len(page.Namespaces) > opts.Limit {
+		page.Namespaces = page.Namespaces[:opts.Limit]
+		page.Next = page.Namespaces[opts.Limit-1]
+	}
+	return page, nil
+}
+
+// Search implements longterm.Store. The text side is one query: the GIN
+// index finds the items whose tsvector matches the phrases (tsv @@ the
+// tsquery), the filters cut them, ts_rank ranks them. The vector side
+// reads the vectors of the filtered items of the search's model and length
+// and computes cosine in Go. Both run in one repeatable-read transaction,
+// so that they see the same items.
+func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	q, err := ltdriver.CheckSearch(ctx, s.opts, opts)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, s.fail("search", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var text, vector []ltdriver.Hit
+	if query := TSQuery(q.Phrases); q.Text() && query != "" {
+		if text, err = s.textHits(ctx, tx, q, query); err != nil {
+			return nil, s.fail("search", err)
+		}
+	}
+	if q.Vectors() && len(q.Vector) > 0 {
+		if vector, err = s.vectorHits(ctx, tx, q); err != nil {
+			return nil, s.fail("search", err)
+		}
+	}
+	ranked := ltdriver.Rank(q, text, vector)
+	if len(ranked) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(ranked))
+	for i, r := range ranked {
+		ids[i] = r.Ref.(int64)
+	}
+	rows, err := tx.Query(ctx, `SELECT i.id, `+ltColumns("NULL::bytea")+` FROM `+s.table+` AS i WHERE i.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, s.fail("search", err)
+	}
+	defer rows.Close()
+	byID := map[int64]longterm.Item{}
+	for rows.Next() {
+		var id int64
+		it, err := scanLT(rows, &id)
+		if err != nil {
+			return nil, s.fail("search", err)
+		}
+		byID[id] = it
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("search", err)
+	}
+	out := make([]longterm.Result, 0, len(ranked))
+	for _, r := range ranked {
+		if it, ok := byID[r.Ref.(int64)]; ok {
+			out = append(out, longterm.Result{Item: it, Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
+		}
+	}
+	return out, nil
+}
+
+// textHits returns the best q.Candidates items by ts_rank, ties in List's
+// order. ts_rank weighs how often the query's phrases occur and how rare
+// they are; it is not normalised by the text's length (its
+// normalisations, dividing by the length or its logarithm, punish a
+// longer text far more than BM25 does, which would drown a hybrid
+// search's vector side).
+func (s *LongTerm) textHits(ctx context.Context, tx pgx.Tx, q ltdriver.Search, query string) ([]ltdriver.Hit, error) {
+	sql, args := s.textQuery(q, query)
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ltdriver.Hit
+	for rows.Next() {
+		var h ltdriver.Hit
+		var id int64
+		if err := rows.Scan(&id, &h.Namespace, &h.Key, &h.Text); err != nil {
+			return nil, err
+		}
+		if h.Text <= 0 {
+			h.Text = 1e-9 // a match always scores
+		}
+		h.Ref = id
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// textQuery is textHits' query for the tsquery query: the GIN index on
+// tsv finds the matches, the filters cut them.
+func (s *LongTerm) textQuery(q ltdriver.Search, query string) (string, []any) {
+	f := s.itemFilter(q.Prefix, q.Labels)
+	qp := f.next()
+	f.add(`i.tsv @@ $?::tsquery`, query)
+	limit := f.next()
+	return `SELECT i.id, i.namespace, i.key, ts_rank(i.tsv, ` + qp + `::tsquery)::float8 AS score
+		FROM ` + s.table + ` AS i WHERE ` + f.sql() + ` ORDER BY score DESC, i.path, i.key LIMIT ` + limit,
+		append(f.args, q.Candidates)
+}
+
+// vectorHits returns the best q.Candidates items by cosine similarity,
+// over every filtered item with a vector of the search's model and
+// length.
+func (s *LongTerm) vectorHits(ctx context.Context, tx pgx.Tx, q ltdriver.Search) ([]ltdriver.Hit, error) {
+	f := s.itemFilter(q.Prefix, q.Labels)
+	f.add(`i.vector_model = $? AND length(i.vector) = $?`, q.Model, 4*len(q.Vector))
+	rows, err := tx.Query(ctx, `SELECT i.id, i.namespace, i.key, i.vector FROM `+s.table+` AS i WHERE `+f.sql(), f.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	top := ltdriver.NewTopHits(q.Candidates, true)
+	for rows.Next() {
+		var h ltdriver.Hit
+		var id int64
+		var vec []byte
+		if err := rows.Scan(&id, &h.Namespace, &h.Key, &vec); err != nil {
+			return nil, err
+		}
+		h.Ref, h.Vector = id, ltdriver.CosineEncoded(q.Vector, vec)
+		top.Offer(h)
+	}
+	return top.Hits(), rows.Err()
+}

@@ -1,0 +1,121 @@
+package postgres_test
+
+import (
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairnhq/cairn/internal/testing/testenv"
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/lttest"
+	"github.com/cairnhq/cairn/store/crypt"
+	"github.com/cairnhq/cairn/store/crypt/crypttest"
+	"github.com/cairnhq/cairn/store/postgres"
+)
+
+// TestLongTermConformance runs the long-term memory suite. Every store a
+// test opens is on that test's own namespace (a schema of its own), so
+// that a second open is a reopen, through a pool of its own.
+func TestLongTermConformance(t *testing.T) {
+	d := dsn(t)
+	var mu sync.Mutex
+	names := map[*testing.T]string{}
+	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
+		mu.Lock()
+		ns, ok := names[t]
+		if !ok {
+			ns = "lt_" + testenv.RandHex(6)
+			names[t] = ns
+			dropSchemaLater(t, ns)
+		}
+		mu.Unlock()
+		s, err := postgres.OpenLongTerm(t.Context(), d, postgres.LongTermOptions{Options: opts, Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestLongTermConformance_Encrypted runs the suite through the encrypting
+// store (crypt.OpenLongTerm), opened by URL: the table then holds sealed
+// values and the hashes of words, and search still ranks them.
+func TestLongTermConformance_Encrypted(t *testing.T) {
+	d := dsn(t)
+	ring := crypttest.NewKeyring(t)
+	var mu sync.Mutex
+	urls := map[*testing.T]string{}
+	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
+		mu.Lock()
+		u, ok := urls[t]
+		if !ok {
+			ns := "lt_" + testenv.RandHex(6)
+			dropSchemaLater(t, ns)
+			pu, err := url.Parse(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := pu.Query()
+			q.Set("namespace", ns)
+			pu.RawQuery = q.Encode()
+			u = pu.String()
+			urls[t] = u
+		}
+		mu.Unlock()
+		s, err := crypt.OpenLongTerm(t.Context(), u, opts, ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestLongTerm_TextIndexPlan: on 20,000 items with their statistics, a
+// text search reads the items its words match through the GIN index on
+// the tsvector, not by reading the table; and the tsvector the store
+// writes is the text's tokens with their positions, quoted (so a word
+// that is tsquery syntax, such as "or" or "!", is a word or nothing).
+func TestLongTerm_TextIndexPlan(t *testing.T) {
+	ns := "lt_" + testenv.RandHex(6)
+	dropSchemaLater(t, ns)
+	s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	table := pgx.Identifier{s.Schema(), "longterm_items"}.Sanitize()
+	pool := adminPool(t)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO `+table+` (namespace, path, key, value, text, tsv, version, created_at, updated_at)
+		SELECT 'users/u' || (i % 10), 'users u' || (i % 10), 'k' || i, 'null', convert_to('word' || i || ' common', 'UTF8'),
+			('''word' || i || ''':1 ''common'':2')::tsvector, i, 1, 1 FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `ANALYZE `+table); err != nil {
+		t.Fatal(err)
+	}
+	query, args := s.LongTermTextQuery([][]string{{"word42"}, {"word43", "common"}}, "users")
+	rows, err := pool.Query(t.Context(), "EXPLAIN "+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "longterm_items_tsv") || strings.Contains(plan, "Seq Scan") {
+		t.Errorf("the text search does not read through the GIN index:\n%s", plan)
+	}
+	rs, err := s.Search(t.Context(), longterm.SearchOptions{Query: "word43-common or !", Prefix: "users"})
+	if err != nil || len(rs) != 1 || rs[0].Item.Key != "k43" {
+		t.Errorf("search: %v, %v", rs, err)
+	}
+	if got, want := postgres.TSVector("Or the-THE ! 'x' or"), `'or':1,5 'the':2,3 'x':4`; got != want {
+		t.Errorf("TSVector = %s, want %s", got, want)
+	}
+}

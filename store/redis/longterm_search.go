@@ -1,0 +1,219 @@
+package redis
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
+)
+
+// BM25's parameters, as ltdriver.Index uses them.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// Search implements longterm.Store. The text side intersects the token
+// sets of each phrase (SINTER), reads the texts of the items found, counts
+// each phrase in them and scores BM25 over the whole memory's statistics,
+// as the memory backend does, then filters. The vector side reads the
+// vectors of the items under the prefix and computes cosine. Its cost
+// grows with the items the query's words name (text) and with the items
+// under the prefix (vector); nothing is read twice.
+func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	q, err := ltdriver.CheckSearch(ctx, s.opts, opts)
+	if err != nil {
+		return nil, err
+	}
+	var text, vector []ltdriver.Hit
+	if q.Text() && len(q.Phrases) > 0 {
+		if text, err = s.textHits(ctx, q); err != nil {
+			return nil, s.fail("search", err)
+		}
+	}
+	if q.Vectors() && len(q.Vector) > 0 {
+		if vector, err = s.vectorHits(ctx, q); err != nil {
+			return nil, s.fail("search", err)
+		}
+	}
+	ranked := ltdriver.Rank(q, text, vector)
+	if len(ranked) == 0 {
+		return nil, nil
+	}
+	ms := make([]string, len(ranked))
+	for i, r := range ranked {
+		ms[i] = member(r.Namespace, r.Key)
+	}
+	items, oks, err := s.getItems(ctx, ms, false)
+	if err != nil {
+		return nil, s.fail("search", err)
+	}
+	now := ltdriver.Now(s.opts)
+	out := make([]longterm.Result, 0, len(ranked))
+	for i, r := range ranked {
+		if oks[i] && !ltdriver.Expired(items[i].ExpiresAt, now) {
+			out = append(out, longterm.Result{Item: items[i], Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
+		}
+	}
+	return out, nil
+}
+
+// textHits returns the best q.Candidates items by BM25.
+func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
+	inters := make([]*goredis.StringSliceCmd, len(q.Phrases))
+	var stats *goredis.SliceCmd
+	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, ph := range q.Phrases {
+			keys := make([]string, 0, len(ph))
+			for _, t := range ph {
+				keys = append(keys, s.base+"t:"+TokenHash(t))
+			}
+			inters[i] = p.SInter(ctx, slices.Compact(keys)...)
+		}
+		stats = p.HMGet(ctx, s.base+"stats", "n", "len")
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var cands []string
+	seen := map[string]bool{}
+	for _, c := range inters {
+		for _, m := range c.Val() {
+			if !seen[m] {
+				seen[m] = true
+				cands = append(cands, m)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	st := stats.Val()
+	n, _ := strconv.ParseFloat(str(st[0]), 64)
+	total, _ := strconv.ParseFloat(str(st[1]), 64)
+	items, oks, err := s.getItems(ctx, cands, false)
+	if err != nil {
+		return nil, err
+	}
+	toks := make([][]string, len(items))
+	for i, it := range items {
+		if oks[i] {
+			toks[i] = longterm.Tokens(it.Text)
+		}
+	}
+	if n < 1 {
+		n = 1
+	}
+	avg := max(total/n, 1e-9)
+	now := ltdriver.Now(s.opts)
+	scores := make([]float64, len(items))
+	for _, ph := range q.Phrases {
+		freq := make([]int, len(items))
+		df := 0
+		for i := range items {
+			if oks[i] {
+				if freq[i] = count(toks[i], ph); freq[i] > 0 {
+					df++
+				}
+			}
+		}
+		if df == 0 {
+			continue
+		}
+		idf := math.Log((n - float64(df) + 0.5) / (float64(df) + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		for i, f := range freq {
+			if f == 0 {
+				continue
+			}
+			dl := float64(docLength(items[i].Namespace, toks[i]))
+			ff := float64(f)
+			scores[i] += idf * ff * (bm25K1 + 1) / (ff + bm25K1*(1-bm25B+bm25B*dl/avg))
+		}
+	}
+	top := ltdriver.NewTopHits(q.Candidates, false)
+	for i, it := range items {
+		if scores[i] <= 0 || !longterm.InPrefix(q.Prefix, it.Namespace) || ltdriver.Expired(it.ExpiresAt, now) ||
+			!ltdriver.MatchLabels(q.Labels, it.Labels) {
+			continue
+		}
+		top.Offer(ltdriver.Hit{Namespace: it.Namespace, Key: it.Key, Text: scores[i]})
+	}
+	return top.Hits(), nil
+}
+
+// count returns how many times phrase p occurs in toks.
+func count(toks, p []string) int {
+	c := 0
+	for i := 0; i+len(p) <= len(toks); i++ {
+		if slices.Equal(toks[i:i+len(p)], p) {
+			c++
+		}
+	}
+	return c
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+// vectorHits returns the best q.Candidates items by cosine similarity,
+// over every item under the prefix with a vector of the search's model
+// and length, read a chunk at a time.
+func (s *LongTerm) vectorHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
+	lo, hi := "-", "+"
+	if q.Prefix != "" {
+		p, h := longterm.PrefixRange(q.Prefix)
+		lo, hi = "["+p, "("+h
+	}
+	now := ltdriver.Now(s.opts)
+	top := ltdriver.NewTopHits(q.Candidates, true)
+	const chunk = 1000
+	for {
+		ms, err := s.client.ZRangeByLex(ctx, s.base+"paths", &goredis.ZRangeBy{Min: lo, Max: hi, Count: chunk}).Result()
+		if err != nil {
+			return nil, err
+		}
+		cmds := make([]*goredis.SliceCmd, len(ms))
+		_, err = s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i, m := range ms {
+				cmds[i] = p.HMGet(ctx, s.itemKey(m), "ns", "key", "model", "vec", "ea", "labels")
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cmds {
+			v := c.Val()
+			vec := str(v[3])
+			if v[0] == nil || str(v[2]) != q.Model || len(vec) != 4*len(q.Vector) || len(vec) == 0 ||
+				ltdriver.Expired(unstamp(str(v[4])), now) {
+				continue
+			}
+			if len(q.Labels) > 0 {
+				it, _, err := readItem([]any{v[0], v[1], nil, nil, v[5], nil, nil, nil, nil, nil, nil, nil}, nil)
+				if err != nil {
+					return nil, err
+				}
+				if !ltdriver.MatchLabels(q.Labels, it.Labels) {
+					continue
+				}
+			}
+			top.Offer(ltdriver.Hit{Namespace: str(v[0]), Key: str(v[1]), Vector: ltdriver.CosineEncoded(q.Vector, []byte(vec))})
+		}
+		if len(ms) < chunk {
+			return top.Hits(), nil
+		}
+		lo = "(" + ms[len(ms)-1]
+	}
+}

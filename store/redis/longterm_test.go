@@ -1,0 +1,301 @@
+package redis_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/cairnhq/cairn/internal/testing/rediscluster"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/lttest"
+	"github.com/cairnhq/cairn/store/crypt"
+	"github.com/cairnhq/cairn/store/crypt/crypttest"
+	"github.com/cairnhq/cairn/store/memory"
+	"github.com/cairnhq/cairn/store/redis"
+)
+
+// ltClient returns a client of the test's own on the test server.
+func ltClient(t *testing.T) *goredis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(testenv.URL(t, testenv.Redis))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// ltKeys returns the keys of a namespace's long-term memory.
+func ltKeys(t *testing.T, c *goredis.Client, ns string) []string {
+	t.Helper()
+	var out []string
+	ctx := context.Background() // also at cleanup, after t.Context ends
+	iter := c.Scan(ctx, 0, "cairn:"+ns+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		out = append(out, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// dropLater deletes a namespace's keys when the test ends.
+func dropLater(t *testing.T, c *goredis.Client, ns string) {
+	t.Cleanup(func() {
+		for _, k := range ltKeys(t, c, ns) {
+			c.Del(context.Background(), k)
+		}
+	})
+}
+
+// ltURL is the test server's URL with a namespace parameter.
+func ltURL(t *testing.T, ns string) string {
+	u := testenv.URL(t, testenv.Redis)
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "namespace=" + ns
+}
+
+// TestLongTermConformance runs the long-term memory suite, each test on a
+// namespace of its own, opened by URL through longterm.Open.
+func TestLongTermConformance(t *testing.T) {
+	c := ltClient(t)
+	var mu sync.Mutex
+	names := map[*testing.T]string{}
+	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
+		mu.Lock()
+		ns, ok := names[t]
+		if !ok {
+			ns = "lt_" + testenv.RandHex(6)
+			names[t] = ns
+			dropLater(t, c, ns)
+		}
+		mu.Unlock()
+		s, err := longterm.Open(t.Context(), ltURL(t, ns), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestLongTermConformance_Encrypted runs the suite through the encrypting
+// store (crypt.OpenLongTerm).
+func TestLongTermConformance_Encrypted(t *testing.T) {
+	c := ltClient(t)
+	ring := crypttest.NewKeyring(t)
+	var mu sync.Mutex
+	names := map[*testing.T]string{}
+	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
+		mu.Lock()
+		ns, ok := names[t]
+		if !ok {
+			ns = "lt_" + testenv.RandHex(6)
+			names[t] = ns
+			dropLater(t, c, ns)
+		}
+		mu.Unlock()
+		s, err := crypt.OpenLongTerm(t.Context(), ltURL(t, ns), opts, ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestLongTerm_Erasure writes markers into every field of long-term items,
+// erases them (Delete, DeleteNamespace, a replace, Sweep), and reads every
+// key of the namespace (names and whole values, whatever their type) for
+// them, in clear and encrypted.
+func TestLongTerm_Erasure(t *testing.T) {
+	c := ltClient(t)
+	ns := "lter_" + testenv.RandHex(6)
+	dropLater(t, c, ns)
+	crypttest.RunLongTerm(t, crypttest.LongTermBackend{
+		URL: ltURL(t, ns),
+		Raw: func(t *testing.T, needle string) []string {
+			var where []string
+			for _, k := range ltKeys(t, c, ns) {
+				if strings.Contains(k, needle) || strings.Contains(strings.Join(values(t, c, k), "\x00"), needle) {
+					where = append(where, k)
+				}
+			}
+			return where
+		},
+	})
+}
+
+// TestLongTerm_OneSlot checks that every key of a namespace's long-term
+// memory hashes to one Cluster slot, so that its scripts run on Cluster.
+func TestLongTerm_OneSlot(t *testing.T) {
+	c := ltClient(t)
+	ns := "lt_" + testenv.RandHex(6)
+	dropLater(t, c, ns)
+	s, err := longterm.Open(t.Context(), ltURL(t, ns), longterm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, k := range []string{"a", "b"} {
+		if _, err := s.Put(t.Context(), longterm.Item{Namespace: "x/" + k, Key: k, Text: "some words " + k}, longterm.PutOptions{TTL: 3600e9}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := ltKeys(t, c, ns)
+	if len(keys) < 6 {
+		t.Fatalf("keys %q: want the items, paths, exp, stats, rev and token sets", keys)
+	}
+	// A key's slot is the CRC16 of its hash tag: the text between its first
+	// { and the next }, when not empty (Redis Cluster's rule).
+	tags := map[string][]string{}
+	for _, k := range keys {
+		open := strings.IndexByte(k, '{')
+		end := strings.IndexByte(k[open+1:], '}')
+		if open < 0 || end <= 0 {
+			t.Fatalf("key %q has no hash tag", k)
+		}
+		tag := k[open+1 : open+1+end]
+		tags[tag] = append(tags[tag], k)
+	}
+	if len(tags) != 1 {
+		t.Errorf("keys under %d hash tags: %v", len(tags), tags)
+	}
+}
+
+// TestLongTerm_ScoresAsMemory checks that the store's BM25 and the memory
+// backend's give one corpus the same scores and order, so that a search
+// ranks alike on every backend.
+func TestLongTerm_ScoresAsMemory(t *testing.T) {
+	s := openScored(t)
+	mem, err := memory.NewLongTerm(longterm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields("ada bob pizza jazz teal otter 17 café crème rain umbrella the a of lighthouse keeper")
+	for i := range 60 {
+		var text []string
+		for j := range 3 + i%9 {
+			text = append(text, words[(i*7+j*j*3+j)%len(words)])
+		}
+		if i%11 == 0 {
+			text = nil // an item whose text has no token
+		}
+		it := longterm.Item{Namespace: fmt.Sprintf("n/%d", i%3), Key: fmt.Sprint("k", i), Text: strings.Join(text, " ") + " !", Value: json.RawMessage(`{}`)}
+		for _, st := range []longterm.Store{s, mem} {
+			if _, err := st.Put(t.Context(), it, longterm.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	compared := 0
+	for _, q := range []string{"pizza", "teal-otter-17", "the lighthouse", "crème rain ada", "a", "otter teal", "nothing"} {
+		for _, prefix := range []string{"", "n/1"} {
+			opts := longterm.SearchOptions{Query: q, Prefix: prefix, Limit: 100}
+			got, err := s.Search(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := mem.Search(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Errorf("search %q under %q: the store found %d, memory %d", q, prefix, len(got), len(want))
+				continue
+			}
+			compared += len(got)
+			for i := range got {
+				g, w := got[i], want[i]
+				if g.Item.Key != w.Item.Key || math.Abs(g.TextScore-w.TextScore) > 1e-9*max(1, w.TextScore) {
+					t.Errorf("search %q under %q, result %d: the store %s %v, memory %s %v", q, prefix, i, g.Item.Key, g.TextScore, w.Item.Key, w.TextScore)
+				}
+			}
+		}
+	}
+	if compared < 100 {
+		t.Errorf("only %d results compared: the corpus does not test the scores", compared)
+	}
+}
+
+// openScored opens a store on a namespace of its own.
+func openScored(t *testing.T) longterm.Store {
+	c := ltClient(t)
+	ns := "lt_" + testenv.RandHex(6)
+	dropLater(t, c, ns)
+	s, err := longterm.Open(t.Context(), ltURL(t, ns), longterm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestLongTermConformanceCluster runs the long-term memory suite on a real
+// Redis Cluster (3 masters, 3 replicas), reached through a cluster URL:
+// every script's keys are in the namespace's one slot.
+func TestLongTermConformanceCluster(t *testing.T) {
+	u := rediscluster.URL(t)
+	var mu sync.Mutex
+	names := map[*testing.T]string{}
+	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
+		mu.Lock()
+		ns, ok := names[t]
+		if !ok {
+			ns = "lt_" + testenv.RandHex(6)
+			names[t] = ns
+			t.Cleanup(func() { cleanCluster(t, u, ns) })
+		}
+		mu.Unlock()
+		sep := "?"
+		if strings.Contains(u, "?") {
+			sep = "&"
+		}
+		s, err := longterm.Open(t.Context(), u+sep+"namespace="+ns, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.(*redis.LongTerm).KeyPrefix(); !strings.Contains(got, "{"+ns+"/longterm}") {
+			t.Fatalf("key prefix %q", got)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// cleanCluster deletes a namespace's keys on every master.
+func cleanCluster(t *testing.T, u, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	uo, err := redis.ParseStoreURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := goredis.NewClusterClient(uo.Cluster)
+	defer cc.Close()
+	err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		iter := c.Scan(ctx, 0, "cairn:"+ns+":*", 500).Iterator()
+		for iter.Next(ctx) {
+			if err := c.Del(ctx, iter.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	})
+	if err != nil {
+		t.Errorf("clean namespace %s on the cluster: %v", ns, err)
+	}
+}

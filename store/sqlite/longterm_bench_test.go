@@ -1,0 +1,137 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+// benchWords is a vocabulary of made-up words, drawn with a Zipf law as
+// the words of prose are.
+type benchWords struct {
+	words []string
+	zipf  *rand.Zipf
+}
+
+func newBenchWords(seed uint64) *benchWords {
+	r := rand.New(rand.NewPCG(seed, 1))
+	w := &benchWords{zipf: rand.NewZipf(r, 1.1, 2, 19999)}
+	for range 20000 {
+		var b strings.Builder
+		for range 3 + r.IntN(6) {
+			b.WriteByte(byte('a' + r.IntN(26)))
+		}
+		w.words = append(w.words, b.String())
+	}
+	return w
+}
+
+func (w *benchWords) text(n int) string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = w.words[w.zipf.Uint64()]
+	}
+	return strings.Join(out, " ")
+}
+
+// filled holds the files fillLongTerm filled, by size and spread, for the
+// runs of one benchmark.
+var filled sync.Map
+
+// fillLongTerm puts n items of 10 to 30 words into spread namespaces (one
+// namespace when spread is 1) and returns the store, opened with
+// synchronous NORMAL to fill faster (a search reads the same either way).
+// The file is filled once per process and reopened after.
+func fillLongTerm(b *testing.B, n, spread int) *sqlite.LongTerm {
+	b.Helper()
+	key := fmt.Sprint(n, "/", spread)
+	path, found := filled.Load(key)
+	if !found {
+		dir, err := os.MkdirTemp("", "cairn-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		path = filepath.Join(dir, "cairn.db")
+	}
+	s, err := sqlite.OpenLongTerm(b.Context(), path.(string), sqlite.LongTermOptions{Synchronous: "NORMAL"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if found {
+		return s
+	}
+	filled.Store(key, path)
+	w := newBenchWords(7)
+	for i := range n {
+		it := longterm.Item{Namespace: fmt.Sprintf("users/u%d", i%spread), Key: fmt.Sprint("k", i), Text: w.text(10 + i%21)}
+		if _, err := s.Put(context.Background(), it, longterm.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+// BenchmarkLongTermSearch searches by text at 1,000 and 100,000 items:
+// everything, and one namespace of 1,000 items among a hundred. A query
+// is two words of middling frequency (ranks 200 to 2,000 of 20,000).
+func BenchmarkLongTermSearch(b *testing.B) {
+	for _, c := range []struct {
+		n, spread int
+		prefix    string
+	}{{1000, 1, "users"}, {100000, 1, "users"}, {100000, 100, "users/u7"}} {
+		b.Run(fmt.Sprintf("items=%d/namespaces=%d/prefix=%s", c.n, c.spread, c.prefix), func(b *testing.B) {
+			s := fillLongTerm(b, c.n, c.spread)
+			w := newBenchWords(7)
+			r := rand.New(rand.NewPCG(3, 3))
+			found := 0
+			b.ResetTimer()
+			for b.Loop() {
+				q := w.words[200+r.IntN(1800)] + " " + w.words[200+r.IntN(1800)]
+				rs, err := s.Search(b.Context(), longterm.SearchOptions{Query: q, Prefix: c.prefix})
+				if err != nil {
+					b.Fatal(err)
+				}
+				found += len(rs)
+			}
+			b.ReportMetric(float64(found)/float64(b.N), "results/op")
+		})
+	}
+}
+
+// BenchmarkLongTermPut puts items of 20 words, with the default durable
+// commits, beside BenchmarkAppend's session appends on the same kind of
+// file.
+func BenchmarkLongTermPut(b *testing.B) {
+	s, err := sqlite.OpenLongTerm(b.Context(), filepath.Join(b.TempDir(), "cairn.db"), sqlite.LongTermOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	w := newBenchWords(7)
+	i := 0
+	for b.Loop() {
+		it := longterm.Item{Namespace: "users/ada", Key: fmt.Sprint("k", i%5000), Text: w.text(20)}
+		if _, err := s.Put(b.Context(), it, longterm.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	filled.Range(func(_, path any) bool {
+		os.RemoveAll(filepath.Dir(path.(string)))
+		return true
+	})
+	os.Exit(code)
+}

@@ -1,0 +1,454 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
+)
+
+// itemColumns are the columns scanItem reads, with the vector's place
+// given: "i.vector", or "NULL" when the reader does not want it.
+func itemColumns(vector string) string {
+	return `i.namespace, i.key, i.value, i.text, i.labels, ` + vector + `, i.vector_model,
+		i.source_session, i.source_seq, i.version, i.created_at, i.updated_at, i.expires_at`
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// scanItem reads an item's columns (itemColumns), after extra columns.
+func scanItem(sc scanner, extra ...any) (longterm.Item, error) {
+	var it longterm.Item
+	var value, labels string
+	var vec []byte
+	var created, updated, exp int64
+	dest := append(extra, &it.Namespace, &it.Key, &value, &it.Text, &labels, &vec, &it.VectorModel,
+		&it.Source.Session, &it.Source.Seq, &it.Version, &created, &updated, &exp)
+	if err := sc.Scan(dest...); err != nil {
+		return it, err
+	}
+	it.Value = json.RawMessage(value)
+	if labels != "{}" && labels != "" {
+		if err := json.Unmarshal([]byte(labels), &it.Labels); err != nil {
+			return it, fmt.Errorf("item %s %s: labels: %w", it.Namespace, it.Key, err)
+		}
+	}
+	v, err := ltdriver.DecodeVector(vec)
+	if err != nil {
+		return it, fmt.Errorf("item %s %s: %w", it.Namespace, it.Key, err)
+	}
+	it.Vector = v
+	it.CreatedAt, it.UpdatedAt, it.ExpiresAt = fromNanos(created), fromNanos(updated), fromNanos(exp)
+	return it, nil
+}
+
+// filter is a WHERE clause on the items (alias i) and its arguments: the
+// live items under a prefix with labels.
+type filter struct {
+	where []string
+	args  []any
+}
+
+func (f *filter) add(cond string, args ...any) {
+	f.where = append(f.where, cond)
+	f.args = append(f.args, args...)
+}
+
+func (f *filter) sql() string {
+	if len(f.where) == 0 {
+		return "1"
+	}
+	return strings.Join(f.where, " AND ")
+}
+
+// itemFilter selects the live items under prefix with labels, at now.
+func (s *LongTerm) itemFilter(prefix string, labels map[string]string) *filter {
+	f := &filter{}
+	f.add(`(i.expires_at = 0 OR i.expires_at > ?)`, nanos(ltdriver.Now(s.opts)))
+	if prefix != "" {
+		lo, hi := longterm.PrefixRange(prefix)
+		f.add(`i.path >= ? AND i.path < ?`, lo, hi)
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		f.add(`EXISTS (SELECT 1 FROM json_each(i.labels) AS l WHERE l.key = ? AND l.value = ?)`, k, labels[k])
+	}
+	return f
+}
+
+// Get implements longterm.Store.
+func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.Item, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	if err := ltdriver.CheckKey(namespace, key); err != nil {
+		return nil, err
+	}
+	it, err := scanItem(s.r.QueryRowContext(ctx, `SELECT `+itemColumns("i.vector")+` FROM longterm_items AS i
+		WHERE i.path = ? AND i.key = ? AND (i.expires_at = 0 OR i.expires_at > ?)`,
+		longterm.PathOrder(namespace), key, nanos(ltdriver.Now(s.opts))))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ltdriver.NotFound(namespace, key)
+	}
+	if err != nil {
+		return nil, s.fail("get "+namespace+" "+key, err)
+	}
+	return &it, nil
+}
+
+// List implements longterm.Store: one range of the path index, from the
+// cursor on.
+func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longterm.ListPage, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	opts, cur, err := ltdriver.CheckList(opts)
+	if err != nil {
+		return nil, err
+	}
+	f := s.itemFilter(opts.Prefix, opts.Labels)
+	if !cur.IsZero() {
+		f.add(`(i.path, i.key) > (?, ?)`, longterm.PathOrder(cur.Namespace), cur.Key)
+	}
+	vector := "NULL"
+	if opts.Vectors {
+		vector = "i.vector"
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+itemColumns(vector)+` FROM longterm_items AS i
+		WHERE `+f.sql()+` ORDER BY i.path, i.key LIMIT ?`, append(f.args, opts.Limit+1)...)
+	if err != nil {
+		return nil, s.fail("list", err)
+	}
+	defer rows.Close()
+	page := &longterm.ListPage{}
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return nil, s.fail("list", err)
+		}
+		page.Items = append(page.Items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list", err)
+	}
+	if len(page.Items) > opts.Limit {
+		page.Items = page.Items[:opts.Limit]
+		last := page.Items[opts.Limit-1]
+		page.Next = ltdriver.Cursor{Namespace: last.Namespace, Key: last.Key}.Encode()
+	}
+	return page, nil
+}
+
+// Namespaces implements longterm.Store by skipping through the path
+// index: one seek per namespace listed, and, with a depth, one per
+// namespace cut (a cut's subtree is skipped at once).
+func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOptions) (*longterm.NamespacePage, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	opts, err := ltdriver.CheckNamespaces(opts)
+	if err != nil {
+		return nil, err
+	}
+	hi := "\x7f"
+	pos, inclusive := "", true
+	if opts.Prefix != "" {
+		pos, hi = longterm.PrefixRange(opts.Prefix)
+	}
+	// after moves the seek past namespace ns listed as cut: past the
+	// subtree of a cut of full depth (all of it lists as the cut), past ns
+	// alone otherwise.
+	after := func(ns, cut string) {
+		if opts.Depth > 0 && strings.Count(cut, "/")+1 == opts.Depth {
+			pos, inclusive = longterm.PathOrder(cut)+"!", true
+			return
+		}
+		pos, inclusive = longterm.PathOrder(ns), false
+	}
+	if opts.Cursor != "" && longterm.ComparePaths(opts.Cursor, opts.Prefix) >= 0 {
+		after(opts.Cursor, opts.Cursor)
+	}
+	now := nanos(ltdriver.Now(s.opts))
+	page := &longterm.NamespacePage{}
+	for len(page.Namespaces) <= opts.Limit {
+		op := ">"
+		if inclusive {
+			op = ">="
+		}
+		var ns string
+		err := s.r.QueryRowContext(ctx, `SELECT i.namespace FROM longterm_items AS i
+			WHERE i.path `+op+` ? AND i.path < ? AND (i.expires_at = 0 OR i.expires_at > ?)
+			ORDER BY i.path LIMIT 1`, pos, hi, now).Scan(&ns)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return nil, s.fail("namespaces", err)
+		}
+		cut := ltdriver.CutNamespace(ns, opts.Depth)
+		if n := len(page.Namespaces); n == 0 || page.Namespaces[n-1] != cut {
+			page.Namespaces = append(page.Namespaces, cut)
+		}
+		after(ns, cut)
+	}
+	if len(page.Namespaces) > opts.Limit {
+		page.Namespaces = page.Namespaces[:opts.Limit]
+		page.Next = page.Namespaces[opts.Limit-1]
+	}
+	return page, nil
+}
+
+// Search implements longterm.Store. The text side is FTS5's MATCH ranked
+// by bm25(), joined to the items for the filters; the vector side reads
+// the vectors of the filtered items of the search's model and length and
+// computes cosine in Go. Both run in one read transaction, so that they
+// see the same items.
+func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	q, err := ltdriver.CheckSearch(ctx, s.opts, opts)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.fail("search", err)
+	}
+	defer tx.Rollback()
+	var text, vector []ltdriver.Hit
+	if q.Text() && len(q.Phrases) > 0 {
+		if text, err = s.textHits(ctx, tx, q); err != nil {
+			return nil, s.fail("search", err)
+		}
+	}
+	if q.Vectors() && len(q.Vector) > 0 {
+		if vector, err = s.vectorHits(ctx, tx, q); err != nil {
+			return nil, s.fail("search", err)
+		}
+	}
+	ranked := ltdriver.Rank(q, text, vector)
+	if len(ranked) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(ranked))
+	for i, r := range ranked {
+		args[i] = r.Ref
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT i.id, `+itemColumns("NULL")+` FROM longterm_items AS i WHERE i.id IN `+in(len(args)), args...)
+	if err != nil {
+		return nil, s.fail("search", err)
+	}
+	defer rows.Close()
+	byID := map[int64]longterm.Item{}
+	for rows.Next() {
+		var id int64
+		it, err := scanItem(rows, &id)
+		if err != nil {
+			return nil, s.fail("search", err)
+		}
+		byID[id] = it
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("search", err)
+	}
+	out := make([]longterm.Result, 0, len(ranked))
+	for _, r := range ranked {
+		if it, ok := byID[r.Ref.(int64)]; ok {
+			out = append(out, longterm.Result{Item: it, Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
+		}
+	}
+	return out, nil
+}
+
+// matchQuery returns the FTS5 query of a search: its phrases, each a
+// quoted string, joined by OR, in the text column; and, with within, the
+// prefix's token in the ns_index column. Tokens hold letters and digits
+// only, so nothing in them is FTS5 syntax.
+func matchQuery(q ltdriver.Search, within bool) string {
+	parts := make([]string, len(q.Phrases))
+	for i, p := range q.Phrases {
+		parts[i] = `"` + strings.Join(p, " ") + `"`
+	}
+	m := "{text} : (" + strings.Join(parts, " OR ") + ")"
+	if within && q.Prefix != "" {
+		m += " AND {ns_index} : " + nsToken(q.Prefix)
+	}
+	return m
+}
+
+// maxRanked is how many of FTS5's best rows textHits reads at most before
+// it leaves the filtering to one join (rankedJoin).
+const maxRanked = 4096
+
+// fewItems is the size under which a prefix counts as small: its items
+// are then ranked by FTS5 alone (the prefix's token ANDed to the query),
+// rather than every match being ranked and those outside the prefix
+// dropped.
+const fewItems = 2000
+
+// textHits returns the best q.Candidates items by BM25. FTS5 ranks the
+// items that match the query (ORDER BY rank, no join): all of them, or,
+// under a prefix of fewer than fewItems items, those under the prefix
+// only, its token ANDed to the query (ANDing a prefix that holds most of
+// the items would cost more than it saves). The best rows are read by
+// rowid and filtered (the prefix, expiry, labels); when too few pass, four
+// times as many are ranked, up to maxRanked, past which one join does it
+// all. A search's cost then follows the items its words match under its
+// prefix, not the items of the store.
+func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search) ([]ltdriver.Hit, error) {
+	within := false
+	if q.Prefix != "" {
+		lo, hi := longterm.PrefixRange(q.Prefix)
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM longterm_items
+			WHERE path >= ? AND path < ? LIMIT ?)`, lo, hi, fewItems).Scan(&n); err != nil {
+			return nil, err
+		}
+		within = n < fewItems
+	}
+	match := matchQuery(q, within)
+	for k := q.Candidates + 16; k <= maxRanked; k *= 4 {
+		ids, scores, err := rankedRows(ctx, tx, match, k)
+		if err != nil {
+			return nil, err
+		}
+		hits, err := s.filterHits(ctx, tx, q, ids, scores)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) < k || len(hits) >= q.Candidates {
+			return hits[:min(len(hits), q.Candidates)], nil
+		}
+	}
+	return s.rankedJoin(ctx, tx, q, match)
+}
+
+// rankedRows returns the rowids and scores of FTS5's k best rows for
+// match, best first.
+func rankedRows(ctx context.Context, tx *sql.Tx, match string, k int) ([]any, map[int64]float64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT rowid, -rank FROM longterm_text WHERE longterm_text MATCH ?
+		ORDER BY rank LIMIT ?`, match, k)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	scores := map[int64]float64{}
+	var ids []any
+	for rows.Next() {
+		var id int64
+		var score float64
+		if err := rows.Scan(&id, &score); err != nil {
+			return nil, nil, err
+		}
+		scores[id] = score
+		ids = append(ids, id)
+	}
+	return ids, scores, rows.Err()
+}
+
+// filterHits reads the items ids that pass the search's filters (prefix,
+// expiry, labels), as hits with their scores, best first. Ties are in
+// List's order among the rows read; which of the items that tie at the
+// last place FTS5 returned is its own choice.
+func (s *LongTerm) filterHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, ids []any, scores map[int64]float64) ([]ltdriver.Hit, error) {
+	var hits []ltdriver.Hit
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 500)]
+		ids = ids[len(batch):]
+		f := s.itemFilter(q.Prefix, q.Labels)
+		f.add(`i.id IN `+in(len(batch)), batch...)
+		h, err := scanHits(tx.QueryContext(ctx, `SELECT i.id, i.namespace, i.key FROM longterm_items AS i WHERE `+f.sql(), f.args...))
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, h...)
+	}
+	for i := range hits {
+		hits[i].Text = scores[hits[i].Ref.(int64)]
+	}
+	slices.SortFunc(hits, func(a, b ltdriver.Hit) int {
+		if c := cmp.Compare(b.Text, a.Text); c != 0 {
+			return c
+		}
+		return ltdriver.CompareItems(a.Namespace, a.Key, b.Namespace, b.Key)
+	})
+	return hits, nil
+}
+
+// rankedJoin is textHits in one query: FTS5's rows joined to the items
+// and filtered, ranked and cut in SQL.
+func (s *LongTerm) rankedJoin(ctx context.Context, tx *sql.Tx, q ltdriver.Search, match string) ([]ltdriver.Hit, error) {
+	f := s.itemFilter(q.Prefix, q.Labels)
+	rows, err := tx.QueryContext(ctx, `SELECT i.id, i.namespace, i.key, -longterm_text.rank AS score
+		FROM longterm_text JOIN longterm_items AS i ON i.id = longterm_text.rowid
+		WHERE longterm_text MATCH ? AND `+f.sql()+`
+		ORDER BY score DESC, i.path, i.key LIMIT ?`, append(append([]any{match}, f.args...), q.Candidates)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ltdriver.Hit
+	for rows.Next() {
+		var h ltdriver.Hit
+		var id int64
+		if err := rows.Scan(&id, &h.Namespace, &h.Key, &h.Text); err != nil {
+			return nil, err
+		}
+		h.Ref = id
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// scanHits reads rows of id, namespace and key as hits whose Ref is the
+// id.
+func scanHits(rows *sql.Rows, err error) ([]ltdriver.Hit, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ltdriver.Hit
+	for rows.Next() {
+		var h ltdriver.Hit
+		var id int64
+		if err := rows.Scan(&id, &h.Namespace, &h.Key); err != nil {
+			return nil, err
+		}
+		h.Ref = id
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// vectorHits returns the best q.Candidates items by cosine similarity,
+// over every filtered item with a vector of the search's model and
+// length.
+func (s *LongTerm) vectorHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search) ([]ltdriver.Hit, error) {
+	f := s.itemFilter(q.Prefix, q.Labels)
+	f.add(`i.vector_model = ? AND length(i.vector) = ?`, q.Model, 4*len(q.Vector))
+	rows, err := tx.QueryContext(ctx, `SELECT i.id, i.namespace, i.key, i.vector FROM longterm_items AS i WHERE `+f.sql(), f.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	top := ltdriver.NewTopHits(q.Candidates, true)
+	var vec sql.RawBytes
+	for rows.Next() {
+		var h ltdriver.Hit
+		var id int64
+		if err := rows.Scan(&id, &h.Namespace, &h.Key, &vec); err != nil {
+			return nil, err
+		}
+		h.Ref, h.Vector = id, ltdriver.CosineEncoded(q.Vector, vec)
+		top.Offer(h)
+	}
+	return top.Hits(), rows.Err()
+}

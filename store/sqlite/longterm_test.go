@@ -1,0 +1,246 @@
+package sqlite_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/lttest"
+	"github.com/cairnhq/cairn/store/memory"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+// TestLongTermConformance runs the long-term memory suite. Every store a
+// test opens is on that test's one file, so that a second open is a
+// reopen, through connections of its own.
+func TestLongTermConformance(t *testing.T) {
+	var mu sync.Mutex
+	paths := map[*testing.T]string{}
+	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
+		mu.Lock()
+		path, ok := paths[t]
+		if !ok {
+			path = filepath.Join(t.TempDir(), "cairn.db")
+			paths[t] = path
+		}
+		mu.Unlock()
+		s, err := sqlite.OpenLongTerm(t.Context(), path, sqlite.LongTermOptions{Options: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestLongTerm_TextIndex puts, replaces, deletes, expires and sweeps
+// items, with texts and without, then has FTS5 check its index against the
+// items' texts: the index holds each text's tokens under its item's rowid,
+// and nothing of an item erased.
+func TestLongTerm_TextIndex(t *testing.T) {
+	clock := time.Now()
+	s, err := sqlite.OpenLongTerm(t.Context(), filepath.Join(t.TempDir(), "cairn.db"),
+		sqlite.LongTermOptions{Options: longterm.Options{Now: func() time.Time { return clock }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	put := func(ns, key, text string, ttl time.Duration) {
+		t.Helper()
+		if _, err := s.Put(ctx, longterm.Item{Namespace: ns, Key: key, Text: text, Value: json.RawMessage(`1`)}, longterm.PutOptions{TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		ns := fmt.Sprintf("u/%d", i%4)
+		put(ns, fmt.Sprint("k", i), fmt.Sprintf("word%d shared text %d", i%7, i), time.Duration(i%3)*time.Minute)
+		if i%5 == 0 {
+			put(ns, fmt.Sprint("k", i), "replaced "+fmt.Sprint(i), 0)
+		}
+		if i%6 == 0 {
+			put(ns, fmt.Sprint("k", i), "!!!", 0) // a text without a token
+		}
+		if i%9 == 0 {
+			if err := s.Delete(ctx, ns, fmt.Sprint("k", i), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := sqlite.CheckTextIndex(ctx, s); err != nil {
+		t.Fatalf("after puts, replaces and deletes: %v", err)
+	}
+	clock = clock.Add(2 * time.Minute)
+	if _, err := s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	put("u/0", "k1", "over an expired one", 0)
+	if _, err := s.DeleteNamespace(ctx, "u/1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlite.CheckTextIndex(ctx, s); err != nil {
+		t.Fatalf("after a sweep and a namespace delete: %v", err)
+	}
+	rs, err := s.Search(ctx, longterm.SearchOptions{Query: "shared replaced expired", Prefix: "u", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Item.Namespace == "u/1" || !strings.ContainsAny(r.Item.Text, "sre") {
+			t.Errorf("search found %s %s %q", r.Item.Namespace, r.Item.Key, r.Item.Text)
+		}
+	}
+}
+
+// TestLongTerm_ScoresAsMemory checks that FTS5's bm25() and the BM25 of
+// the memory backend (ltdriver.Index) give one corpus the same scores, so
+// that a search ranks alike on every backend.
+func TestLongTerm_ScoresAsMemory(t *testing.T) {
+	lite, err := sqlite.OpenLongTerm(t.Context(), filepath.Join(t.TempDir(), "cairn.db"), sqlite.LongTermOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	mem, err := memory.NewLongTerm(longterm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields("ada bob pizza jazz teal otter 17 café crème rain umbrella the a of lighthouse keeper")
+	for i := range 60 {
+		var text []string
+		for j := range 3 + i%9 {
+			text = append(text, words[(i*7+j*j*3+j)%len(words)])
+		}
+		if i%11 == 0 {
+			text = nil // an item whose text has no token
+		}
+		it := longterm.Item{Namespace: fmt.Sprintf("n/%d", i%3), Key: fmt.Sprint("k", i), Text: strings.Join(text, " ") + " !", Value: json.RawMessage(`{}`)}
+		for _, s := range []longterm.Store{lite, mem} {
+			if _, err := s.Put(t.Context(), it, longterm.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	compared := 0
+	for _, q := range []string{"pizza", "teal-otter-17", "the lighthouse", "crème rain ada", "a", "otter teal", "nothing"} {
+		for _, prefix := range []string{"", "n/1"} {
+			opts := longterm.SearchOptions{Query: q, Prefix: prefix, Limit: 100}
+			got, err := lite.Search(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := mem.Search(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Errorf("search %q under %q: sqlite found %d, memory %d", q, prefix, len(got), len(want))
+				continue
+			}
+			compared += len(got)
+			for i := range got {
+				g, w := got[i], want[i]
+				if g.Item.Key != w.Item.Key || math.Abs(g.TextScore-w.TextScore) > 1e-9*max(1, w.TextScore) {
+					t.Errorf("search %q under %q, result %d: sqlite %s %v, memory %s %v", q, prefix, i, g.Item.Key, g.TextScore, w.Item.Key, w.TextScore)
+				}
+			}
+		}
+	}
+	if compared < 100 {
+		t.Errorf("only %d results compared: the corpus does not test the scores", compared)
+	}
+}
+
+// TestLongTerm_SearchPaths searches in each of the ways SQLite's text
+// search takes (a prefix of many items, ranked by FTS5 across every match;
+// a prefix of few, ranked under its token; filters that keep few of the
+// best rows, so that more are ranked and then one join ranks all), and
+// checks each against the memory backend holding the same items.
+func TestLongTerm_SearchPaths(t *testing.T) {
+	if testing.Short() {
+		t.Skip("puts 2,500 items")
+	}
+	lite, err := sqlite.OpenLongTerm(t.Context(), filepath.Join(t.TempDir(), "cairn.db"), sqlite.LongTermOptions{Synchronous: "NORMAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	mem, err := memory.NewLongTerm(longterm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields("amber basil cedar dune ember fjord grove heath iris juniper kelp lichen")
+	for i := range 2500 {
+		var text []string
+		for j := range 2 + i%13 {
+			text = append(text, words[(i*5+j*j)%len(words)])
+		}
+		it := longterm.Item{Namespace: fmt.Sprintf("big/b%d", i%10), Key: fmt.Sprintf("k%04d", i), Text: strings.Join(text, " ")}
+		if i%97 == 0 {
+			it.Labels = map[string]string{"rare": "yes"}
+		}
+		if i%499 == 0 {
+			it.Labels = map[string]string{"rare": "yes", "rarer": "yes"}
+		}
+		for _, s := range []longterm.Store{lite, mem} {
+			if _, err := s.Put(t.Context(), it, longterm.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rare := map[string]string{"rare": "yes"}
+	for _, c := range []struct {
+		name   string
+		prefix string
+		labels map[string]string
+	}{
+		{"many items", "big", nil},
+		{"many items, few pass", "big", rare},
+		{"few items", "big/b3", nil},
+		{"few items, few pass", "big/b3", rare},
+		{"everything, few pass", "", rare},
+		// Every item matches: past the rows ranked first, the join.
+		{"many items, too few pass", "big", map[string]string{"rarer": "yes"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := "amber fjord-grove kelp"
+			if c.labels["rarer"] != "" {
+				q = strings.Join(words, " ")
+			}
+			opts := longterm.SearchOptions{Query: q, Prefix: c.prefix, Labels: c.labels, Limit: 20}
+			got, err := lite.Search(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := opts
+			all.Limit = longterm.MaxSearchLimit
+			want, err := mem.Search(t.Context(), all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != min(20, len(want)) || len(got) == 0 {
+				t.Fatalf("%d results, want %d", len(got), min(20, len(want)))
+			}
+			score := map[string]float64{}
+			for _, r := range want {
+				score[r.Item.Namespace+" "+r.Item.Key] = r.TextScore
+			}
+			for i, r := range got {
+				place := r.Item.Namespace + " " + r.Item.Key
+				w, ok := score[place]
+				if !ok || math.Abs(w-r.TextScore) > 1e-9*max(1, w) || math.Abs(want[i].TextScore-r.TextScore) > 1e-9*max(1, w) {
+					t.Errorf("result %d: %s scores %v; the memory backend scores it %v (found: %v) and has %v in that place", i, place, r.TextScore, w, ok, want[i].TextScore)
+				}
+				if !longterm.InPrefix(c.prefix, r.Item.Namespace) || c.labels != nil && r.Item.Labels["rare"] != "yes" {
+					t.Errorf("result %d: %s with labels %v passed the filters", i, place, r.Item.Labels)
+				}
+			}
+		})
+	}
+}
