@@ -54,12 +54,3 @@ type Problem struct {
 	// such as a lock file of a deleted session.
 	Damage bool `json:"damage"`
 }
-
-// Err returns the problem of a session as the *DamagedError its calls
-// return, and nil for a problem that is not one session's.
-func (p Problem) Err() error {
-	if p.Session == "" {
-		return nil
-	}
-	return &DamagedError{Session: p.Session, Where: p.Where, Msg: p.Msg}
-}

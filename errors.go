@@ -54,8 +54,8 @@ var (
 	// does not match, a file that does not parse. The store writes nothing
 	// to a damaged session and never repairs it by overwriting; every
 	// other session goes on as before, and List reports the damaged one
-	// with StatusDamaged. The error is a *DamagedError naming the session
-	// and what is wrong.
+	// with StatusDamaged. The error names the session and what is wrong
+	// (a store's *driver.DamagedError).
 	ErrDamaged = errors.New("session data is damaged")
 
 	// ErrSchemaTooNew is returned by a store's Open when its schema was
@@ -63,26 +63,33 @@ var (
 	// version does not know). Nothing was changed; upgrade cairn to open
 	// the store.
 	ErrSchemaTooNew = errors.New("the store's schema is newer than this version of cairn")
+
+	// ErrLeaseHeld is returned by Acquire while another holder's lease on
+	// the session is live. The error is a *LeaseHeldError that names the
+	// holder and when the lease expires.
+	ErrLeaseHeld = errors.New("session is being run elsewhere")
+
+	// ErrLeaseLost is returned by AppendFenced, Renew and Release when the
+	// caller's lease is no longer the session's: it expired and another
+	// holder acquired it, it was taken over, or it was released. Nothing
+	// of the refused call was written; stop running the session.
+	ErrLeaseLost = errors.New("lease lost: the session was taken over by another holder")
+
+	// ErrPartialMemory is returned by DumpJSON and WriteJSON for a memory that
+	// holds only the events after a snapshot (Restored.Memory).
+	ErrPartialMemory = errors.New("the memory holds only the events after a snapshot: load the whole session from its store to write it as a document")
+
+	// ErrSealed is returned for a session whose events are sealed (encrypted)
+	// when no key is there to open them: a store opened without the key, or a
+	// program that reads the backend directly. store/crypt's ErrEncrypted is
+	// the same error.
+	ErrSealed = errors.New("session is encrypted and no key is configured")
+
+	// ErrSnapshotInvalid is wrapped by the errors of decodeSnapshot and by
+	// Restored.Ignored: a snapshot that is damaged, of another format, or
+	// stale (it does not match the session's events).
+	ErrSnapshotInvalid = errors.New("snapshot not usable")
 )
-
-// DamagedError says which session is damaged and how. It wraps ErrDamaged.
-type DamagedError struct {
-	Session string // the damaged session
-	Where   string // the file, table or key at fault, "" when not known
-	Msg     string // what is wrong, in words
-}
-
-// Error names the session, where the damage is and what it is.
-func (e *DamagedError) Error() string {
-	s := "session " + e.Session + " is damaged"
-	if e.Where != "" {
-		s += " (" + e.Where + ")"
-	}
-	return s + ": " + e.Msg
-}
-
-// Unwrap returns ErrDamaged.
-func (e *DamagedError) Unwrap() error { return ErrDamaged }
 
 // IsUnavailable reports whether err is an outage of the store rather than
 // an answer from it: an error wrapping ErrUnavailable, a network error, a

@@ -6,10 +6,6 @@ import (
 	"time"
 )
 
-// FormatVersion is the version of the event format this package writes:
-// the "v" of every event and the "version" of a memory document.
-const FormatVersion = 1
-
 // Kind names what an event records. The set is closed: an unknown kind is an
 // error on load, except KindCustom, which carries an application's own
 // namespaced type.
@@ -43,6 +39,44 @@ type Event struct {
 	Kind Kind            `json:"kind"`
 	Run  string          `json:"run"`
 	Data json.RawMessage `json:"data"`
+
+	// dec is Data decoded and checked by the check that first decoded it
+	// (ValidateEvents, Memory.Add, NewMemory): the later checks of the
+	// same event, and the folds, use it instead of decoding again. Copies
+	// of the event share it; it stands only while Data is the very slice
+	// it was decoded from.
+	dec *decoded
+}
+
+// decoded is an event's data as its check decoded it.
+type decoded struct {
+	data []byte
+	v    any
+}
+
+// value returns e's data decoded, as a check of e recorded it when Data
+// is unchanged since, and otherwise decodes it and records it in e. The
+// value is shared: read it, never change it.
+func (e *Event) value() (any, error) {
+	if e.checked() {
+		return e.dec.v, nil
+	}
+	spec, ok := kindSpecs[e.Kind]
+	if !ok {
+		return nil, fmt.Errorf("unknown event kind %q", e.Kind)
+	}
+	v, err := spec.decode(e.Data)
+	if err != nil {
+		return nil, err
+	}
+	e.dec = &decoded{data: e.Data, v: v}
+	return v, nil
+}
+
+// checked reports whether a check of e recorded its data decoded.
+func (e *Event) checked() bool {
+	d := e.dec
+	return d != nil && len(d.data) == len(e.Data) && (len(d.data) == 0 || &d.data[0] == &e.Data[0])
 }
 
 // NewEvent builds an event of the given kind whose data is v encoded as
@@ -205,6 +239,7 @@ const (
 	InterruptLease     = "lease_expired"  // the holder's lease could not be renewed in time
 	InterruptShutdown  = "shutdown"
 	InterruptImported  = "imported" // an imported history ends before the model's answer
+	InterruptForked    = "forked"   // a fork ends in the middle of a run
 )
 
 // ApprovalDecided is the data of KindApprovalDecided.
@@ -216,20 +251,10 @@ type ApprovalDecided struct {
 
 // RunFinished is the data of KindRunFinished.
 type RunFinished struct {
-	Status RunStatus  `json:"status"`
+	Status Status     `json:"status"` // StatusCompleted, StatusFailed or StatusMaxSteps
 	Output string     `json:"output"`
 	Error  *ErrorInfo `json:"error,omitempty"`
 }
-
-// RunStatus is how a run ended.
-type RunStatus string
-
-// The statuses a run can finish with.
-const (
-	RunCompleted RunStatus = "completed"
-	RunFailed    RunStatus = "failed"
-	RunMaxSteps  RunStatus = "max_steps"
-)
 
 // ErrorInfo is the persisted form of an error: a stable code and a message.
 type ErrorInfo struct {

@@ -7,9 +7,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// MaxIDLen is the longest session ID or namespace accepted.
-const MaxIDLen = 128
-
 // NewID returns a random, time-ordered session ID (a UUIDv7 in its
 // canonical text form), so that IDs made later sort later.
 func NewID() string {

@@ -2,7 +2,6 @@ package cairn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -20,26 +19,19 @@ type Lease struct {
 }
 
 // Leaser is an optional Store ability: leases that let many workers share
-// a store and run each session in one place at a time.
+// a store and run each session in one place at a time. A worker Acquires a
+// session's lease, Renews it while it runs, writes with AppendFenced and
+// Releases it; a dead holder's lease expires after its TTL, on the store's
+// clock (StoreOptions.Now: keep machines within a small part of the TTL).
+// Fencing is by token, checked in the append's atomic step: once another
+// holder has the lease (after expiry, or by Takeover) the old lease's
+// AppendFenced and Renew return ErrLeaseLost, whatever its holder's clock
+// says. Plain Append is not fenced.
 //
-// A worker takes a session's lease with Acquire, renews it while it runs,
-// writes every step with AppendFenced and releases it at the end. A lease
-// whose holder died expires after its TTL and can then be acquired by
-// another. Fencing is by token, checked by the store in the same atomic
-// step as the append: once another holder has acquired the lease (after it
-// expired, or with Takeover) every AppendFenced and Renew of the old lease
-// returns ErrLeaseLost, whatever the old holder's clock says.
-//
-// Expiry is measured on the store's clock (StoreOptions.Now); machines that
-// share a store should keep their clocks within a small part of the TTL.
-//
-// Fallback: a store without Leaser has no claims. Runs on it still never
-// fork a history (Append's expected seq refuses the second writer with
-// ErrConflict), but two processes may both start the same run, and the
-// loser finds out only at its first write. The agent and the CLI run
-// without a claim on such a store, and cairn worker refuses it.
-//
-// Plain Append is not fenced: a lease guards the writers that use one.
+// Fallback: without Leaser a history still never forks (ErrConflict), but
+// two processes may both start a run, the loser learning it at its first
+// write; the agent and the CLI run without a claim, and cairn worker
+// refuses such a store.
 type Leaser interface {
 	// Acquire takes the lease of session id for holder, for ttl. It
 	// returns a *LeaseHeldError (which wraps ErrLeaseHeld and names the
@@ -94,19 +86,6 @@ type Claimer interface {
 	// session is left to claim.
 	ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter ListOptions) (Lease, error)
 }
-
-var (
-	// ErrLeaseHeld is returned by Acquire while another holder's lease on
-	// the session is live. The error is a *LeaseHeldError that names the
-	// holder and when the lease expires.
-	ErrLeaseHeld = errors.New("session is being run elsewhere")
-
-	// ErrLeaseLost is returned by AppendFenced, Renew and Release when the
-	// caller's lease is no longer the session's: it expired and another
-	// holder acquired it, it was taken over, or it was released. Nothing
-	// of the refused call was written; stop running the session.
-	ErrLeaseLost = errors.New("lease lost: the session was taken over by another holder")
-)
 
 // LeaseHeldError says who holds a session's lease, and until when. A zero
 // Expires means a claim without expiry: an operating-system lock held by a

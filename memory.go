@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
-// DocumentFormat names the native memory document in its "format" field.
-const DocumentFormat = "cairn.memory"
+// documentFormat names the native memory document in its "format" field.
+const documentFormat = "cairn.memory"
 
 // Memory is the ordered events of one session. The zero value is an empty
 // memory. It is not safe for concurrent use.
@@ -32,25 +34,24 @@ type Memory struct {
 // and LoadJSON it does not judge the history as a whole (a tool.result
 // whose call was never asked for), so that a stored session always loads.
 func NewMemory(events ...Event) (*Memory, error) {
-	m := &Memory{}
-	for i, e := range events {
-		v, err := validateEvent(e, int64(i)+1)
+	m := &Memory{events: slices.Clone(events)}
+	for i := range m.events {
+		v, err := validateEvent(&m.events[i], int64(i)+1)
 		if err != nil {
 			return nil, err
 		}
 		m.calls.note(v)
 	}
-	m.events = slices.Clone(events)
 	return m, nil
 }
 
-// NewMemoryAfter returns a memory that holds a session's events after a
+// newMemoryAfter returns a memory that holds a session's events after a
 // snapshot: base is the state folded through seq base.LastSeq (from
 // Restore), and events must be dense from the seq after it. Such a memory
 // folds from base (State), numbers new events after it (Add), and knows
 // the tool calls base still lists; it cannot be written as a document
 // (DumpJSON), which needs every event: load the session from its store.
-func NewMemoryAfter(base *State, events ...Event) (*Memory, error) {
+func newMemoryAfter(base *State, events ...Event) (*Memory, error) {
 	if base == nil || base.LastSeq == 0 {
 		return NewMemory(events...)
 	}
@@ -63,20 +64,33 @@ func NewMemoryAfter(base *State, events ...Event) (*Memory, error) {
 	for _, p := range base.Pending {
 		m.calls.note(&ModelResponse{ToolCalls: []ToolCall{p.ToolCall}})
 	}
-	for i, e := range events {
-		v, err := validateEvent(e, base.LastSeq+int64(i)+1)
+	m.events = slices.Clone(events)
+	for i := range m.events {
+		v, err := validateEvent(&m.events[i], base.LastSeq+int64(i)+1)
 		if err != nil {
 			return nil, err
 		}
 		m.calls.note(v)
 	}
-	m.events = slices.Clone(events)
 	return m, nil
+}
+
+// Rebuilt returns a memory with m's base (see Base) that holds events in
+// place of m's, which must be dense from the seq after the base: the
+// memory of the same session after its events changed (a writer that took
+// in events found stored, say). m is unchanged.
+func (m *Memory) Rebuilt(events ...Event) (*Memory, error) {
+	nm, err := newMemoryAfter(m.base, events...)
+	if err != nil {
+		return nil, err
+	}
+	nm.Session = m.Session
+	return nm, nil
 }
 
 // Base returns the seq of the last event before the ones the memory
 // holds: 0 for a memory that holds a session from its first event, the
-// snapshot's seq for one from NewMemoryAfter.
+// snapshot's seq for one from newMemoryAfter.
 func (m *Memory) Base() int64 {
 	if m.base == nil {
 		return 0
@@ -108,10 +122,28 @@ func (m *Memory) LastSeq() int64 { return m.Base() + int64(len(m.events)) }
 
 // Add numbers events with the next seqs, validates them and appends them.
 // It returns the numbered events, ready for Store.Append. Each event must
-// be valid (see ValidateEvent), and a tool.result must answer a call that
+// be valid (see ValidateEvents), and a tool.result must answer a call that
 // a model.response asked for since the last memory.reset. Nothing is added
 // if any event is refused; the error wraps ErrInvalidEvent.
 func (m *Memory) Add(events ...Event) ([]Event, error) {
+	out, batch, err := m.prepare(events)
+	if err != nil {
+		return nil, err
+	}
+	m.events = append(m.events, out...)
+	batch.commit()
+	return out, nil
+}
+
+// Prepare numbers and checks events as Add does, without adding them: the
+// batch a caller appends to its store before it adds the same batch to
+// the memory with Add, which then does not decode them again.
+func (m *Memory) Prepare(events ...Event) ([]Event, error) {
+	out, _, err := m.prepare(events)
+	return out, err
+}
+
+func (m *Memory) prepare(events []Event) ([]Event, callBatch, error) {
 	out := slices.Clone(events)
 	batch := callBatch{base: &m.calls}
 	for i := range out {
@@ -122,17 +154,15 @@ func (m *Memory) Add(events ...Event) ([]Event, error) {
 		if out[i].At.IsZero() {
 			out[i].At = time.Now().UTC()
 		}
-		v, err := validateEvent(out[i], out[i].Seq)
+		v, err := validateEvent(&out[i], out[i].Seq)
 		if err != nil {
-			return nil, err
+			return nil, batch, err
 		}
 		if id, orphan := batch.note(v); orphan {
-			return nil, fmt.Errorf("%w: seq %d (%s): %s", ErrInvalidEvent, out[i].Seq, out[i].Kind, orphanMsg(id))
+			return nil, batch, fmt.Errorf("%w: seq %d (%s): %s", ErrInvalidEvent, out[i].Seq, out[i].Kind, orphanMsg(id))
 		}
 	}
-	m.events = append(m.events, out...)
-	batch.commit()
-	return out, nil
+	return out, batch, nil
 }
 
 // calls follows the tool calls asked for since the last memory.reset, to
@@ -195,7 +225,7 @@ func orphanMsg(id string) string {
 }
 
 // State folds the memory's events into a State, from its base when it
-// has one (NewMemoryAfter).
+// has one (newMemoryAfter).
 func (m *Memory) State() (*State, error) {
 	if m.base == nil {
 		return Fold(m.events)
@@ -208,10 +238,6 @@ func (m *Memory) State() (*State, error) {
 	}
 	return s, nil
 }
-
-// ErrPartialMemory is returned by DumpJSON and WriteJSON for a memory that
-// holds only the events after a snapshot (NewMemoryAfter).
-var ErrPartialMemory = errors.New("the memory holds only the events after a snapshot: load the whole session from its store to write it as a document")
 
 // document is the JSON form of a memory.
 type document struct {
@@ -242,7 +268,7 @@ func (m *Memory) WriteJSON(w io.Writer) error {
 		Format  string       `json:"format"`
 		Version int          `json:"version"`
 		Session *SessionMeta `json:"session,omitempty"`
-	}{DocumentFormat, FormatVersion, m.Session}
+	}{documentFormat, FormatVersion, m.Session}
 	b, err := json.Marshal(head)
 	if err != nil {
 		return fmt.Errorf("dump memory: %w", err)
@@ -262,7 +288,7 @@ func (m *Memory) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// LoadOptions bound what LoadJSONWith accepts.
+// LoadOptions bound what LoadJSON accepts.
 type LoadOptions struct {
 	Limits
 	MaxDocumentBytes int // 0: no limit beyond the events'
@@ -275,11 +301,12 @@ type LoadOptions struct {
 // model.response asked for since the last memory.reset, oversize events
 // and trailing data are each rejected with a *MemoryLoadError that says
 // where (the event's index and seq, the field, the byte offset). It never
-// returns a partly built memory.
-func LoadJSON(data []byte) (*Memory, error) { return LoadJSONWith(data, LoadOptions{}) }
-
-// LoadJSONWith is LoadJSON with limits.
-func LoadJSONWith(data []byte, opts LoadOptions) (*Memory, error) {
+// returns a partly built memory. Options, at most one, set its limits.
+func LoadJSON(data []byte, options ...LoadOptions) (*Memory, error) {
+	var opts LoadOptions
+	if len(options) > 0 {
+		opts = options[0]
+	}
 	opts.Limits = opts.Limits.withDefaults()
 	if opts.MaxDocumentBytes > 0 && len(data) > opts.MaxDocumentBytes {
 		return nil, &MemoryLoadError{Index: -1, Offset: -1, Err: ErrTooLarge,
@@ -362,17 +389,17 @@ var docMembers = map[string]int{"format": docFormat, "version": docVersion, "ses
 // whole document; the events are checked strictly (no name twice, valid
 // UTF-8) by decodeEvent, which knows their seqs.
 func parseDocument(data []byte) (*document, []int64, error) {
-	d := newOuterDecoder(data)
-	defer d.free()
-	fail := func(field string, fe *fieldError) (*document, []int64, error) {
+	d := wire.NewOuterDecoder(data)
+	defer d.Free()
+	fail := func(field string, fe *wire.FieldError) (*document, []int64, error) {
 		if field == "" {
-			field = fe.field
+			field = fe.Field
 		}
-		msg := fe.msg
-		if errors.Is(fe.err, io.ErrUnexpectedEOF) || errors.Is(fe.err, io.EOF) {
+		msg := fe.Msg
+		if errors.Is(fe.Err, io.ErrUnexpectedEOF) || errors.Is(fe.Err, io.EOF) {
 			msg = "truncated JSON: the document ends early"
 		}
-		return nil, nil, &MemoryLoadError{Index: -1, Field: field, Offset: fe.offset, Msg: msg, Err: fe.err}
+		return nil, nil, &MemoryLoadError{Index: -1, Field: field, Offset: fe.Offset, Msg: msg, Err: fe.Err}
 	}
 	msg := func(field, msg string, off int64) (*document, []int64, error) {
 		return nil, nil, &MemoryLoadError{Index: -1, Field: field, Offset: off, Msg: msg}
@@ -380,20 +407,20 @@ func parseDocument(data []byte) (*document, []int64, error) {
 	if k := d.PeekKind(); k != '{' {
 		if k == 0 {
 			_, err := d.ReadToken()
-			return fail("", decodeError(err))
+			return fail("", wire.DecodeError(err))
 		}
 		return msg("", "the document must be a JSON object", d.InputOffset())
 	}
 	if _, err := d.ReadToken(); err != nil {
-		return fail("", decodeError(err))
+		return fail("", wire.DecodeError(err))
 	}
 	doc := &document{}
 	var offsets []int64
 	seen := 0
 	for d.PeekKind() != '}' {
-		name, off, err := d.name()
+		name, off, err := d.Name()
 		if err != nil {
-			return fail("", decodeError(err))
+			return fail("", wire.DecodeError(err))
 		}
 		key := string(name)
 		if seen&docMembers[key] != 0 {
@@ -404,24 +431,24 @@ func parseDocument(data []byte) (*document, []int64, error) {
 			seen |= docFormat
 			raw, err := d.ReadValue()
 			if err != nil {
-				return fail(key, decodeError(err))
+				return fail(key, wire.DecodeError(err))
 			}
-			if valueKind(raw) != '"' {
+			if wire.ValueKind(raw) != '"' {
 				return msg(key, "must be a string", off)
 			}
-			if err := jsonUnmarshal(raw, &doc.Format); err != nil {
-				return fail(key, decodeError(err))
+			if err := wire.Unmarshal(raw, &doc.Format); err != nil {
+				return fail(key, wire.DecodeError(err))
 			}
-			if doc.Format != DocumentFormat {
-				return msg(key, fmt.Sprintf("is %q, want %q", doc.Format, DocumentFormat), off)
+			if doc.Format != documentFormat {
+				return msg(key, fmt.Sprintf("is %q, want %q", doc.Format, documentFormat), off)
 			}
 		case "version":
 			seen |= docVersion
 			raw, err := d.ReadValue()
 			if err != nil {
-				return fail(key, decodeError(err))
+				return fail(key, wire.DecodeError(err))
 			}
-			if valueKind(raw) != '0' {
+			if wire.ValueKind(raw) != '0' {
 				return msg(key, "must be a number", off)
 			}
 			v, err := strconv.ParseInt(string(raw), 10, 64)
@@ -433,13 +460,13 @@ func parseDocument(data []byte) (*document, []int64, error) {
 			seen |= docSession
 			raw, err := d.ReadValue()
 			if err != nil {
-				return fail(key, decodeError(err))
+				return fail(key, wire.DecodeError(err))
 			}
 			meta, fe := decodeMeta(raw)
 			if fe != nil {
-				fe.field = join(key, fe.field)
-				if fe.offset >= 0 {
-					fe.offset += d.InputOffset() - int64(len(raw))
+				fe.Field = join(key, fe.Field)
+				if fe.Offset >= 0 {
+					fe.Offset += d.InputOffset() - int64(len(raw))
 				}
 				return fail("", fe)
 			}
@@ -449,33 +476,33 @@ func parseDocument(data []byte) (*document, []int64, error) {
 			if k := d.PeekKind(); k != '[' {
 				if k == 0 {
 					_, err := d.ReadToken()
-					return fail(key, decodeError(err))
+					return fail(key, wire.DecodeError(err))
 				}
 				return msg(key, "must be an array", off)
 			}
 			if _, err := d.ReadToken(); err != nil {
-				return fail(key, decodeError(err))
+				return fail(key, wire.DecodeError(err))
 			}
 			doc.Events = []json.RawMessage{}
 			for d.PeekKind() != ']' {
 				raw, err := d.ReadValue()
 				if err != nil {
-					return fail(key, decodeError(err))
+					return fail(key, wire.DecodeError(err))
 				}
 				offsets = append(offsets, d.InputOffset()-int64(len(raw)))
 				doc.Events = append(doc.Events, json.RawMessage(raw))
 			}
 			if _, err := d.ReadToken(); err != nil {
-				return fail(key, decodeError(err))
+				return fail(key, wire.DecodeError(err))
 			}
 		default:
 			return msg(key, "unknown field", off)
 		}
 	}
 	if _, err := d.ReadToken(); err != nil {
-		return fail("", decodeError(err))
+		return fail("", wire.DecodeError(err))
 	}
-	if !d.end() {
+	if !d.End() {
 		return msg("", "trailing data after the document", d.InputOffset())
 	}
 	for _, k := range []struct {
@@ -490,12 +517,12 @@ func parseDocument(data []byte) (*document, []int64, error) {
 }
 
 // decodeMeta decodes a document's session strictly.
-func decodeMeta(raw []byte) (*SessionMeta, *fieldError) {
-	d := newDecoder(raw)
-	defer d.free()
+func decodeMeta(raw []byte) (*SessionMeta, *wire.FieldError) {
+	d := wire.NewDecoder(raw)
+	defer d.Free()
 	var meta SessionMeta
-	if err := d.value(&meta); err != nil {
-		return nil, decodeError(err)
+	if err := d.Value(&meta); err != nil {
+		return nil, wire.DecodeError(err)
 	}
 	return &meta, nil
 }
@@ -517,15 +544,15 @@ func decodeEvent(raw []byte, wantSeq int64, l Limits) (Event, any, *MemoryLoadEr
 	if len(raw) > l.MaxEventBytes {
 		return le("", fmt.Sprintf("event is too large: %d bytes, the limit is %d", len(raw), l.MaxEventBytes), -1, ErrTooLarge)
 	}
-	d := newDecoder(raw)
-	env, fe := readEnvelope(d)
-	d.free()
+	d := wire.NewDecoder(raw)
+	env, fe := wire.ReadEnvelope(d)
+	d.Free()
 	if fe != nil {
-		e, v, mle := le(fe.field, fe.msg, fe.offset, fe.err)
-		mle.Seq = max(env.e.Seq, 0)
+		e, v, mle := le(fe.Field, fe.Msg, fe.Offset, fe.Err)
+		mle.Seq = max(env.E.Seq, 0)
 		return e, v, mle
 	}
-	e := env.e
+	e := eventOf(env.E)
 	e.At = e.At.UTC()
 	le = func(field, msg string, off int64, err error) (Event, any, *MemoryLoadError) {
 		return Event{}, nil, &MemoryLoadError{Seq: e.Seq, Field: field, Offset: off, Msg: msg, Err: err}
@@ -541,19 +568,19 @@ func decodeEvent(raw []byte, wantSeq int64, l Limits) (Event, any, *MemoryLoadEr
 		return le("seq", fmt.Sprintf("is %d where %d comes next (%s; seqs are dense from 1)", e.Seq, wantSeq, what), keyOffset(raw, "seq"), nil)
 	case e.At.IsZero():
 		return le("at", "is the zero time", keyOffset(raw, "at"), nil)
-	case !KnownKind(e.Kind):
+	case !e.Kind.Known():
 		return le("kind", fmt.Sprintf("unknown kind %q", e.Kind), keyOffset(raw, "kind"), nil)
 	}
-	v, err := e.Decode()
+	v, err := e.value()
 	if err != nil {
-		mle := &MemoryLoadError{Seq: e.Seq, Field: "data", Offset: env.dataOff, Msg: err.Error(), Err: err}
-		if fe, ok := errors.AsType[*fieldError](err); ok {
-			mle.Msg, mle.Err = fe.msg, fe.err
-			if fe.field != "" && fe.field != "data" {
-				mle.Field = "data." + fe.field
+		mle := &MemoryLoadError{Seq: e.Seq, Field: "data", Offset: env.DataOff, Msg: err.Error(), Err: err}
+		if fe, ok := errors.AsType[*wire.FieldError](err); ok {
+			mle.Msg, mle.Err = fe.Msg, fe.Err
+			if fe.Field != "" && fe.Field != "data" {
+				mle.Field = "data." + fe.Field
 			}
-			if fe.offset >= 0 {
-				mle.Offset = env.dataOff + fe.offset
+			if fe.Offset >= 0 {
+				mle.Offset = env.DataOff + fe.Offset
 			}
 		}
 		return Event{}, nil, mle

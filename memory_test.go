@@ -271,15 +271,15 @@ func TestValidateEvent_Strict(t *testing.T) {
 		`{"text":"\udc00"}`,
 	} {
 		e := cairn.Event{V: 1, Seq: 1, At: at, Kind: cairn.KindMessageSystem, Run: "r", Data: []byte(data)}
-		if err := cairn.ValidateEvent(e, 1); !errors.Is(err, cairn.ErrInvalidEvent) {
+		if _, err := cairn.ValidateEvents([]cairn.Event{e}, 1); !errors.Is(err, cairn.ErrInvalidEvent) {
 			t.Errorf("%q: got %v, want ErrInvalidEvent", data, err)
 		}
-		if err := driver.CheckAppend(cairn.Limits{}, "s", 0, []cairn.Event{e}); !errors.Is(err, cairn.ErrInvalidEvent) {
+		if _, err := driver.CheckAppend(cairn.Limits{}, "s", 0, []cairn.Event{e}); !errors.Is(err, cairn.ErrInvalidEvent) {
 			t.Errorf("CheckAppend %q: got %v, want ErrInvalidEvent", data, err)
 		}
 	}
 	e := cairn.Event{V: 1, Seq: 1, At: at, Kind: cairn.KindMessageSystem, Run: "r\xff", Data: []byte(`{"text":"x"}`)}
-	if err := cairn.ValidateEvent(e, 1); !errors.Is(err, cairn.ErrInvalidEvent) {
+	if _, err := cairn.ValidateEvents([]cairn.Event{e}, 1); !errors.Is(err, cairn.ErrInvalidEvent) {
 		t.Errorf("run ID of invalid UTF-8: got %v, want ErrInvalidEvent", err)
 	}
 }
@@ -290,11 +290,11 @@ func TestLoadJSON_TooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc, _ := m.DumpJSON()
-	_, err = cairn.LoadJSONWith(doc, cairn.LoadOptions{Limits: cairn.Limits{MaxEventBytes: 4096}})
+	_, err = cairn.LoadJSON(doc, cairn.LoadOptions{Limits: cairn.Limits{MaxEventBytes: 4096}})
 	if !errors.Is(err, cairn.ErrTooLarge) {
 		t.Fatalf("5 KB event with a 4 KB limit: got %v, want ErrTooLarge", err)
 	}
-	_, err = cairn.LoadJSONWith(doc, cairn.LoadOptions{MaxDocumentBytes: 1000})
+	_, err = cairn.LoadJSON(doc, cairn.LoadOptions{MaxDocumentBytes: 1000})
 	if !errors.Is(err, cairn.ErrTooLarge) {
 		t.Fatalf("document over its limit: got %v, want ErrTooLarge", err)
 	}

@@ -7,21 +7,25 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/cairnhq/cairn/internal/storeurl"
+	"github.com/cairnhq/cairn/internal/text"
 )
 
-// Opener opens a store from a parsed URL. Backends register one per scheme.
-type Opener func(ctx context.Context, u *url.URL, opts StoreOptions) (Store, error)
+// opener opens a store from a parsed URL. Backends register one per scheme.
+type opener = func(ctx context.Context, u *url.URL, opts StoreOptions) (Store, error)
 
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]Opener{}
+	registry   = map[string]opener{}
 )
 
-// Register makes a backend reachable by URL scheme for Open. It panics if
+// Register makes a backend reachable by URL scheme for Open: open opens a
+// store from a parsed URL of that scheme. It panics if
 // the scheme is registered twice or the opener is nil, as database/sql.Register does.
 // Backends call it from init; import a backend package (or store/all) for
 // its side effect to make its scheme available.
-func Register(scheme string, open Opener) {
+func Register(scheme string, open func(ctx context.Context, u *url.URL, opts StoreOptions) (Store, error)) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if open == nil {
@@ -48,65 +52,19 @@ func Schemes() []string {
 // Open opens the store a URL names, such as "sqlite:///path/cairn.db",
 // "postgres://host/db", "redis://host:6379/0" or "memory:".
 func Open(ctx context.Context, rawURL string, opts StoreOptions) (Store, error) {
-	u, err := url.Parse(rawURL)
+	u, err := storeurl.Parse(rawURL)
 	if err != nil {
-		var ok bool
-		if u, ok = parseMultiHost(rawURL); !ok {
-			return nil, fmt.Errorf("open store: malformed URL %q: %v", redact(rawURL), err)
-		}
+		return nil, fmt.Errorf("open store: %w", err)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	registryMu.RLock()
 	open, ok := registry[scheme]
 	registryMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("open store: unknown scheme %q in %q (known: %s)", scheme, redact(rawURL), strings.Join(Schemes(), ", "))
+		return nil, fmt.Errorf("open store: %s", storeurl.Unknown(scheme, redact(rawURL), Schemes(), storeurl.Backends))
 	}
 	return open(ctx, u, opts)
 }
 
-// parseMultiHost parses URLs that name several hosts, such as
-// "mongodb://h1:27017,h2:27017/db?replicaSet=rs", which url.Parse refuses
-// (it reads one port). The hosts stay together in Host, so u.String()
-// gives the URL back for the backend's own parser.
-func parseMultiHost(raw string) (*url.URL, bool) {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || scheme == "" || !strings.Contains(rest, ",") {
-		return nil, false
-	}
-	authority, tail := rest, ""
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority, tail = rest[:i], rest[i:]
-	}
-	base, err := url.Parse(scheme + "://placeholder" + tail)
-	if err != nil {
-		return nil, false
-	}
-	if at := strings.LastIndex(authority, "@"); at >= 0 {
-		userinfo, err := url.Parse(scheme + "://" + authority[:at+1] + "placeholder")
-		if err != nil {
-			return nil, false
-		}
-		base.User = userinfo.User
-		authority = authority[at+1:]
-	}
-	for _, h := range strings.Split(authority, ",") {
-		if h == "" || strings.ContainsAny(h, " /?#@") {
-			return nil, false
-		}
-	}
-	base.Host = authority
-	return base, true
-}
-
 // redact hides a password in a URL for messages.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	return u.Redacted()
-}
-
-// RedactURL returns raw with any password replaced by "xxxxx".
-func RedactURL(raw string) string { return redact(raw) }
+func redact(raw string) string { return text.RedactURL(raw) }

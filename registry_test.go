@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -47,4 +48,27 @@ func TestRegister_Twice(t *testing.T) {
 		}
 	}()
 	cairn.Register("twice-test", open)
+}
+
+// TestOpen_MalformedURL checks that a URL that does not parse is refused
+// with an error that names it without its password.
+func TestOpen_MalformedURL(t *testing.T) {
+	_, err := cairn.Open(t.Context(), "postgres://u:s3cret@h:bad/db", cairn.StoreOptions{})
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), `malformed URL "postgres://u:xxxxx@h:bad/db"`) {
+		t.Errorf("Open of a malformed URL: %v, want an error naming it without the password", err)
+	}
+}
+
+// TestOpen_UnregisteredScheme checks that a URL of a backend whose package
+// was not imported names the import that registers it.
+func TestOpen_UnregisteredScheme(t *testing.T) {
+	_, err := cairn.Open(t.Context(), "postgres://u:s3cret@h/db", cairn.StoreOptions{})
+	want := `import _ "github.com/cairnhq/cairn/store/postgres" (or "github.com/cairnhq/cairn/store/all")`
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open of an unregistered postgres URL: %v, want an error naming %s", err, want)
+	}
+	_, err = cairn.Open(t.Context(), "nosuch://x", cairn.StoreOptions{})
+	if err == nil || !strings.Contains(err.Error(), `"github.com/cairnhq/cairn/store/all"`) {
+		t.Errorf("Open of an unknown scheme: %v, want an error naming store/all", err)
+	}
 }

@@ -11,10 +11,12 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
-// SnapshotFormat names a snapshot's encoding in its "format" field.
-const SnapshotFormat = "cairn.snapshot"
+// snapshotFormat names a snapshot's encoding in its "format" field.
+const snapshotFormat = "cairn.snapshot"
 
 // snapshotDoc is the encoded form of a snapshot: the canonical state, the
 // seq of the last event folded into it, a checksum of the state's bytes
@@ -25,14 +27,14 @@ type snapshotDoc struct {
 	Format  string         `json:"format"`
 	Version int            `json:"version"`
 	Seq     int64          `json:"seq"`
-	Event   string         `json:"event"` // EventDigest of the event at Seq
+	Event   string         `json:"event"` // eventDigest of the event at Seq
 	Sum     string         `json:"sum"`   // sha256 of State's bytes, hex
 	State   jsontext.Value `json:"state"`
 }
 
-// EncodeSnapshot encodes a session's state for a Snapshotter: last is the
-// last event folded into it (state.LastSeq must be its seq).
-func EncodeSnapshot(state *State, last Event) (Snapshot, error) {
+// Encode encodes the state as a session's snapshot for a Snapshotter: last
+// is the last event folded into it (s.LastSeq must be its seq).
+func (state *State) Encode(last Event) (Snapshot, error) {
 	if state.LastSeq == 0 || last.Seq != state.LastSeq {
 		return Snapshot{}, fmt.Errorf("encode snapshot: the state ends at seq %d, the event given is seq %d", state.LastSeq, last.Seq)
 	}
@@ -42,13 +44,13 @@ func EncodeSnapshot(state *State, last Event) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("encode snapshot: %w", err)
 	}
-	digest, err := EventDigest(last)
+	digest, err := eventDigest(last)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("encode snapshot: %w", err)
 	}
 	sum := sha256.Sum256(raw)
 	data, err := jsonv2.Marshal(snapshotDoc{
-		Format: SnapshotFormat, Version: FormatVersion, Seq: last.Seq,
+		Format: snapshotFormat, Version: FormatVersion, Seq: last.Seq,
 		Event: digest, Sum: hex.EncodeToString(sum[:]), State: raw,
 	})
 	if err != nil {
@@ -57,15 +59,10 @@ func EncodeSnapshot(state *State, last Event) (Snapshot, error) {
 	return Snapshot{Seq: last.Seq, Data: data}, nil
 }
 
-// ErrSnapshotInvalid is wrapped by the errors of DecodeSnapshot and by
-// Restored.Ignored: a snapshot that is damaged, of another format, or
-// stale (it does not match the session's events).
-var ErrSnapshotInvalid = errors.New("snapshot not usable")
-
-// DecodeSnapshot decodes and checks a snapshot against at, the session's
+// decodeSnapshot decodes and checks a snapshot against at, the session's
 // stored event at the snapshot's seq. It returns the state, or an error
 // wrapping ErrSnapshotInvalid that says what does not match.
-func DecodeSnapshot(snap Snapshot, at Event) (*State, error) {
+func decodeSnapshot(snap Snapshot, at Event) (*State, error) {
 	bad := func(format string, args ...any) (*State, error) {
 		return nil, fmt.Errorf("%w: %s", ErrSnapshotInvalid, fmt.Sprintf(format, args...))
 	}
@@ -74,8 +71,8 @@ func DecodeSnapshot(snap Snapshot, at Event) (*State, error) {
 		return bad("damaged: %v", err)
 	}
 	switch {
-	case doc.Format != SnapshotFormat:
-		return bad("format %q, not %q", doc.Format, SnapshotFormat)
+	case doc.Format != snapshotFormat:
+		return bad("format %q, not %q", doc.Format, snapshotFormat)
 	case doc.Version != FormatVersion:
 		return bad("version %d, this cairn reads %d", doc.Version, FormatVersion)
 	case doc.Seq != snap.Seq:
@@ -87,7 +84,7 @@ func DecodeSnapshot(snap Snapshot, at Event) (*State, error) {
 	if hex.EncodeToString(sum[:]) != doc.Sum {
 		return bad("damaged: the state's checksum does not match")
 	}
-	digest, err := EventDigest(at)
+	digest, err := eventDigest(at)
 	if err != nil {
 		return bad("the event at seq %d: %v", at.Seq, err)
 	}
@@ -110,11 +107,11 @@ func DecodeSnapshot(snap Snapshot, at Event) (*State, error) {
 	return &st, nil
 }
 
-// EventDigest returns a hex sha256 of an event's envelope: version, seq,
+// eventDigest returns a hex sha256 of an event's envelope: version, seq,
 // time, kind, run and canonical data. Equal events have equal digests
 // whatever store they were read from.
-func EventDigest(e Event) (string, error) {
-	data, err := Canonical(e.Data)
+func eventDigest(e Event) (string, error) {
+	data, err := wire.Canonical(e.Data)
 	if err != nil {
 		return "", err
 	}
@@ -145,10 +142,25 @@ type Restored struct {
 	// BaseState is the snapshot's state, folded through Base; nil when
 	// Base is 0. It is not State: State goes on through the events.
 	BaseState *State
+	// BaseSize is the size in bytes of the snapshot's data; 0 when Base
+	// is 0. A writer of snapshots waits for that many bytes of events
+	// before it writes the next, whichever process wrote this one.
+	BaseSize int
 	// Ignored says why the store's snapshot was not used (it wraps
 	// ErrSnapshotInvalid, or is the store's error reading it); nil when
 	// a snapshot was used or the session had none.
 	Ignored error
+}
+
+// Memory returns the memory of the restored session: its events after the
+// snapshot the state started from (Base), or every event.
+func (r *Restored) Memory() (*Memory, error) {
+	m, err := newMemoryAfter(r.BaseState, r.Events...)
+	if err != nil {
+		return nil, err
+	}
+	m.Session = &SessionMeta{ID: r.Info.ID, CreatedAt: r.Info.CreatedAt, Labels: r.Info.Labels}
+	return m, nil
 }
 
 // Restore rebuilds a session from st: from its snapshot and the events
@@ -199,7 +211,7 @@ func restoreFrom(ctx context.Context, st Store, id string, snap Snapshot) (*Rest
 	if len(rec.Events) == 0 || rec.Events[0].Seq != snap.Seq {
 		return nil, fmt.Errorf("%w: stale: it ends at seq %d, the session at seq %d", ErrSnapshotInvalid, snap.Seq, rec.Info.LastSeq)
 	}
-	state, err := DecodeSnapshot(snap, rec.Events[0])
+	state, err := decodeSnapshot(snap, rec.Events[0])
 	if err != nil {
 		return nil, err
 	}
@@ -211,5 +223,5 @@ func restoreFrom(ctx context.Context, st Store, id string, snap Snapshot) (*Rest
 		}
 	}
 	rec.Events = tail
-	return &Restored{Record: *rec, State: state, Base: snap.Seq, BaseState: base}, nil
+	return &Restored{Record: *rec, State: state, Base: snap.Seq, BaseState: base, BaseSize: len(snap.Data)}, nil
 }

@@ -8,18 +8,25 @@ import (
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
-// BenchmarkDecodeSnapshot decodes and checks the snapshot of a state of
-// about 128 KB: what opening a compacted long session reads.
-func BenchmarkDecodeSnapshot(b *testing.B) {
+// snapshotEvents are the events of a state of about 128 KB, the one the
+// snapshot benchmarks encode, decode and fold.
+func snapshotEvents() []cairn.Event {
 	var evs []cairn.Event
 	for len(evs) < 240 {
 		evs = append(evs, storetest.UserTurn(int64(len(evs)), "run-1", strings.Repeat("lorem ipsum ", 85))...)
 	}
+	return evs
+}
+
+// BenchmarkDecodeSnapshot decodes and checks the snapshot of a state of
+// about 128 KB: what opening a compacted long session reads.
+func BenchmarkDecodeSnapshot(b *testing.B) {
+	evs := snapshotEvents()
 	st, err := cairn.Fold(evs)
 	if err != nil {
 		b.Fatal(err)
 	}
-	snap, err := cairn.EncodeSnapshot(st, evs[len(evs)-1])
+	snap, err := st.Encode(evs[len(evs)-1])
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,10 +41,7 @@ func BenchmarkDecodeSnapshot(b *testing.B) {
 
 // BenchmarkFold folds the events of the same state, for comparison.
 func BenchmarkFoldSnapshotEvents(b *testing.B) {
-	var evs []cairn.Event
-	for len(evs) < 240 {
-		evs = append(evs, storetest.UserTurn(int64(len(evs)), "run-1", strings.Repeat("lorem ipsum ", 85))...)
-	}
+	evs := snapshotEvents()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := cairn.Fold(evs); err != nil {
@@ -49,17 +53,14 @@ func BenchmarkFoldSnapshotEvents(b *testing.B) {
 // BenchmarkEncodeSnapshot encodes the snapshot of a state of about
 // 128 KB: what the agent writes in the background.
 func BenchmarkEncodeSnapshot(b *testing.B) {
-	var evs []cairn.Event
-	for len(evs) < 240 {
-		evs = append(evs, storetest.UserTurn(int64(len(evs)), "run-1", strings.Repeat("lorem ipsum ", 85))...)
-	}
+	evs := snapshotEvents()
 	st, err := cairn.Fold(evs)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := cairn.EncodeSnapshot(st, evs[len(evs)-1]); err != nil {
+		if _, err := st.Encode(evs[len(evs)-1]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -85,7 +85,7 @@ func TestSnapshot_FoldsAsTheEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap, err := cairn.EncodeSnapshot(st, evs[k-1])
+		snap, err := st.Encode(evs[k-1])
 		if err != nil {
 			t.Fatalf("after seq %d: %v", k, err)
 		}
@@ -107,10 +107,10 @@ func TestSnapshot_FoldsAsTheEvents(t *testing.T) {
 func TestEncodeSnapshot_WrongEvent(t *testing.T) {
 	evs := history()
 	st, _ := cairn.Fold(evs[:5])
-	if _, err := cairn.EncodeSnapshot(st, evs[3]); err == nil || !strings.Contains(err.Error(), "seq 4") {
+	if _, err := st.Encode(evs[3]); err == nil || !strings.Contains(err.Error(), "seq 4") {
 		t.Fatalf("err = %v, want one naming seq 4", err)
 	}
-	if _, err := cairn.EncodeSnapshot(cairn.NewState(), evs[0]); err == nil {
+	if _, err := cairn.NewState().Encode(evs[0]); err == nil {
 		t.Fatal("the state of no event encoded")
 	}
 }
@@ -132,7 +132,7 @@ func TestRestore(t *testing.T) {
 	}
 	snapAt := func(t *testing.T, k int) cairn.Snapshot {
 		st, _ := cairn.Fold(evs[:k])
-		snap, err := cairn.EncodeSnapshot(st, evs[k-1])
+		snap, err := st.Encode(evs[k-1])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,38 +154,32 @@ func TestRestore(t *testing.T) {
 		}
 	}
 
-	t.Run("no snapshot", func(t *testing.T) {
-		s := setup(t)
+	// restore restores s1 from s and checks it against the events, read
+	// from base on.
+	restore := func(t *testing.T, s *snapStore, base int64) *cairn.Restored {
+		t.Helper()
 		r, err := cairn.Restore(ctx, s, "s1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, r, 0)
-		if r.Ignored != nil {
-			t.Errorf("ignored: %v", r.Ignored)
-		}
-	})
-	t.Run("used", func(t *testing.T) {
-		s := setup(t)
-		s.PutSnapshot(ctx, "s1", snapAt(t, 20))
-		r, err := cairn.Restore(ctx, s, "s1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(t, r, 20)
-		if r.Ignored != nil {
-			t.Errorf("ignored: %v", r.Ignored)
-		}
-	})
-	t.Run("at the last event", func(t *testing.T) {
-		s := setup(t)
-		s.PutSnapshot(ctx, "s1", snapAt(t, len(evs)))
-		r, err := cairn.Restore(ctx, s, "s1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(t, r, int64(len(evs)))
-	})
+		check(t, r, base)
+		return r
+	}
+
+	for _, tc := range []struct {
+		name string
+		at   int // the snapshot's seq; 0 for none
+	}{{"no snapshot", 0}, {"used", 20}, {"at the last event", len(evs)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := setup(t)
+			if tc.at > 0 {
+				s.PutSnapshot(ctx, "s1", snapAt(t, tc.at))
+			}
+			if r := restore(t, s, int64(tc.at)); r.Ignored != nil {
+				t.Errorf("ignored: %v", r.Ignored)
+			}
+		})
+	}
 	bad := map[string]func(t *testing.T, s *snapStore){
 		"damaged bytes": func(t *testing.T, s *snapStore) {
 			snap := snapAt(t, 20)
@@ -205,13 +199,13 @@ func TestRestore(t *testing.T) {
 		"beyond the history": func(t *testing.T, s *snapStore) {
 			longer := append(append([]cairn.Event{}, evs...), storetest.UserTurn(int64(len(evs)), "run-x", "more")...)
 			st, _ := cairn.Fold(longer)
-			snap, _ := cairn.EncodeSnapshot(st, longer[len(longer)-1])
+			snap, _ := st.Encode(longer[len(longer)-1])
 			s.PutSnapshot(ctx, "s1", snap)
 		},
 		"of another history": func(t *testing.T, s *snapStore) {
 			other := storetest.Conversation(0, "run-9", "What is 2*(3+5)?") // another run, as a recreated session has
 			st, _ := cairn.Fold(other[:10])
-			snap, _ := cairn.EncodeSnapshot(st, other[9])
+			snap, _ := st.Encode(other[9])
 			s.PutSnapshot(ctx, "s1", snap)
 		},
 		"sealed": func(t *testing.T, s *snapStore) {
@@ -226,11 +220,7 @@ func TestRestore(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := setup(t)
 			spoil(t, s)
-			r, err := cairn.Restore(ctx, s, "s1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			check(t, r, 0)
+			r := restore(t, s, 0)
 			if r.Ignored == nil {
 				t.Fatal("the snapshot was not reported as ignored")
 			}

@@ -1,7 +1,6 @@
 package cairn
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/text"
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
 // State is what a session's events add up to, computed by folding them in
@@ -48,12 +48,6 @@ type Message struct {
 	IsError    bool       `json:"is_error,omitempty"`     // a tool message that reports an error
 }
 
-// SummaryName is the Name of the system message that holds a compaction's
-// summary (memory.compacted), which tells it from the instructions: a later
-// compaction replaces the summary and keeps the instructions. It is a valid
-// Chat Completions message name.
-const SummaryName = "cairn_summary"
-
 // IsSummary reports whether m holds the summary of a compaction.
 func (m Message) IsSummary() bool { return m.Role == RoleSystem && m.Name == SummaryName }
 
@@ -73,12 +67,18 @@ type PendingCall struct {
 	Approval bool `json:"approval,omitempty"`
 }
 
-// Message roles.
+// Message roles, and the name of a compaction's summary.
 const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
 	RoleTool      = "tool"
+
+	// SummaryName is the Name of the system message that holds a
+	// compaction's summary (memory.compacted), which tells it from the
+	// instructions: a later compaction replaces the summary and keeps the
+	// instructions. It is a valid Chat Completions message name.
+	SummaryName = "cairn_summary"
 )
 
 // NewState returns the state of an empty session.
@@ -104,20 +104,17 @@ func (s *State) Apply(e Event) error {
 	if e.Seq != s.LastSeq+1 {
 		return fmt.Errorf("apply event: seq %d where %d comes next", e.Seq, s.LastSeq+1)
 	}
-	v, err := e.Decode()
+	v, err := e.value()
 	if err != nil {
 		return fmt.Errorf("apply event seq %d (%s): %w", e.Seq, e.Kind, err)
 	}
-	switch v.(type) {
-	case *ModelResponse, *ToolStarted, *ToolResult:
-		if s.Status == StatusInterrupted || s.Status == StatusAwaiting {
-			s.Status, s.Interrupt = StatusRunning, "" // a resumed run is running again
-		}
+	if st := transition(s.Status, v); st != s.Status {
+		s.Status, s.Interrupt = st, ""
 	}
 	switch d := v.(type) {
 	case *RunStarted:
 		s.Run, s.Agent, s.Fingerprint = d.RunID, d.Agent, d.Fingerprint
-		s.Status, s.Output, s.Error, s.Interrupt, s.RunSteps = StatusRunning, "", nil, "", 0
+		s.Output, s.Error, s.RunSteps = "", nil, 0
 	case *MemoryReset:
 		s.Messages, s.Pending, s.Responses = nil, nil, 0
 		s.Variables, s.Approvals = map[string]json.RawMessage{}, map[string]ApprovalDecided{}
@@ -150,9 +147,8 @@ func (s *State) Apply(e Event) error {
 			delete(s.Variables, k)
 		}
 	case *RunInterrupted:
-		s.Status, s.Interrupt = StatusInterrupted, d.Reason
+		s.Interrupt = d.Reason
 		if d.Reason == InterruptApproval {
-			s.Status = StatusAwaiting
 			for _, c := range d.Pending {
 				if i := s.pendingIndex(c.ID); i >= 0 {
 					s.Pending[i].Approval = true
@@ -162,7 +158,7 @@ func (s *State) Apply(e Event) error {
 	case *ApprovalDecided:
 		s.Approvals[d.CallID] = *d
 	case *RunFinished:
-		s.Status, s.Output, s.Error, s.Interrupt = Status(d.Status), d.Output, d.Error, ""
+		s.Output, s.Error, s.Interrupt = d.Output, d.Error, ""
 	case *MemoryCompacted:
 		s.compact(e.Seq, d)
 	case *Custom:
@@ -175,6 +171,53 @@ func (s *State) Apply(e Event) error {
 	return nil
 }
 
+// maxFirstMessage is how much of the first user message a State and a
+// SessionInfo keep (driver.MaxFirstMessage).
+const maxFirstMessage = 200
+
+// transition returns a session's status after an event whose data is v,
+// from status cur: the one table of status changes, which State.Apply and
+// SessionInfo.Apply (a store's listing) both follow.
+func transition(cur Status, v any) Status {
+	switch d := v.(type) {
+	case *RunStarted:
+		return StatusRunning
+	case *ModelResponse, *ToolStarted, *ToolResult:
+		return StatusRunning // a step: a resumed run is running again
+	case *RunInterrupted:
+		if d.Reason == InterruptApproval {
+			return StatusAwaiting
+		}
+		return StatusInterrupted
+	case *RunFinished:
+		return Status(d.Status)
+	}
+	return cur
+}
+
+// Apply folds one event into a session's info, as a store does for each
+// event it appends, by the rules State.Apply follows: the status (the same
+// table of changes), the steps, the first user message, the last seq and
+// the updated time (the event's). It returns an error, and leaves info as
+// it was, for an event whose data does not decode.
+func (i *SessionInfo) Apply(e Event) error {
+	v, err := e.value()
+	if err != nil {
+		return fmt.Errorf("apply event seq %d (%s): %w", e.Seq, e.Kind, err)
+	}
+	i.Status = transition(i.Status, v)
+	switch d := v.(type) {
+	case *ModelResponse, *ToolResult:
+		i.Steps++
+	case *MessageUser:
+		if i.FirstMessage == "" {
+			i.FirstMessage = text.Truncate(d.Text(), maxFirstMessage)
+		}
+	}
+	i.LastSeq, i.UpdatedAt = e.Seq, e.At
+	return nil
+}
+
 func (s *State) applyUser(seq int64, d *MessageUser) {
 	m := Message{Seq: seq, Role: RoleUser, Content: d.Text()}
 	for _, p := range d.Parts {
@@ -184,7 +227,7 @@ func (s *State) applyUser(seq int64, d *MessageUser) {
 	}
 	s.Messages = append(s.Messages, m)
 	if s.FirstMessage == "" {
-		s.FirstMessage = text.Truncate(m.Content, MaxFirstMessage)
+		s.FirstMessage = text.Truncate(m.Content, maxFirstMessage)
 	}
 }
 
@@ -230,25 +273,7 @@ func (s *State) Snapshot() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	return Canonical(raw)
-}
-
-// Canonical re-encodes JSON with object keys sorted at every level and
-// numbers kept exactly as written.
-func Canonical(raw []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("canonical json: %w", err)
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("canonical json: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return wire.Canonical(raw)
 }
 
 // Clone returns a deep copy of the state.

@@ -147,16 +147,16 @@ func TestNewID_TimeOrdered(t *testing.T) {
 
 func TestCheckAppend(t *testing.T) {
 	evs := storetest.UserTurn(0, "r", "x")
-	if err := driver.CheckAppend(cairn.Limits{}, "s", 0, evs); err != nil {
+	if _, err := driver.CheckAppend(cairn.Limits{}, "s", 0, evs); err != nil {
 		t.Fatalf("valid append: %v", err)
 	}
-	if err := driver.CheckAppend(cairn.Limits{}, "s", 1, evs); !errors.Is(err, cairn.ErrInvalidEvent) {
+	if _, err := driver.CheckAppend(cairn.Limits{}, "s", 1, evs); !errors.Is(err, cairn.ErrInvalidEvent) {
 		t.Errorf("seqs not following expect: %v", err)
 	}
-	if err := driver.CheckAppend(cairn.Limits{MaxEventBytes: 200}, "s", 0, []cairn.Event{storetest.Padded(1, 1000)}); !errors.Is(err, cairn.ErrTooLarge) {
+	if _, err := driver.CheckAppend(cairn.Limits{MaxEventBytes: 200}, "s", 0, []cairn.Event{storetest.Padded(1, 1000)}); !errors.Is(err, cairn.ErrTooLarge) {
 		t.Errorf("oversize event: %v", err)
 	}
-	if err := driver.CheckAppend(cairn.Limits{}, "../s", 0, evs); !errors.Is(err, cairn.ErrInvalidID) {
+	if _, err := driver.CheckAppend(cairn.Limits{}, "../s", 0, evs); !errors.Is(err, cairn.ErrInvalidID) {
 		t.Errorf("bad id: %v", err)
 	}
 }

@@ -18,32 +18,31 @@ type Store interface {
 	// set to the store's clock.
 	Create(ctx context.Context, meta SessionMeta) error
 
-	// Append adds events to the end of a session's history, all or
-	// nothing, in one round trip or transaction where the backend allows.
-	// It succeeds only if the session's last seq equals expectSeq and the
-	// events carry seqs expectSeq+1, expectSeq+2, …; otherwise it returns
-	// ErrConflict (someone else appended first) or an error wrapping
-	// ErrInvalidEvent. It returns ErrNotFound for a missing, deleted or
-	// expired session (an append never brings a session back) and
-	// ErrTooLarge past the store's limits. When two writers race at the
-	// same expectSeq exactly one wins. Its cost does not grow with the
-	// length of the history.
-	//
-	// A retried Append is already done: when the session holds exactly
-	// the events given, at the seqs given (the same envelope: version,
-	// seq, time, kind, run and data), Append returns nil and writes
-	// nothing, whether or not other events were appended after them
-	// since. That is what a caller sees when it (or its client library,
-	// on its own) sends an append again after losing the reply to the
-	// first one: the events are stored, so the append succeeded. Any
-	// other append at a stale expectSeq returns ErrConflict, and
-	// ErrConflict always means that nothing of the call was written.
+	// Append adds events, with seqs expectSeq+1, expectSeq+2, …, to the end
+	// of a session's history, all or nothing, in one round trip or
+	// transaction where the backend allows, at a cost that does not grow with
+	// the history. It returns:
+	//   - nil when the session's last seq was expectSeq: the events are stored;
+	//   - nil, writing nothing, when the session holds exactly these events at
+	//     these seqs (version, seq, time, kind, run and data), whatever follows
+	//     them: a retry after a lost reply is already done;
+	//   - ErrConflict otherwise (someone else appended first): of writers
+	//     racing at one expectSeq exactly one wins, and ErrConflict always
+	//     means nothing of the call was written;
+	//   - ErrNotFound for a missing, deleted or expired session (an append
+	//     never brings a session back), ErrTooLarge past the store's limits,
+	//     an error wrapping ErrInvalidEvent for invalid events or seqs.
 	Append(ctx context.Context, id string, expectSeq int64, events ...Event) error
 
 	// Load returns a session's info and its events with seq >= fromSeq,
 	// in seq order (fromSeq 0 or 1: all). It returns ErrNotFound for a
 	// missing, deleted or expired session.
 	Load(ctx context.Context, id string, fromSeq int64) (*Record, error)
+
+	// Stat returns a session's info without its events: what Load returns
+	// as Record.Info, with Load's errors (ErrNotFound for a missing,
+	// deleted or expired session, ErrDamaged for a damaged one).
+	Stat(ctx context.Context, id string) (*SessionInfo, error)
 
 	// List returns infos of live sessions, most recently updated first,
 	// filtered and paged by opts.
@@ -104,7 +103,7 @@ type Snapshotter interface {
 }
 
 // Snapshot is a session's folded state at a seq, as a Snapshotter stores
-// it: Data is EncodeSnapshot's, opaque to the store.
+// it: Data is State.Encode's, opaque to the store.
 type Snapshot struct {
 	Seq  int64  // the seq of the last event folded into Data
 	Data []byte // the encoded snapshot
@@ -166,9 +165,6 @@ type ListOptions struct {
 	Prefix string
 }
 
-// DefaultListLimit is the page size of List when Limit is 0.
-const DefaultListLimit = 100
-
 // ListPage is one page of List. Next is empty on the last page.
 type ListPage struct {
 	Sessions []SessionInfo
@@ -189,9 +185,6 @@ type StoreOptions struct {
 	Limits Limits
 }
 
-// DefaultNamespace is the namespace of a store opened without one.
-const DefaultNamespace = "default"
-
 // ExpiresAt returns when a session updated at t expires, or the zero time
 // when the store has no TTL.
 func (o StoreOptions) ExpiresAt(t time.Time) time.Time {
@@ -199,10 +192,4 @@ func (o StoreOptions) ExpiresAt(t time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.Add(o.TTL)
-}
-
-// Expired reports whether a session that expires at exp has expired at now.
-// A zero exp never expires.
-func Expired(exp, now time.Time) bool {
-	return !exp.IsZero() && !now.Before(exp)
 }

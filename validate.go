@@ -5,29 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/cairnhq/cairn/internal/wire"
 )
-
-// fieldError is a problem with one field of an event, before the loader or
-// the store adds where the event is.
-type fieldError struct {
-	field  string
-	msg    string
-	offset int64 // within the data, -1 if unknown
-	err    error
-}
-
-func (e *fieldError) Error() string {
-	if e.field == "" {
-		return e.msg
-	}
-	return "field " + quoteField(e.field) + ": " + e.msg
-}
-
-func (e *fieldError) Unwrap() error { return e.err }
 
 // kindSpec knows the data type of one kind and how each of its fields is
 // read.
@@ -42,7 +25,6 @@ type specField struct {
 	index    int    // the struct field's index
 	required bool   // tagged without omitempty: must be present
 	nullable bool   // null is allowed even when required (slices, maps, pointers, raw JSON)
-	text     bool   // a plain string: check leaves a long one quoted
 }
 
 var kindSpecs = map[Kind]kindSpec{
@@ -61,8 +43,8 @@ var kindSpecs = map[Kind]kindSpec{
 	KindCustom:          specOf(Custom{}),
 }
 
-// KnownKind reports whether k is a kind of the current format version.
-func KnownKind(k Kind) bool {
+// Known reports whether k is a kind of the current format version.
+func (k Kind) Known() bool {
 	_, ok := kindSpecs[k]
 	return ok
 }
@@ -83,7 +65,6 @@ func specOf(v any) kindSpec {
 		if f.Type == rawMessageType {
 			sf.nullable = true
 		}
-		sf.text = f.Type == reflect.TypeFor[string]()
 		s.fields = append(s.fields, sf)
 	}
 	return s
@@ -105,108 +86,56 @@ func (s *kindSpec) field(name []byte) int {
 // members, duplicate names and invalid UTF-8 are refused at every level.
 func (s kindSpec) decode(data []byte) (any, error) {
 	v := reflect.New(s.typ)
-	d := newDecoder(data)
-	defer d.free()
-	if fe := s.decodeObject(d, v.Elem(), false); fe != nil {
+	d := wire.NewDecoder(data)
+	defer d.Free()
+	if fe := s.decodeObject(d, v.Elem()); fe != nil {
 		return nil, fe
 	}
 	return checked(v.Interface())
 }
 
-// longText is the length from which check leaves a string quoted: the
-// JSON of a string of at least this many bytes, quotes and escapes
-// included.
-const longText = 128
-
-// textMark stands, in the value check decodes, for a long string it did
-// not unquote: like the string, it is not empty.
-const textMark = "(long text)"
-
-// check reports whether decode would accept data, and if not, with the
-// same error, doing less work: the JSON of a long plain string (the text
-// of a response, the output of a tool) is checked as the decoder reads it
-// but not unquoted nor copied, and the value's own checks see textMark in
-// its place. Whatever check refuses, decode decides: the error is decode's,
-// and a check that textMark fails where the string would pass (none so
-// far: they ask only whether a string is empty, or compare short ones)
-// costs a second decode, not a wrong answer.
-func (s kindSpec) check(data []byte) error {
-	v := reflect.New(s.typ)
-	d := newDecoder(data)
-	fe := s.decodeObject(d, v.Elem(), true)
-	d.free()
-	if fe == nil {
-		if _, err := checked(v.Interface()); err == nil {
-			return nil
-		}
-	}
-	_, err := s.decode(data)
-	return err
-}
-
 // decodeObject decodes the JSON object d reads into v, a value of s's type.
-// With lazy set, a plain string field whose JSON is longText bytes or more
-// is read and checked but set to textMark (see check).
-func (s *kindSpec) decodeObject(d *decoder, v reflect.Value, lazy bool) *fieldError {
+func (s *kindSpec) decodeObject(d *wire.Decoder, v reflect.Value) *wire.FieldError {
 	if k := d.PeekKind(); k != '{' {
-		fe := &fieldError{field: "data", msg: "must be a JSON object", offset: -1}
+		fe := &wire.FieldError{Field: "data", Msg: "must be a JSON object", Offset: -1}
 		if k == 0 {
-			_, fe.err = d.ReadToken()
+			_, fe.Err = d.ReadToken()
 		} else {
-			fe.msg += ", not " + kindName(k)
+			fe.Msg += ", not " + wire.KindName(k)
 		}
 		return fe
 	}
 	if _, err := d.ReadToken(); err != nil {
-		return decodeError(err)
+		return wire.DecodeError(err)
 	}
 	var seen uint64
 	for d.PeekKind() != '}' {
-		name, off, err := d.name()
+		name, off, err := d.Name()
 		if err != nil {
-			return decodeError(err)
+			return wire.DecodeError(err)
 		}
 		i := s.field(name)
 		if i < 0 {
-			return &fieldError{field: string(name), msg: "unknown field", offset: off}
+			return &wire.FieldError{Field: string(name), Msg: "unknown field", Offset: off}
 		}
 		f := &s.fields[i]
 		if f.required && !f.nullable && d.PeekKind() == 'n' {
-			return &fieldError{field: f.name, msg: "must not be null", offset: off}
+			return &wire.FieldError{Field: f.name, Msg: "must not be null", Offset: off}
 		}
 		seen |= 1 << i
-		if lazy && f.text && d.PeekKind() == '"' {
-			// The decoder checks a string as it reads it (UTF-8, escapes):
-			// unquoting it, as decoding does, cannot fail after that.
-			raw, err := d.ReadValue()
-			if err != nil {
-				return decodeError(err)
-			}
-			if len(raw) >= longText {
-				v.Field(f.index).SetString(textMark)
-				continue
-			}
-			var buf [longText]byte
-			str, err := jsontext.AppendUnquote(buf[:0], raw)
-			if err != nil {
-				return decodeError(err)
-			}
-			v.Field(f.index).SetString(string(str))
-			continue
-		}
-		if err := d.value(v.Field(f.index).Addr().Interface()); err != nil {
-			return decodeError(err)
+		if err := d.Value(v.Field(f.index).Addr().Interface()); err != nil {
+			return wire.DecodeError(err)
 		}
 	}
 	if _, err := d.ReadToken(); err != nil {
-		return decodeError(err)
+		return wire.DecodeError(err)
 	}
-	if !d.end() {
-		return &fieldError{field: "data", msg: "has data after the object", offset: d.InputOffset()}
+	if !d.End() {
+		return &wire.FieldError{Field: "data", Msg: "has data after the object", Offset: d.InputOffset()}
 	}
 	for i, f := range s.fields {
 		if f.required && seen&(1<<i) == 0 {
-			return &fieldError{field: f.name, msg: "is missing", offset: -1}
+			return &wire.FieldError{Field: f.name, Msg: "is missing", Offset: -1}
 		}
 	}
 	return nil
@@ -234,7 +163,7 @@ func keyOffset(data []byte, key string) int64 {
 func (m *MessageUser) check() error {
 	for i, p := range m.Parts {
 		if p.Type == "" {
-			return &fieldError{field: fmt.Sprintf("parts.%d.type", i), msg: "is missing", offset: -1}
+			return &wire.FieldError{Field: fmt.Sprintf("parts.%d.type", i), Msg: "is missing", Offset: -1}
 		}
 	}
 	return nil
@@ -244,11 +173,11 @@ func checkCalls(field string, calls []ToolCall) error {
 	for i, c := range calls {
 		switch {
 		case c.ID == "":
-			return &fieldError{field: fmt.Sprintf("%s.%d.id", field, i), msg: "is missing", offset: -1}
+			return &wire.FieldError{Field: fmt.Sprintf("%s.%d.id", field, i), Msg: "is missing", Offset: -1}
 		case c.Name == "":
-			return &fieldError{field: fmt.Sprintf("%s.%d.name", field, i), msg: "is missing", offset: -1}
-		case len(c.Args) > 0 && !validJSON(c.Args):
-			return &fieldError{field: fmt.Sprintf("%s.%d.args", field, i), msg: "is not valid JSON", offset: -1}
+			return &wire.FieldError{Field: fmt.Sprintf("%s.%d.name", field, i), Msg: "is missing", Offset: -1}
+		case len(c.Args) > 0 && !wire.ValidJSON(c.Args):
+			return &wire.FieldError{Field: fmt.Sprintf("%s.%d.args", field, i), Msg: "is not valid JSON", Offset: -1}
 		}
 	}
 	return nil
@@ -259,50 +188,52 @@ func (m *RunInterrupted) check() error { return checkCalls("pending", m.Pending)
 
 func (m *ToolStarted) check() error {
 	if m.CallID == "" {
-		return &fieldError{field: "call_id", msg: "is empty", offset: -1}
+		return &wire.FieldError{Field: "call_id", Msg: "is empty", Offset: -1}
 	}
 	return nil
 }
 
 func (m *ToolResult) check() error {
 	if m.CallID == "" {
-		return &fieldError{field: "call_id", msg: "is empty", offset: -1}
+		return &wire.FieldError{Field: "call_id", Msg: "is empty", Offset: -1}
 	}
 	return nil
 }
 
 func (m *RunFinished) check() error {
 	switch m.Status {
-	case RunCompleted, RunFailed, RunMaxSteps:
+	case StatusCompleted, StatusFailed, StatusMaxSteps:
 		return nil
 	}
-	return &fieldError{field: "status", msg: fmt.Sprintf("is %q; want completed, failed or max_steps", m.Status), offset: -1}
+	return &wire.FieldError{Field: "status", Msg: fmt.Sprintf("is %q; want completed, failed or max_steps", m.Status), Offset: -1}
 }
 
 func (m *Custom) check() error {
 	if m.Type == "" {
-		return &fieldError{field: "type", msg: "is empty; give a namespaced type such as \"myapp.step\"", offset: -1}
+		return &wire.FieldError{Field: "type", Msg: "is empty; give a namespaced type such as \"myapp.step\"", Offset: -1}
 	}
 	return nil
 }
 
-// ValidateEvent checks one event as a store receives it: the format
-// version, the expected seq, a set time, a known kind and data that decodes
-// strictly (see Event.Decode: unknown, missing and mistyped fields, a name
-// twice in any object, invalid UTF-8 are all refused). The error wraps
-// ErrInvalidEvent.
-func ValidateEvent(e Event, wantSeq int64) error {
-	if err := checkEnvelope(e, wantSeq); err != nil {
-		return err
+// ValidateEvents checks events as a store receives them, the first at seq
+// first: the format version, dense seqs, a set time, a known kind, and data
+// that decodes strictly (see Event.Decode: unknown, missing and mistyped
+// fields, a name twice in any object, invalid UTF-8 are all refused). The
+// error wraps ErrInvalidEvent. It returns the events with their data
+// decoded and recorded in them, so that what gets them next (a store, a
+// memory, a fold) does not decode them again: events itself when every
+// event had been checked so, else a copy. It never writes to events.
+func ValidateEvents(events []Event, first int64) ([]Event, error) {
+	out := events
+	for i := range events {
+		if !events[i].checked() && len(out) > 0 && &out[0] == &events[0] {
+			out = slices.Clone(events)
+		}
+		if _, err := validateEvent(&out[i], first+int64(i)); err != nil {
+			return nil, err
+		}
 	}
-	spec, ok := kindSpecs[e.Kind]
-	if !ok {
-		return fmt.Errorf("%w: seq %d (%s): unknown event kind %q", ErrInvalidEvent, e.Seq, e.Kind, e.Kind)
-	}
-	if err := spec.check(e.Data); err != nil {
-		return fmt.Errorf("%w: seq %d (%s): %v", ErrInvalidEvent, e.Seq, e.Kind, err)
-	}
-	return nil
+	return out, nil
 }
 
 // checkEnvelope checks what ValidateEvent checks before the data.
@@ -320,12 +251,13 @@ func checkEnvelope(e Event, wantSeq int64) error {
 	return nil
 }
 
-// validateEvent is ValidateEvent that returns the decoded data.
-func validateEvent(e Event, wantSeq int64) (any, error) {
-	if err := checkEnvelope(e, wantSeq); err != nil {
+// validateEvent checks one event as ValidateEvents does, and returns its
+// data decoded, recorded in e.
+func validateEvent(e *Event, wantSeq int64) (any, error) {
+	if err := checkEnvelope(*e, wantSeq); err != nil {
 		return nil, err
 	}
-	v, err := e.Decode()
+	v, err := e.value()
 	if err != nil {
 		return nil, fmt.Errorf("%w: seq %d (%s): %v", ErrInvalidEvent, e.Seq, e.Kind, err)
 	}
@@ -340,10 +272,18 @@ type Limits struct {
 	MaxAppendEvents int // most events in one Append; default DefaultMaxAppendEvents
 }
 
-// Default limits.
+// The format version, limits and defaults.
 const (
-	DefaultMaxEventBytes   = 1 << 20
-	DefaultMaxAppendEvents = 1000
+	// FormatVersion is the version of the event format this package
+	// writes: the "v" of every event and the "version" of a memory
+	// document.
+	FormatVersion = 1
+
+	DefaultMaxEventBytes   = 1 << 20   // Limits.MaxEventBytes when 0
+	DefaultMaxAppendEvents = 1000      // Limits.MaxAppendEvents when 0
+	DefaultListLimit       = 100       // the page size of List when ListOptions.Limit is 0
+	DefaultNamespace       = "default" // the namespace of a store opened without one
+	MaxIDLen               = 128       // the longest session ID or namespace accepted
 )
 
 // WithDefaults returns l with zero fields set to the defaults.

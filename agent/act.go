@@ -12,15 +12,22 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/telemetry"
 )
 
 // Messages of the error results the agent gives calls it did not run.
 const (
 	// OutcomeUnknown is the result of a started call of a tool that is not
-	// idempotent when the process stopped before its result was recorded.
-	OutcomeUnknown = "outcome unknown: the process stopped while this tool was running"
-	deniedPrefix   = "denied by a person: "
-	undecided      = "not run: the conversation went on without a decision on this call"
+	// idempotent whose result was never recorded: the process stopped
+	// after the start was stored, before or while the tool ran.
+	OutcomeUnknown = "outcome unknown: the call's start was recorded and its result was not, so the tool may have run; it is not run again"
+
+	// NotRun is the result of a call whose start the store recorded
+	// although the process that wrote it heard an error (the reply was
+	// lost) and so did not run the tool: it is known not to have run.
+	NotRun       = "not run: the store did not confirm that this call's start was recorded, so the tool was not run"
+	deniedPrefix = "denied by a person: "
+	undecided    = "not run: the conversation went on without a decision on this call"
 )
 
 // outcome is what running one pending call produced.
@@ -35,9 +42,10 @@ type outcome struct {
 // act runs the pending tool calls. Calls from one response run
 // concurrently; their results are appended (each with any state.set it
 // caused) in the model's order, skipping the calls that did not finish,
-// which stay pending. If a call needs approval that nobody gave, nothing
-// runs: the run stops awaiting approval, unless continuing (a new input
-// went on without a decision), where such calls get an error result. A
+// which stay pending. If a call needs approval that nobody gave, the other
+// calls run and the run stops awaiting approval of it, unless continuing (a
+// new input went on without a decision), where such calls get an error
+// result. A
 // call needs approval when the session recorded that it does or when this
 // agent's tool requires it. A call asked for before this run call whose
 // tool this agent lacks is an error (*UnknownToolError). It returns a nil
@@ -58,6 +66,19 @@ func (r *runner) act(ctx context.Context, continuing bool) (*Result, error) {
 		}
 	}
 	if len(awaiting) > 0 && !continuing {
+		// The calls that need no decision run first; only those that do
+		// wait.
+		var ready []cairn.PendingCall
+		for _, p := range st.Pending {
+			if _, decided := st.Approvals[p.ID]; decided || !r.needsApproval(p) {
+				ready = append(ready, p)
+			}
+		}
+		if len(ready) > 0 {
+			if res, err := r.runCalls(ctx, ready, st, continuing); res != nil || err != nil {
+				return res, err
+			}
+		}
 		res := &Result{Status: cairn.StatusAwaiting, Awaiting: awaiting}
 		if r.s.awaitingRecorded(awaiting) {
 			return res, nil
@@ -68,17 +89,24 @@ func (r *runner) act(ctx context.Context, continuing bool) (*Result, error) {
 		}
 		return res, nil
 	}
+	return r.runCalls(ctx, st.Pending, st, continuing)
+}
+
+// runCalls runs the pending calls given, concurrently, and appends their
+// results in the model's order (see act). It returns a nil Result when the
+// loop goes on.
+func (r *runner) runCalls(ctx context.Context, pending []cairn.PendingCall, st *cairn.State, continuing bool) (*Result, error) {
 	if ctx.Err() != nil {
 		return r.interrupt(ctx)
 	}
-	outcomes := make([]chan outcome, len(st.Pending))
-	for i, p := range st.Pending {
+	outcomes := make([]chan outcome, len(pending))
+	for i, p := range pending {
 		outcomes[i] = make(chan outcome, 1)
 		go func() { outcomes[i] <- r.call(ctx, p, st, continuing) }()
 	}
 	var stop, notRun error
 	cancelled := false
-	for i := range st.Pending {
+	for i := range pending {
 		out := <-outcomes[i]
 		switch {
 		case stop != nil:
@@ -162,9 +190,35 @@ func (r *runner) call(ctx context.Context, p cairn.PendingCall, st *cairn.State,
 	default:
 		return r.run(ctx, t, p, st)
 	}
+	res.Output = CutOutput(res.Output, r.s.agent.maxToolOutput())
+	_, span := r.startTool(ctx, t, p)
+	span.End(notRunOutcome(res.Output), res.Output, true)
 	r.observe(ToolEvent{Call: p.ToolCall})
 	r.observe(ToolEvent{Call: p.ToolCall, Done: true, Output: res.Output, IsError: true})
 	return outcome{result: res}
+}
+
+// startTool starts the span of a tool call, with the tool's safety class.
+func (r *runner) startTool(ctx context.Context, t *Tool, p cairn.PendingCall) (context.Context, *telemetry.Tool) {
+	safety, approval := "unknown", p.Approval
+	if t != nil {
+		safety, approval = t.safety(), approval || t.opts.approval
+	}
+	return r.s.agent.telemetry().StartTool(ctx, r.s.id, p.Name, p.ID, safety, approval, p.Args)
+}
+
+// notRunOutcome names, for a tool call's span, why the call got an error
+// result without running.
+func notRunOutcome(output string) string {
+	switch {
+	case strings.HasPrefix(output, deniedPrefix):
+		return "denied"
+	case output == OutcomeUnknown:
+		return "outcome_unknown"
+	case output == undecided:
+		return "undecided"
+	}
+	return "unknown_tool"
 }
 
 // run runs a tool, recording tool.started first for one that is not idempotent.
@@ -175,11 +229,13 @@ func (r *runner) run(ctx context.Context, t *Tool, p cairn.PendingCall, st *cair
 	if err := r.s.checkClaim(); err != nil {
 		return outcome{notRun: err}
 	}
+	ctx, span := r.startTool(ctx, t, p)
 	if !t.Idempotent() && !p.Started {
 		// The start must be in the store before the side effect: in
 		// degrade mode too, an outage keeps the call from running.
 		e := cairn.MustEvent(cairn.KindToolStarted, r.runID, cairn.ToolStarted{CallID: p.ID, Name: p.Name, Args: p.Args})
 		if err := r.s.appendDurable(ctx, e); err != nil {
+			span.End("not_recorded", "", true)
 			if nr, ok := errors.AsType[*NotRecordedError](err); ok {
 				return outcome{notRun: nr}
 			}
@@ -188,21 +244,31 @@ func (r *runner) run(ctx context.Context, t *Tool, p cairn.PendingCall, st *cair
 		if err := r.s.checkClaim(); err != nil {
 			// Recorded as started and not run: a resume reports its
 			// outcome as unknown, which is safe.
+			span.End("not_run", "", true)
 			return outcome{notRun: err}
 		}
 	}
 	r.observe(ToolEvent{Call: p.ToolCall})
-	scope := &callScope{callID: p.ID, vars: maps.Clone(st.Variables)}
+	scope := &callScope{callID: p.ID, vars: maps.Clone(st.Variables), session: r.s.id, seq: askedAt(st, p.ID)}
 	begin := time.Now()
 	output, err := r.safeCall(withScope(ctx, scope), t, p)
 	d := time.Since(begin)
 	if err != nil && ctx.Err() != nil {
+		span.End("cancelled", "", true)
 		return outcome{cancelled: true}
 	}
 	res := cairn.ToolResult{CallID: p.ID, Name: p.Name, Output: output, DurationMS: d.Milliseconds()}
 	if err != nil {
 		res.Output, res.IsError = err.Error(), true
 		scope = nil // a failed call changes no variable
+	}
+	// Whatever the tool, its text enters the history cut to the limit, so
+	// that no output nor error can make a tool.result the store refuses.
+	res.Output = CutOutput(res.Output, r.s.agent.maxToolOutput())
+	if res.IsError {
+		span.End("error", res.Output, true)
+	} else {
+		span.End("ok", res.Output, false)
 	}
 	r.observe(ToolEvent{Call: p.ToolCall, Done: true, Output: res.Output, IsError: res.IsError, Duration: d})
 	return outcome{result: res, scope: scope}
@@ -261,4 +327,16 @@ func (s *Session) awaitingRecorded(awaiting []cairn.ToolCall) bool {
 	// base (a snapshot) if the state there was already awaiting.
 	base := s.mem.BaseState()
 	return base != nil && base.Status == cairn.StatusAwaiting
+}
+
+// askedAt returns the seq of the model response that asked for call id:
+// the event of the assistant message that holds it, 0 if none does.
+func askedAt(st *cairn.State, id string) int64 {
+	for i := len(st.Messages) - 1; i >= 0; i-- {
+		m := st.Messages[i]
+		if m.Role == cairn.RoleAssistant && slices.ContainsFunc(m.ToolCalls, func(c cairn.ToolCall) bool { return c.ID == id }) {
+			return m.Seq
+		}
+	}
+	return 0
 }

@@ -11,8 +11,13 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/telemetry"
 	"github.com/cairnhq/cairn/provider"
+	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/memory"
 )
 
@@ -50,6 +55,14 @@ type Agent struct {
 	// Compaction is how older messages make room: CompactSummarize
 	// (default, ""), CompactDrop or CompactOff.
 	Compaction string
+	// MaxToolOutput is the most bytes of a tool call's text — its output,
+	// or its error — that its tool.result keeps and the model sees; 0 (or
+	// less) means DefaultMaxToolOutput. Longer text is cut, saying so (see
+	// CutOutput), whatever the tool: this is what keeps a tool.result
+	// within the store's event size limit. JSON may write one byte of text
+	// as six (\u003c for '<'), so a limit above a sixth of the store's
+	// (cairn.Limits.MaxEventBytes) can let a result of such text past it.
+	MaxToolOutput int
 
 	// SnapshotEvents and SnapshotBytes are when a session's snapshot is
 	// written, in the background, on a store that keeps snapshots
@@ -62,6 +75,24 @@ type Agent struct {
 	SnapshotEvents int
 	SnapshotBytes  int
 
+	// TracerProvider gets a span per run (invoke_agent), per model call
+	// (chat), per tool call (execute_tool) and per store append
+	// (cairn.append), in the OpenTelemetry GenAI semantic conventions
+	// (docs/OBSERVABILITY.md). nil means otel's no-op provider: no spans,
+	// and next to no cost.
+	TracerProvider trace.TracerProvider
+	// MeterProvider gets the GenAI client metrics
+	// (gen_ai.client.token.usage, gen_ai.client.operation.duration); nil
+	// records none.
+	MeterProvider metric.MeterProvider
+	// CaptureContent records message content (the model's input and
+	// output messages, the instructions, tool arguments and results) in
+	// the spans: the conventions' opt-in, also turned on by
+	// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. Off by
+	// default: spans then hold names, IDs, counts and timings only.
+	CaptureContent bool
+
+	tel          telemetry.Lazy
 	volatileOnce sync.Once
 	volatile     cairn.Store
 	volatileErr  error
@@ -128,16 +159,15 @@ func (a *Agent) Resume(ctx context.Context, id string) (*Session, error) {
 	}
 	// An encrypted session read without its key holds ciphertext: never
 	// hand it to a model nor append plaintext after it.
-	if err := cairn.CheckUnsealed(id, r.Events); err != nil {
+	if err := crypt.CheckUnsealed(id, r.Events); err != nil {
 		return nil, fmt.Errorf("resume session %s: %w", id, err)
 	}
-	mem, err := cairn.NewMemoryAfter(r.BaseState, r.Events...)
+	mem, err := r.Memory()
 	if err != nil {
 		return nil, fmt.Errorf("resume session %s: %w", id, err)
 	}
-	mem.Session = &cairn.SessionMeta{ID: id, CreatedAt: r.Info.CreatedAt, Labels: r.Info.Labels}
 	s := newSession(a, st, id, mem, r.State)
-	s.snap.seq = r.Base
+	s.snap.seq, s.snap.size = r.Base, r.BaseSize
 	if r.Base > 0 {
 		for _, e := range r.Events {
 			s.snap.bytes += e.Size()
@@ -174,6 +204,12 @@ func (a *Agent) store() (cairn.Store, error) {
 	return a.volatile, a.volatileErr
 }
 
+// telemetry returns the agent's tracer and instruments, built from its
+// fields on first use.
+func (a *Agent) telemetry() *telemetry.T {
+	return a.tel.Get(a.TracerProvider, a.MeterProvider, a.CaptureContent)
+}
+
 func (a *Agent) logger() *slog.Logger {
 	if a.Logger != nil {
 		return a.Logger
@@ -186,6 +222,13 @@ func (a *Agent) maxSteps() int {
 		return a.MaxSteps
 	}
 	return DefaultMaxSteps
+}
+
+func (a *Agent) maxToolOutput() int {
+	if a.MaxToolOutput > 0 {
+		return a.MaxToolOutput
+	}
+	return DefaultMaxToolOutput
 }
 
 func (a *Agent) failMode() bool { return strings.EqualFold(a.OnError, Fail) }

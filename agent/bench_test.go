@@ -1,8 +1,12 @@
 package agent_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -47,3 +51,53 @@ func BenchmarkSession_Run(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSession_RunTelemetry measures the turn of BenchmarkSession_Run
+// on the memory store (three steps: two model calls and a tool call, four
+// appends) with telemetry off (no providers: otel's no-op tracer) and on
+// (the SDK's tracer and meter, spans sampled and dropped at their end), so
+// that the difference is the cost of the spans and metrics alone.
+func BenchmarkSession_RunTelemetry(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			st, err := cairn.Open(b.Context(), "memory:", cairn.StoreOptions{Namespace: "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			a := offlineAgent(st)
+			if on {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(dropSpans{}))
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+				defer tp.Shutdown(context.Background())
+				defer mp.Shutdown(context.Background())
+				a.TracerProvider, a.MeterProvider = tp, mp
+			}
+			s, err := a.Start(b.Context())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := s.Run(b.Context(), "calc 2*(3+4)")
+				if err != nil || res.Status != cairn.StatusCompleted {
+					b.Fatal(res, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/3, "ns/step")
+		})
+	}
+}
+
+// dropSpans is a span processor that keeps nothing: the spans are built
+// and ended, and no exporter's cost is counted.
+type dropSpans struct{}
+
+func (dropSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (dropSpans) OnEnd(sdktrace.ReadOnlySpan)                     {}
+func (dropSpans) Shutdown(context.Context) error                  { return nil }
+func (dropSpans) ForceFlush(context.Context) error                { return nil }

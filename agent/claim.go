@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/telemetry"
 )
 
 // DefaultClaimTTL is the lease a Claim takes when ClaimOptions.TTL is 0. It
@@ -33,9 +34,17 @@ type ClaimOptions struct {
 	// at once after a crash. When the store has leases as well, holding the
 	// lock proves that no other claimant using the same file is alive, so
 	// a lease left by a dead one is taken over at once instead of waiting
-	// for it to expire: every claimant of a local store must then use the
-	// lock file (the cairn command and cairn worker do). Empty: no lock.
+	// for it to expire, while the lease of a live process is refused
+	// unless Force. Empty: the store's own lock file for the session when
+	// it is a cairn.LocalLocker, on a system with lock files (unix), so
+	// that every claimant of a local store uses the same one; none
+	// otherwise.
 	LockFile string
+	// OnTakeover, when set, is told before Force takes the session from
+	// another holder: its name, and when its lease would have run out
+	// (zero for a live process holding the lock file, whose writes are
+	// then fenced out through the lease).
+	OnTakeover func(holder string, until time.Time)
 	// Adopt, when its Holder is set, is a lease of this session that the
 	// caller already holds (from cairn.Claimer.ClaimNext, say): the claim
 	// takes it as it is instead of acquiring one, and renews and releases
@@ -109,14 +118,11 @@ func (s *Session) Claim(ctx context.Context, opts ClaimOptions) (*Claim, error) 
 		opts.Margin = opts.TTL / 5
 	}
 	c := &Claim{s: s, ttl: opts.TTL, margin: opts.Margin, onLost: opts.OnLost, stop: make(chan struct{}), done: make(chan struct{})}
-	if opts.LockFile != "" {
-		lock, err := lockFile(opts.LockFile, s.id, opts.Holder)
-		if err != nil {
-			return nil, fmt.Errorf("claim session %s: %w", s.id, err)
-		}
-		c.lock = lock
+	l, leases := s.store.(cairn.Leaser)
+	if err := c.lockFirst(ctx, opts, l); err != nil {
+		return nil, fmt.Errorf("claim session %s: %w", s.id, err)
 	}
-	if l, ok := s.store.(cairn.Leaser); ok {
+	if leases {
 		var (
 			lease cairn.Lease
 			err   error
@@ -160,6 +166,73 @@ func (s *Session) Claim(ctx context.Context, opts ClaimOptions) (*Claim, error) 
 	}
 	s.claim = c
 	return c, nil
+}
+
+// lockFirst takes the session's lock file, if it has one, and decides
+// whether the claim may go on to the lease: a live holder of the lock, or
+// of the lease while this process holds the lock, is refused with a
+// *cairn.LeaseHeldError unless opts.Force (then opts.OnTakeover is told,
+// and a live lock's holder is fenced out through the lease instead).
+func (c *Claim) lockFirst(ctx context.Context, opts ClaimOptions, l cairn.Leaser) error {
+	path := opts.LockFile
+	if path == "" {
+		path = storeLockFile(c.s.store, c.s.id)
+	}
+	if path != "" {
+		lock, err := lockFile(path, c.s.id, opts.Holder)
+		held, isHeld := errors.AsType[*cairn.LeaseHeldError](err)
+		switch {
+		case err == nil:
+			c.lock = lock
+		case opts.Force && l != nil && isHeld:
+			// A live process on this machine holds the lock: fence it
+			// out through the lease, which Force takes over.
+			if opts.OnTakeover != nil {
+				opts.OnTakeover(held.Holder, time.Time{})
+			}
+			return nil
+		default:
+			return err
+		}
+	}
+	if l == nil || opts.Adopt.Holder != "" || (c.lock == nil && !opts.Force) {
+		return nil
+	}
+	cur, err := l.CurrentLease(ctx, c.s.id)
+	if err != nil && !errors.Is(err, cairn.ErrNotFound) {
+		c.unlock()
+		return fmt.Errorf("read the lease: %w", err)
+	}
+	switch {
+	case cur.Holder == "":
+	case opts.Force:
+		if opts.OnTakeover != nil {
+			opts.OnTakeover(cur.Holder, cur.Expires)
+		}
+	case holderAlive(cur.Holder):
+		// The lock proves no claimant that uses it is alive; a live lease
+		// of a process that holds no lock (one that took the session over
+		// with Force, a program without the lock file) is not taken over.
+		c.unlock()
+		return &cairn.LeaseHeldError{Session: c.s.id, Holder: cur.Holder, Expires: cur.Expires}
+	}
+	return nil
+}
+
+func (c *Claim) unlock() {
+	if c.lock != nil {
+		_ = c.lock.unlock()
+		c.lock = nil
+	}
+}
+
+// storeLockFile returns the lock file of session id of a store on this
+// machine (cairn.LocalLocker), where lock files work, and "" otherwise.
+func storeLockFile(store cairn.Store, id string) string {
+	if l, ok := store.(cairn.LocalLocker); ok && lockFilesWork {
+		return l.LockFile(id)
+	}
+	return ""
 }
 
 // Lease returns the lease the claim holds now (renewals move its expiry),
@@ -332,8 +405,25 @@ func (s *Session) checkClaim() error {
 // storeAppend is the session's write: fenced while a claim with a lease
 // is held, a plain Append otherwise. With s.mu held.
 func (s *Session) storeAppend(ctx context.Context, expectSeq int64, events ...cairn.Event) error {
+	ctx, span := s.agent.telemetry().StartAppend(ctx)
+	var err error
 	if c := s.claim; c != nil && c.leaser != nil {
-		return c.appendFenced(ctx, s.id, expectSeq, events...)
+		err = c.appendFenced(ctx, s.id, expectSeq, events...)
+	} else {
+		err = s.store.Append(ctx, s.id, expectSeq, events...)
 	}
-	return s.store.Append(ctx, s.id, expectSeq, events...)
+	if span.IsRecording() {
+		telemetry.EndAppend(span, telemetry.Backend(s.store), s.id, expectSeq+1, expectSeq+int64(len(events)), kinds(events), err)
+	} else {
+		span.End()
+	}
+	return err
+}
+
+func kinds(events []cairn.Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = string(e.Kind)
+	}
+	return out
 }

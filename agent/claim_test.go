@@ -228,10 +228,11 @@ func TestClaimLockChild(t *testing.T) {
 }
 
 // TestClaim_FileStoreLockFile: on a file store, which has leases, a claim
-// with a lock file takes over the lease a dead process left (holding the
-// lock proves it dead) instead of waiting for it to expire, and fences the
-// dead holder's writes; without the lock file the lease is refused, naming
-// its holder.
+// takes the store's lock file and takes over the lease a dead process of
+// this machine left (the lock, free, and its process ID, gone, prove it
+// dead) instead of waiting for it to expire, and fences the dead holder's
+// writes. A lease whose holder may be alive (a name that is not this
+// machine's and a process ID) is refused, naming its holder.
 func TestClaim_FileStoreLockFile(t *testing.T) {
 	dir := t.TempDir()
 	st, err := file.Open(t.Context(), filepath.Join(dir, "sessions"), cairn.StoreOptions{})
@@ -249,17 +250,24 @@ func TestClaim_FileStoreLockFile(t *testing.T) {
 	}
 	// What a process killed while it ran the session leaves: its lease,
 	// and no lock (the kernel released it).
-	dead, err := st.Acquire(t.Context(), "s", "dead-process", time.Hour)
+	other, err := st.Acquire(t.Context(), "s", "elsewhere", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Claim(t.Context(), agent.ClaimOptions{Holder: "me"}); !errors.Is(err, cairn.ErrLeaseHeld) ||
-		!strings.Contains(err.Error(), "dead-process") {
-		t.Fatalf("claim without the lock file: got %v, want ErrLeaseHeld naming dead-process", err)
+		!strings.Contains(err.Error(), "elsewhere") {
+		t.Fatalf("claim of a lease that may be live: got %v, want ErrLeaseHeld naming elsewhere", err)
 	}
-	c, err := s.Claim(t.Context(), agent.ClaimOptions{Holder: "me", LockFile: filepath.Join(dir, "s.lock")})
+	if err := st.Release(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := st.Acquire(t.Context(), "s", deadHolder(t), time.Hour)
 	if err != nil {
-		t.Fatalf("claim with the lock file: %v", err)
+		t.Fatal(err)
+	}
+	c, err := s.Claim(t.Context(), agent.ClaimOptions{Holder: "me"})
+	if err != nil {
+		t.Fatalf("claim of a dead process's lease: %v", err)
 	}
 	l, ok := c.Lease()
 	if !ok || l.Holder != "me" || l.Token <= dead.Token {
@@ -278,4 +286,19 @@ func TestClaim_FileStoreLockFile(t *testing.T) {
 	if cur, err := st.CurrentLease(t.Context(), "s"); err != nil || cur.Holder != "" {
 		t.Errorf("CurrentLease after Release = %+v, %v; want none", cur, err)
 	}
+}
+
+// deadHolder names a holder as agent.DefaultHolder would name a process of
+// this machine that has exited.
+func deadHolder(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s:%d", host, cmd.Process.Pid)
 }

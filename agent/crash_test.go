@@ -17,8 +17,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/internal/testcheck"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	_ "github.com/cairnhq/cairn/store/file"
 	_ "github.com/cairnhq/cairn/store/sqlite"
 )
@@ -87,12 +86,6 @@ func buildCrashProg(t *testing.T) string {
 	return bin
 }
 
-// response is what the crash test compares of a model response.
-type response struct {
-	Text  string
-	Calls []string
-}
-
 // TestAgent_CrashResume kills a process running a scripted session with
 // SIGKILL at random moments and restarts it until the run completes, and
 // checks that no completed step was repeated and the history stays valid.
@@ -118,7 +111,7 @@ func crashResume(t *testing.T, bin, url string) {
 	ref, _ := checkCrashSession(t, url, "ref", refSide, nil)
 
 	want := wantKills()
-	kills, sessions, unknown := 0, 0, 0
+	kills, sessions, unknown, again := 0, 0, 0, 0
 	seed := crashSeedValue(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	landed := map[string]int{} // the last stored event when a kill landed
@@ -132,6 +125,7 @@ func crashResume(t *testing.T, bin, url string) {
 		id := fmt.Sprintf("crash-%d", sessions)
 		sdir := t.TempDir()
 		side := filepath.Join(sdir, "side.txt")
+		calls := filepath.Join(sdir, "calls.txt")
 		scr := testcheck.CrashScript(t, sdir, side, 3)
 		for lives := 0; ; lives++ {
 			if lives > 500 {
@@ -139,7 +133,7 @@ func crashResume(t *testing.T, bin, url string) {
 			}
 			// Most kills land a random moment into the run, some during start-up.
 			d, afterReady := time.Duration(rng.IntN(50_000))*time.Microsecond, rng.IntN(5) > 0
-			done, killed := runAndKill(t, bin, url, id, scr, d, afterReady)
+			done, killed := runAndKill(t, bin, url, id, scr, calls, d, afterReady)
 			if killed {
 				kills++
 				landed[lastKind(t, st, id)]++
@@ -150,9 +144,52 @@ func crashResume(t *testing.T, bin, url string) {
 		}
 		_, n := checkCrashSession(t, url, id, side, ref)
 		unknown += n
+		again += checkModelCalls(t, st, id, calls)
 	}
-	t.Logf("crash test on %s (seed %d): %d SIGKILLs over %d sessions; every session completed with the reference's %d model responses; %d append_file calls ended \"outcome unknown\"; last event stored when killed: %v",
-		url, seed, kills, sessions, len(ref), unknown, landed)
+	t.Logf("crash test on %s (seed %d): %d SIGKILLs over %d sessions; every session completed with the reference's %d model responses; 0 model calls made again after their response was stored (%d made again whose response a kill kept from the store); %d append_file calls ended \"outcome unknown\"; last event stored when killed: %v",
+		url, seed, kills, sessions, len(ref), again, unknown, landed)
+}
+
+// checkModelCalls checks from the log of a session's model calls (each
+// call that returned, "PID INDEX", in the order made; crashprog -calls)
+// that no call was made again once its response was stored: the response
+// recorded at each index names the process whose call it is
+// ("script@PID"), and no process asked for that index after it. It
+// returns how many calls were made again before that, when a kill had
+// kept an earlier call's response from the store.
+func checkModelCalls(t *testing.T, st cairn.Store, id, log string) int {
+	t.Helper()
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type call struct{ pid, index string }
+	var calls []call
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		pid, index, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("session %s: a malformed line in the log of model calls: %q", id, line)
+		}
+		calls = append(calls, call{pid, index})
+	}
+	again := 0
+	for i, r := range decoded[cairn.ModelResponse](t, loadEvents(t, st, id), cairn.KindModelResponse) {
+		stored := call{strings.TrimPrefix(r.Model, "script@"), strconv.Itoa(i)}
+		at := slices.Index(calls, stored)
+		if at < 0 {
+			t.Fatalf("session %s: response %d came from no logged call (%s)", id, i, r.Model)
+		}
+		for j, c := range calls {
+			switch {
+			case c.index != stored.index || j == at:
+			case j < at:
+				again++
+			default:
+				t.Errorf("session %s: model call %d made again by process %s after process %s stored its response", id, i, c.pid, stored.pid)
+			}
+		}
+	}
+	return again
 }
 
 // lastKind names the last event the store holds for a session.
@@ -172,9 +209,9 @@ func lastKind(t *testing.T, st cairn.Store, id string) string {
 // runAndKill starts the program and kills it d after it starts (or, with
 // afterReady, d after it has loaded the session) unless it exits first. It
 // reports whether the run completed and whether the process was killed.
-func runAndKill(t *testing.T, bin, url, id, scr string, d time.Duration, afterReady bool) (done, killed bool) {
+func runAndKill(t *testing.T, bin, url, id, scr, calls string, d time.Duration, afterReady bool) (done, killed bool) {
 	t.Helper()
-	cmd := exec.Command(bin, "-store", url, "-session", id, "-script", scr)
+	cmd := exec.Command(bin, "-store", url, "-session", id, "-script", scr, "-calls", calls)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -232,69 +269,14 @@ func exitStatus(t *testing.T, id string, err error, stderr *strings.Builder) (do
 	return false, false
 }
 
-// checkCrashSession loads a session and checks it: completed, dense seqs,
-// each model response and each tool result once, model responses equal to
-// want (when given), every tool call answered exactly once and after it,
-// and no line of the side file written twice. It returns the model
-// responses and the number of "outcome unknown" results.
-func checkCrashSession(t *testing.T, url, id, side string, want []response) ([]response, int) {
+// checkCrashSession opens the store at url and checks a session in it
+// (testcheck.Completed).
+func checkCrashSession(t *testing.T, url, id, side string, want []testcheck.Response) ([]testcheck.Response, int) {
 	t.Helper()
 	st, err := cairn.Open(t.Context(), url, cairn.StoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rec, err := st.Load(t.Context(), id, 0)
-	if err != nil {
-		t.Fatalf("load %s: %v", id, err)
-	}
-	mem, err := cairn.NewMemory(rec.Events...) // validates dense seqs from 1
-	if err != nil {
-		t.Fatalf("session %s: %v", id, err)
-	}
-	state, err := mem.State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if state.Status != cairn.StatusCompleted || state.Output != "all done" {
-		t.Fatalf("session %s: status %s, output %q; want completed, \"all done\"", id, state.Status, state.Output)
-	}
-	var got []response
-	calls, results := map[string]bool{}, map[string]bool{}
-	unknown := 0
-	for _, e := range rec.Events {
-		v, err := e.Decode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch d := v.(type) {
-		case *cairn.ModelResponse:
-			r := response{Text: d.Text}
-			for _, c := range d.ToolCalls {
-				if calls[c.ID] {
-					t.Errorf("session %s: tool call %s asked for twice (a model response recorded twice)", id, c.ID)
-				}
-				calls[c.ID] = true
-				args, _ := cairn.Canonical(c.Args)
-				r.Calls = append(r.Calls, c.ID+" "+c.Name+" "+strings.ReplaceAll(string(args), side, "SIDE"))
-			}
-			got = append(got, r)
-		case *cairn.ToolResult:
-			if results[d.CallID] {
-				t.Errorf("session %s: tool call %s has two results", id, d.CallID)
-			}
-			results[d.CallID] = true
-			if d.Output == agent.OutcomeUnknown {
-				unknown++
-			}
-		}
-	}
-	if want != nil && !slices.EqualFunc(got, want, func(a, b response) bool {
-		return a.Text == b.Text && slices.Equal(a.Calls, b.Calls)
-	}) {
-		t.Errorf("session %s: model responses\n got %v\nwant %v", id, got, want)
-	}
-	testcheck.History(t, state.Messages)
-	testcheck.UniqueLines(t, id, side)
-	return got, unknown
+	return testcheck.Completed(t, st, id, side, want)
 }

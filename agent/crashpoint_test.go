@@ -10,13 +10,16 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
-	"github.com/cairnhq/cairn/internal/testcheck"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
+	"github.com/cairnhq/cairn/internal/wire"
+	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
 )
 
@@ -85,13 +88,31 @@ func crashPointScript(side string) []script.Step {
 	return append(steps, script.Step{Text: "all done"})
 }
 
+// countingModel counts the calls made to a model.
+type countingModel struct {
+	provider.Model
+	calls atomic.Int64
+}
+
+func (m *countingModel) Generate(ctx context.Context, req *provider.Request) (*provider.Response, error) {
+	m.calls.Add(1)
+	return m.Model.Generate(ctx, req)
+}
+
 // crashPointRun runs the script on st as one process would (fail mode);
-// resume tells it to resume the session rather than start it.
-func crashPointRun(t *testing.T, st cairn.Store, side, id string, resume bool) (*agent.Result, error) {
+// resume tells it to resume the session rather than start it. It returns
+// how many model calls the process made.
+func crashPointRun(t *testing.T, st cairn.Store, side, id string, resume bool) (*agent.Result, int, error) {
 	t.Helper()
 	steps := crashPointScript(side)
-	a := &agent.Agent{Name: "crash", Instructions: "Follow the script.", Model: scripted(t, steps...),
-		Tools: builtin.Tools(), MaxSteps: len(steps) + 1, Store: st, OnError: agent.Fail, Logger: quietLogger()}
+	model := &countingModel{Model: scripted(t, steps...)}
+	res, err := crashPointRunWith(t, model, st, id, resume, len(steps))
+	return res, int(model.calls.Load()), err
+}
+
+func crashPointRunWith(t *testing.T, model provider.Model, st cairn.Store, id string, resume bool, steps int) (*agent.Result, error) {
+	a := &agent.Agent{Name: "crash", Instructions: "Follow the script.", Model: model,
+		Tools: builtin.Tools(), MaxSteps: steps + 1, Store: st, OnError: agent.Fail, Logger: quietLogger()}
 	if !resume {
 		s, err := a.Start(t.Context(), agent.WithID(id))
 		if err != nil {
@@ -118,11 +139,14 @@ func crashPointRun(t *testing.T, st cairn.Store, side, id string, resume bool) (
 // the reference's), a tool that is not idempotent runs only after its
 // tool.started is stored (no side effect happens twice), and a started
 // call without a result is answered OutcomeUnknown — precisely when the
-// process died between the start and the result.
+// process died between the start and the result. The model calls of the
+// two processes are counted: one more than the reference run's exactly
+// when the process died with a response it never stored.
 func TestAgent_CrashAtEveryAppend(t *testing.T) {
 	refSide := filepath.Join(t.TempDir(), "side.txt")
 	ref := &recordingStore{Store: newMemStore(t)}
-	if res, err := crashPointRun(t, ref, refSide, "ref", false); err != nil || res.Status != cairn.StatusCompleted {
+	res, refCalls, err := crashPointRun(t, ref, refSide, "ref", false)
+	if err != nil || res.Status != cairn.StatusCompleted {
 		t.Fatalf("reference run: %+v %v", res, err)
 	}
 	appends := ref.kinds()
@@ -136,23 +160,26 @@ func TestAgent_CrashAtEveryAppend(t *testing.T) {
 				mem := newMemStore(t)
 				side := filepath.Join(t.TempDir(), "side.txt")
 				dying := &dyingStore{Store: mem, n: n, applied: applied}
-				if _, err := crashPointRun(t, dying, side, "s", false); err == nil {
+				_, before, err := crashPointRun(t, dying, side, "s", false)
+				if err == nil {
 					t.Fatalf("the process did not die at append %d", n)
 				}
-				res, err := crashPointRun(t, mem, side, "s", true)
+				res, after, err := crashPointRun(t, mem, side, "s", true)
 				if err != nil || res.Status != cairn.StatusCompleted || res.Output != "all done" {
 					t.Fatalf("resume: %+v %v", res, err)
+				}
+				wantCalls := refCalls
+				if dying.kinds[0] == cairn.KindModelResponse && !applied {
+					wantCalls++ // the response was never stored: asked again
+				}
+				if before+after != wantCalls {
+					t.Errorf("%d model calls (%d before the crash, %d on resume), want %d", before+after, before, after, wantCalls)
 				}
 				events := loadEvents(t, mem, "s")
 				if got := responsesOf(t, events, side); !slices.Equal(got, refResponses) {
 					t.Errorf("model responses\n got %v\nwant %v", got, refResponses)
 				}
-				unknown := 0
-				for _, r := range decoded[cairn.ToolResult](t, events, cairn.KindToolResult) {
-					if r.Output == agent.OutcomeUnknown {
-						unknown++
-					}
-				}
+				unknown := unknownResults(t, events)
 				// Died after the start was stored and before the result was:
 				// the start stored and not heard of (the tool never ran), or
 				// the result never stored (the tool ran).
@@ -216,7 +243,7 @@ func responsesOf(t *testing.T, events []cairn.Event, side string) []string {
 	for _, r := range decoded[cairn.ModelResponse](t, events, cairn.KindModelResponse) {
 		s := r.Text
 		for _, c := range r.ToolCalls {
-			args, _ := cairn.Canonical(c.Args)
+			args, _ := wire.Canonical(c.Args)
 			s += " " + c.ID + " " + c.Name + strings.ReplaceAll(string(args), side, "SIDE")
 		}
 		out = append(out, s)

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -86,6 +86,10 @@ func (o *outageStore) Load(ctx context.Context, id string, from int64) (*cairn.R
 	rec, err := o.cur().Load(ctx, id, from)
 	return rec, down(err)
 }
+func (o *outageStore) Stat(ctx context.Context, id string) (*cairn.SessionInfo, error) {
+	info, err := o.cur().Stat(ctx, id)
+	return info, down(err)
+}
 func (o *outageStore) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPage, error) {
 	page, err := o.cur().List(ctx, opts)
 	return page, down(err)
@@ -111,18 +115,7 @@ func outageAgent(t *testing.T, st *outageStore, onError string, logs *bytes.Buff
 // sameEvents checks that the store holds exactly the session's memory.
 func sameEvents(t *testing.T, st cairn.Store, s *agent.Session) {
 	t.Helper()
-	stored := loadEvents(t, st, s.ID())
-	mem := s.Memory().Events()
-	if len(stored) != len(mem) {
-		t.Fatalf("the store holds %d events, the session %d", len(stored), len(mem))
-	}
-	for i := range mem {
-		a, _ := json.Marshal(stored[i])
-		b, _ := json.Marshal(mem[i])
-		if !bytes.Equal(a, b) {
-			t.Fatalf("event %d differs:\nstore   %s\nsession %s", i, a, b)
-		}
-	}
+	testcheck.SameEvents(t, loadEvents(t, st, s.ID()), s.Memory().Events())
 }
 
 func TestSession_DegradeAndRecover(t *testing.T) {

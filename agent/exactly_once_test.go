@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +16,8 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
+	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
 )
@@ -55,26 +57,15 @@ func (f *faultStore) Append(ctx context.Context, id string, seq int64, events ..
 
 var errCut = fmt.Errorf("dial tcp 127.0.0.1:5432: %w", syscall.ECONNREFUSED)
 
-// sideEffects runs an agent with append_file (not idempotent) writing into
-// a file, and returns the agent and a function counting the file's lines.
-func sideEffectAgent(t *testing.T, st cairn.Store, steps ...script.Step) (*agent.Agent, string) {
+// sideEffectAgent returns an agent on st with the built-in tools, among
+// them append_file (not idempotent), and trigger, the tool that breaks the
+// store, running steps.
+func sideEffectAgent(t *testing.T, st cairn.Store, trigger *agent.Tool, steps ...script.Step) *agent.Agent {
 	t.Helper()
 	a := offlineAgent(st)
-	a.Tools = builtin.Tools()
+	a.Tools = append(builtin.Tools(), trigger)
 	a.Model = scripted(t, steps...)
-	return a, filepath.Join(t.TempDir(), "side.txt")
-}
-
-func lines(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Fields(string(b))
+	return a
 }
 
 func appendStep(path, line string) script.Step {
@@ -94,14 +85,13 @@ func TestSession_DegradeNeverRunsUnrecordedSideEffect(t *testing.T) {
 		st.setAppendFault(func([]cairn.Event) (bool, error) { return false, errCut })
 		return "cut", nil
 	})
-	a, _ := sideEffectAgent(t, st,
+	a := sideEffectAgent(t, st, cut,
 		appendStep(path, "l1"),
 		script.Step{ToolCalls: []script.Call{call("cut", `{}`)}},
 		script.Step{ToolCalls: []script.Call{call("calc", `{"expression":"1+1"}`)}},
 		appendStep(path, "l2"),
 		script.Step{Text: "done"},
 	)
-	a.Tools = append(a.Tools, cut)
 	s, err := a.Start(t.Context(), agent.WithID("deg"))
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +103,7 @@ func TestSession_DegradeNeverRunsUnrecordedSideEffect(t *testing.T) {
 	if res.Status != cairn.StatusInterrupted || res.Unsaved == 0 || !cairn.IsUnavailable(res.StoreError) {
 		t.Fatalf("result %+v, want interrupted with unsaved events and the outage as their cause", res)
 	}
-	if got := lines(t, path); strings.Join(got, ",") != "l1" {
+	if got := testcheck.SideLines(t, path); strings.Join(got, ",") != "l1" {
 		t.Fatalf("side effects %v, want only l1: l2 ran without its start recorded", got)
 	}
 	if st := s.State(); st.Interrupt != cairn.InterruptDegraded || len(st.Pending) != 1 || st.Pending[0].Started {
@@ -133,7 +123,7 @@ func TestSession_DegradeNeverRunsUnrecordedSideEffect(t *testing.T) {
 	if err != nil || res.Status != cairn.StatusCompleted {
 		t.Fatalf("resume: %+v %v", res, err)
 	}
-	if got := lines(t, path); strings.Join(got, ",") != "l1,l2" {
+	if got := testcheck.SideLines(t, path); strings.Join(got, ",") != "l1,l2" {
 		t.Fatalf("side effects %v, want l1,l2 once each", got)
 	}
 	checkReplay(t, again, st)
@@ -143,8 +133,10 @@ func TestSession_DegradeNeverRunsUnrecordedSideEffect(t *testing.T) {
 // the store but its reply is lost, and the store stays down for the
 // interruption. The tool does not run. When the store answers, the flush
 // finds the start stored, takes it into the memory and writes the rest
-// after it: no conflict, the store equals the memory, and the resumed call
-// is reported as of unknown outcome rather than run again.
+// after it: no conflict, the store equals the memory. The process knows
+// the tool did not run (it heard the start fail), so the call's result
+// says so (NotRun) rather than "outcome unknown", and the call is not run
+// again.
 func TestSession_DegradeAdoptsStartThatLanded(t *testing.T) {
 	st := &faultStore{Store: newMemStore(t)}
 	path := filepath.Join(t.TempDir(), "side.txt")
@@ -159,18 +151,17 @@ func TestSession_DegradeAdoptsStartThatLanded(t *testing.T) {
 		})
 		return "armed", nil
 	})
-	a, _ := sideEffectAgent(t, st,
+	a := sideEffectAgent(t, st, arm,
 		script.Step{ToolCalls: []script.Call{call("arm", `{}`)}},
 		appendStep(path, "l1"),
 		script.Step{Text: "done"},
 	)
-	a.Tools = append(a.Tools, arm)
 	s, _ := a.Start(t.Context(), agent.WithID("adopt"))
 	res, err := s.Run(t.Context(), "go")
 	if _, ok := errors.AsType[*agent.NotRecordedError](err); !ok || res.Status != cairn.StatusInterrupted {
 		t.Fatalf("run: %+v %v, want interrupted, start not recorded", res, err)
 	}
-	if got := lines(t, path); len(got) != 0 {
+	if got := testcheck.SideLines(t, path); len(got) != 0 {
 		t.Fatalf("side effects %v, want none", got)
 	}
 	st.setAppendFault(nil)
@@ -180,18 +171,31 @@ func TestSession_DegradeAdoptsStartThatLanded(t *testing.T) {
 	sameEvents(t, st, s)
 	checkReplay(t, s, st)
 	kinds := kindsOf(loadEvents(t, st, "adopt"))
-	if k := kinds[len(kinds)-2:]; k[0] != cairn.KindToolStarted || k[1] != cairn.KindRunInterrupted {
-		t.Fatalf("last events %v, want the adopted tool.started then run.interrupted", k)
+	if k := kinds[len(kinds)-3:]; k[0] != cairn.KindToolStarted || k[1] != cairn.KindToolResult || k[2] != cairn.KindRunInterrupted {
+		t.Fatalf("last events %v, want the adopted tool.started, its not-run result, then run.interrupted", k)
+	}
+	if st := s.State(); len(st.Pending) != 0 {
+		t.Errorf("pending after the flush: %+v, want none", st.Pending)
 	}
 	again, _ := a.Resume(t.Context(), "adopt")
 	if res, err := again.ResumeRun(t.Context()); err != nil || res.Status != cairn.StatusCompleted {
 		t.Fatalf("resume: %+v %v", res, err)
 	}
-	results := decoded[cairn.ToolResult](t, loadEvents(t, st, "adopt"), cairn.KindToolResult)
-	if last := results[len(results)-1]; last.Output != agent.OutcomeUnknown {
-		t.Errorf("the started call's result %q, want the outcome-unknown error", last.Output)
+	events := loadEvents(t, st, "adopt")
+	started := decoded[cairn.ToolStarted](t, events, cairn.KindToolStarted)
+	if len(started) != 1 {
+		t.Fatalf("%d tool.started, want 1", len(started))
 	}
-	if got := lines(t, path); len(got) != 0 {
+	var got []string
+	for _, r := range decoded[cairn.ToolResult](t, events, cairn.KindToolResult) {
+		if r.CallID == started[0].CallID {
+			got = append(got, r.Output)
+		}
+	}
+	if !slices.Equal(got, []string{agent.NotRun}) {
+		t.Errorf("the started call's results %q, want one, the not-run error", got)
+	}
+	if got := testcheck.SideLines(t, path); len(got) != 0 {
 		t.Fatalf("side effects %v, want none", got)
 	}
 }
@@ -207,7 +211,7 @@ func TestSession_DegradeOnlyForOutages(t *testing.T) {
 		err  error
 	}{
 		{"full disk", full},
-		{"damaged", &cairn.DamagedError{Session: "s", Msg: "checksum mismatch"}},
+		{"damaged", &driver.DamagedError{Session: "s", Msg: "checksum mismatch"}},
 		{"closed", cairn.ErrClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,12 +221,11 @@ func TestSession_DegradeOnlyForOutages(t *testing.T) {
 				st.setAppendFault(func([]cairn.Event) (bool, error) { return false, tc.err })
 				return "failing", nil
 			})
-			a, _ := sideEffectAgent(t, st,
+			a := sideEffectAgent(t, st, fail,
 				script.Step{ToolCalls: []script.Call{call("fail", `{}`)}},
 				appendStep(path, "l1"),
 				script.Step{Text: "done"},
 			)
-			a.Tools = append(a.Tools, fail)
 			s, _ := a.Start(t.Context())
 			res, err := s.Run(t.Context(), "go")
 			if !errors.Is(err, tc.err) || cairn.IsUnavailable(err) {
@@ -231,7 +234,7 @@ func TestSession_DegradeOnlyForOutages(t *testing.T) {
 			if res.Unsaved != 0 || len(res.Warnings) != 0 {
 				t.Errorf("result %+v: a store's answer must not degrade", res)
 			}
-			if got := lines(t, path); len(got) != 0 {
+			if got := testcheck.SideLines(t, path); len(got) != 0 {
 				t.Errorf("side effects %v, want none", got)
 			}
 		})
@@ -317,7 +320,7 @@ func TestClaim_StopsActingAtLeaseValidity(t *testing.T) {
 		if err := cl.Check(); !errors.Is(err, agent.ErrLeaseExpired) {
 			t.Errorf("Check: %v, want ErrLeaseExpired", err)
 		}
-		if got := lines(t, path); strings.Join(got, ",") != "l1" {
+		if got := testcheck.SideLines(t, path); strings.Join(got, ",") != "l1" {
 			t.Fatalf("side effects %v, want l1 only", got)
 		}
 		if st := s.State(); st.Interrupt != cairn.InterruptLease {
@@ -342,7 +345,7 @@ func TestClaim_StopsActingAtLeaseValidity(t *testing.T) {
 		if res, err := sb.ResumeRun(t.Context()); err != nil || res.Status != cairn.StatusCompleted {
 			t.Fatalf("taker's run: %+v %v", res, err)
 		}
-		if got := lines(t, path); strings.Join(got, ",") != "l1,l2" {
+		if got := testcheck.SideLines(t, path); strings.Join(got, ",") != "l1,l2" {
 			t.Fatalf("side effects %v, want l1,l2 once each", got)
 		}
 	})

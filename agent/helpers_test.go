@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
+	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/memory"
 )
 
@@ -26,6 +28,25 @@ func newMemStore(t *testing.T) *memory.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// sealing wraps inner in store/crypt, with a keyring of one key, k1, whose
+// every byte is b, and the data keys in a memory store of their own.
+func sealing(t *testing.T, inner cairn.Store, b byte) crypt.Store {
+	t.Helper()
+	key, err := crypt.NewKey("k1", bytes.Repeat([]byte{b}, crypt.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := crypt.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := crypt.Wrap(inner, crypt.Options{Keyring: ring, Keys: newMemStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc
 }
 
 // scripted returns a script model of steps.
@@ -104,6 +125,19 @@ func decoded[T any](t *testing.T, events []cairn.Event, k cairn.Kind) []*T {
 		out = append(out, v.(*T))
 	}
 	return out
+}
+
+// unknownResults counts the tool results of events whose outcome is
+// unknown (agent.OutcomeUnknown).
+func unknownResults(t *testing.T, events []cairn.Event) int {
+	t.Helper()
+	n := 0
+	for _, r := range decoded[cairn.ToolResult](t, events, cairn.KindToolResult) {
+		if r.Output == agent.OutcomeUnknown {
+			n++
+		}
+	}
+	return n
 }
 
 // checkReplay checks that the session's incrementally folded state equals

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -51,4 +52,27 @@ func (l *fileLock) unlock() error {
 	_ = l.f.Truncate(0)
 	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	return l.f.Close()
+}
+
+// lockFilesWork says that lock files are taken on this system.
+const lockFilesWork = true
+
+// holderAlive reports whether the holder of a lease may be alive: always,
+// unless it is named as this machine's host and a process ID (as
+// DefaultHolder names it) and that process is gone.
+func holderAlive(holder string) bool {
+	host, pidText, ok := strings.Cut(holder, ":")
+	if !ok {
+		return true
+	}
+	me, err := os.Hostname()
+	if err != nil || me != host {
+		return true
+	}
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 {
+		return true
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

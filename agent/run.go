@@ -9,7 +9,10 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/telemetry"
 	"github.com/cairnhq/cairn/provider"
 )
 
@@ -17,15 +20,22 @@ import (
 type RunOption func(*runOptions)
 
 type runOptions struct {
-	cont    bool
-	onText  func(string)
-	observe func(ToolEvent)
+	cont       bool
+	background string
+	onText     func(string)
+	observe    func(ToolEvent)
 }
 
 // Continue keeps the session's memory: the run appends the new input to
 // the conversation so far (run.started with reset false), the multi-turn
 // pattern. Without it a run starts fresh: the memory is reset.
 func Continue() RunOption { return func(o *runOptions) { o.cont = true } }
+
+// Background gives the model text to know for this run (memories
+// recalled for the input, say): a system message recorded just before the
+// input, so that it is in the model's context and in the transcript. An
+// empty text adds nothing.
+func Background(text string) RunOption { return func(o *runOptions) { o.background = text } }
 
 // OnText streams the model's text as it arrives.
 func OnText(f func(delta string)) RunOption { return func(o *runOptions) { o.onText = f } }
@@ -85,34 +95,66 @@ func (s *Session) Run(ctx context.Context, input string, opts ...RunOption) (*Re
 	fp := s.agent.Fingerprint()
 	s.checkFingerprint(fp)
 	r := &runner{s: s, o: o, runID: cairn.NewID(), warned: w0}
-	started := cairn.MustEvent(cairn.KindRunStarted, r.runID, cairn.RunStarted{
+	ctx, span := s.agent.telemetry().StartRun(ctx, s.agent.Name, s.id, r.runID, fp.Model, false, trace.SpanContext{})
+	res, err := r.start(ctx, input, fp)
+	endRun(span, res, err)
+	return res, err
+}
+
+// start records the run's start and input, then runs the loop.
+func (r *runner) start(ctx context.Context, input string, fp cairn.Fingerprint) (*Result, error) {
+	s, o := r.s, r.o
+	started := []cairn.Event{cairn.MustEvent(cairn.KindRunStarted, r.runID, cairn.RunStarted{
 		RunID: r.runID, Agent: s.agent.Name, Fingerprint: fp, Model: fp.Model, Reset: !o.cont,
-	})
-	user := cairn.MustEvent(cairn.KindMessageUser, r.runID, cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: input}}})
+	})}
+	// The run's trace context, for the process that may resume it.
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		if e, ok := telemetry.TraceEvent(r.runID, span.SpanContext()); ok {
+			started = append(started, e)
+		}
+	}
+	inputs := []cairn.Event{cairn.MustEvent(cairn.KindMessageUser, r.runID, cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: input}}})}
+	if o.background != "" {
+		inputs = append([]cairn.Event{cairn.MustEvent(cairn.KindMessageSystem, r.runID, cairn.MessageSystem{Text: o.background})}, inputs...)
+	}
 	var err error
 	switch {
 	case !o.cont:
-		err = s.append(ctx, started,
+		err = s.append(ctx, append(append(started,
 			cairn.MustEvent(cairn.KindMemoryReset, r.runID, cairn.MemoryReset{}),
-			cairn.MustEvent(cairn.KindMessageSystem, r.runID, cairn.MessageSystem{Text: s.agent.Instructions}),
-			user)
+			cairn.MustEvent(cairn.KindMessageSystem, r.runID, cairn.MessageSystem{Text: s.agent.Instructions})),
+			inputs...)...)
 	case len(s.State().Pending) > 0:
 		// The last run stopped with tool calls asked for: they get their
 		// results first, so that the history stays valid for a provider.
-		if err = s.append(ctx, started); err == nil {
+		if err = s.append(ctx, started...); err == nil {
 			var res *Result
 			if res, err = r.act(ctx, true); res != nil || err != nil {
 				return r.result(res), err
 			}
-			err = s.append(ctx, user)
+			err = s.append(ctx, inputs...)
 		}
 	default:
-		err = s.append(ctx, started, user)
+		err = s.append(ctx, append(started, inputs...)...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run session %s: %w", s.id, err)
 	}
 	return r.loop(ctx)
+}
+
+// endRun ends a run's span with how the run (or this call of it) ended.
+func endRun(span trace.Span, res *Result, err error) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	status := "error"
+	var in, out int64
+	if res != nil {
+		status, in, out = string(res.Status), res.Usage.InputTokens, res.Usage.OutputTokens
+	}
+	telemetry.EndRun(span, status, in, out, err)
 }
 
 // ResumeRun finishes the session's current run with no new input: after a
@@ -139,7 +181,29 @@ func (s *Session) ResumeRun(ctx context.Context, opts ...RunOption) (*Result, er
 		return r.result(&Result{Status: st.Status, Output: st.Output, Error: st.Error}), nil
 	}
 	s.checkFingerprint(s.agent.Fingerprint())
-	return r.loop(ctx)
+	ctx, span := s.agent.telemetry().StartRun(ctx, s.agent.Name, s.id, r.runID, s.agent.Fingerprint().Model, true, s.runLink(ctx, st.Run))
+	res, err := r.loop(ctx)
+	endRun(span, res, err)
+	return res, err
+}
+
+// runLink returns the trace context that run recorded when it started
+// (telemetry.TypeTrace), for the span of a run that resumes it to link
+// to; an invalid one when tracing is off or the run recorded none. The
+// events before a snapshot are read from the store only when tracing is on.
+func (s *Session) runLink(ctx context.Context, run string) trace.SpanContext {
+	if s.agent.TracerProvider == nil || run == "" {
+		return trace.SpanContext{}
+	}
+	mem := s.Memory()
+	if sc := telemetry.FindLink(mem.Events(), run); sc.IsValid() || mem.Base() == 0 {
+		return sc
+	}
+	rec, err := s.store.Load(ctx, s.id, 0)
+	if err != nil {
+		return trace.SpanContext{}
+	}
+	return telemetry.FindLink(rec.Events, run)
 }
 
 func runOpts(opts []RunOption) runOptions {
@@ -188,8 +252,14 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			return r.result(res), err
 		}
 		st := r.s.State()
+		if output, ok := answered(st); ok {
+			// The run's answer was recorded and its end was not (a fork,
+			// or a process that stopped between the two): the answer is
+			// the run's output, and the model is not asked again.
+			return r.finish(ctx, cairn.RunFinished{Status: cairn.StatusCompleted, Output: output})
+		}
 		if st.RunSteps >= r.s.agent.maxSteps() {
-			return r.finish(ctx, cairn.RunFinished{Status: cairn.RunMaxSteps, Output: lastText(st)})
+			return r.finish(ctx, cairn.RunFinished{Status: cairn.StatusMaxSteps, Output: lastText(st)})
 		}
 		if ctx.Err() != nil {
 			return r.interrupt(ctx)
@@ -218,10 +288,13 @@ func (r *runner) think(ctx context.Context, st *cairn.State) (*Result, error) {
 		Variables: maps.Clone(st.Variables),
 		OnText:    r.o.onText,
 	}
+	chat := r.s.agent.telemetry().StartChat(ctx, r.s.id, r.s.agent.Model.ID())
+	chat.Input(telemetry.SystemText(st.Messages), func() string { return telemetry.InputMessagesJSON(st.Messages) })
 	begin := time.Now()
-	resp, err := r.s.agent.Model.Generate(ctx, req)
+	resp, err := r.s.agent.Model.Generate(chat.Context(), req)
 	latency := time.Since(begin)
 	if err != nil {
+		chat.End("", "", 0, 0, nil, err)
 		if ctx.Err() != nil {
 			return r.interrupt(ctx)
 		}
@@ -229,7 +302,7 @@ func (r *runner) think(ctx context.Context, st *cairn.State) (*Result, error) {
 		if errors.Is(err, provider.ErrScriptEnded) {
 			code = "script_ended"
 		}
-		res, ferr := r.finish(ctx, cairn.RunFinished{Status: cairn.RunFailed, Error: &cairn.ErrorInfo{Code: code, Message: err.Error()}})
+		res, ferr := r.finish(ctx, cairn.RunFinished{Status: cairn.StatusFailed, Error: &cairn.ErrorInfo{Code: code, Message: err.Error()}})
 		return res, errors.Join(fmt.Errorf("run session %s: model %s: %w", r.s.id, r.s.agent.Model.ID(), err), ferr)
 	}
 	r.usage = r.usage.Add(resp.Usage)
@@ -245,12 +318,14 @@ func (r *runner) think(ctx context.Context, st *cairn.State) (*Result, error) {
 			finish = "tool_calls"
 		}
 	}
+	chat.End(model, finish, resp.Usage.InputTokens, resp.Usage.OutputTokens,
+		func() string { return telemetry.OutputMessagesJSON(resp.Text, calls, finish) }, nil)
 	events := []cairn.Event{cairn.MustEvent(cairn.KindModelResponse, r.runID, cairn.ModelResponse{
 		Text: resp.Text, ToolCalls: calls, Model: model, Usage: resp.Usage,
 		FinishReason: finish, LatencyMS: latency.Milliseconds(),
 	})}
 	if len(calls) == 0 {
-		events = append(events, cairn.MustEvent(cairn.KindRunFinished, r.runID, cairn.RunFinished{Status: cairn.RunCompleted, Output: resp.Text}))
+		events = append(events, cairn.MustEvent(cairn.KindRunFinished, r.runID, cairn.RunFinished{Status: cairn.StatusCompleted, Output: resp.Text}))
 	}
 	// Calls that need a person's decision are recorded as such in the same
 	// append as the response that asks for them, so that no process, with
@@ -339,6 +414,18 @@ func (r *runner) stop(ctx context.Context, reason string, cause error) (*Result,
 		err = errors.Join(err, werr)
 	}
 	return r.result(&Result{Status: cairn.StatusInterrupted}), err
+}
+
+// answered reports whether the run's last step is a model response that
+// asked for no tool call, the run's answer, and returns its text. The
+// conversation's last message is then that response: a new input or a
+// tool result would follow it.
+func answered(st *cairn.State) (string, bool) {
+	if len(st.Pending) > 0 || len(st.Messages) == 0 || st.RunSteps == 0 {
+		return "", false
+	}
+	m := st.Messages[len(st.Messages)-1]
+	return m.Content, m.Role == cairn.RoleAssistant && len(m.ToolCalls) == 0
 }
 
 func pendingCalls(st *cairn.State) []cairn.ToolCall {

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"errors"
 	"testing"
 
@@ -16,19 +15,8 @@ import (
 // keyring): nothing reaches a model, nothing is appended in plaintext.
 func TestAgent_ResumeSealedSnapshot(t *testing.T) {
 	ctx := t.Context()
-	inner, keys := newMemStore(t), newMemStore(t)
-	key, err := crypt.NewKey("k1", bytes.Repeat([]byte{7}, crypt.KeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring, err := crypt.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := crypt.Wrap(inner, crypt.Options{Keyring: ring, Keys: keys})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := newMemStore(t)
+	enc := sealing(t, inner, 7)
 	s, err := offlineAgent(enc).Start(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +34,7 @@ func TestAgent_ResumeSealedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := rec.Events[len(rec.Events)-1]
-	snap, err := cairn.EncodeSnapshot(state, last)
+	snap, err := state.Encode(last)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +65,7 @@ func TestAgent_ResumeSealedSnapshot(t *testing.T) {
 		t.Errorf("%d events stored, want the %d sealed ones only", n, len(rec.Events))
 	}
 	for _, e := range loadEvents(t, inner, id) {
-		if !cairn.IsSealed(e) && e.Kind != cairn.KindMemoryReset {
+		if !crypt.IsSealed(e) && e.Kind != cairn.KindMemoryReset {
 			t.Errorf("event %d (%s) is stored in plaintext: %s", e.Seq, e.Kind, e.Data)
 		}
 	}

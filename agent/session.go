@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
 // appendTimeout bounds one write to the store. Writes do not use the run's
@@ -190,17 +191,13 @@ func (s *Session) appendEvents(ctx context.Context, durable bool, events []cairn
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
-		last := s.mem.LastSeq()
-		for i := range events {
-			events[i].Seq = last + int64(i) + 1
-			if events[i].V == 0 {
-				events[i].V = cairn.FormatVersion
-			}
-			if err := cairn.ValidateEvent(events[i], events[i].Seq); err != nil {
-				return fmt.Errorf("append to session %s: %w", s.id, err)
-			}
+		// Numbered and checked once, here: the store, the memory and the
+		// state take the data decoded by this check.
+		batch, err := s.mem.Prepare(events...)
+		if err != nil {
+			return fmt.Errorf("append to session %s: %w", s.id, err)
 		}
-		err := s.write(ctx, events)
+		err = s.write(ctx, batch)
 		switch {
 		case errors.Is(err, errAdopted):
 			continue // the memory took in stored events: number again
@@ -209,22 +206,22 @@ func (s *Session) appendEvents(ctx context.Context, durable bool, events []cairn
 			return err
 		case durable:
 			s.outage(err)
-			s.uncertain = append(s.uncertain, slices.Clone(events))
+			s.uncertain = append(s.uncertain, batch)
 			return &NotRecordedError{Session: s.id, Err: err}
 		default:
 			s.outage(err)
-			s.unsaved = append(s.unsaved, events...)
+			s.unsaved = append(s.unsaved, batch...)
 		}
-		if _, err := s.mem.Add(events...); err != nil {
+		if _, err := s.mem.Add(batch...); err != nil {
 			return fmt.Errorf("append to session %s: %w", s.id, err)
 		}
-		for _, e := range events {
+		for _, e := range batch {
 			if err := s.state.Apply(e); err != nil {
 				return fmt.Errorf("append to session %s: %w", s.id, err)
 			}
 		}
 		if err == nil {
-			s.noteAppended(events)
+			s.noteAppended(batch)
 		}
 		return nil
 	}
@@ -349,28 +346,89 @@ func (s *Session) reconcile(ctx context.Context, batch []cairn.Event) (int, bool
 }
 
 // adopt puts the events u, found in the store, into the memory after the
-// events before them, and moves the memory's later (unsaved) events up by
-// len(u). With s.mu held.
+// events before them, then a NotRun result for each call u started (this
+// process did not run it: it heard that the start failed), and moves the
+// memory's later (unsaved) events up past them; the calls leave the
+// pending lists of later run.interrupted events, since they have their
+// results. With s.mu held.
 func (s *Session) adopt(u []cairn.Event) error {
 	all := s.mem.Events()
 	cut := int(u[0].Seq - 1 - s.mem.Base())
-	later := slices.Clone(all[cut:])
-	for i := range later {
-		later[i].Seq += int64(len(u))
-	}
-	mem, err := cairn.NewMemoryAfter(s.mem.BaseState(), slices.Concat(all[:cut], u, later)...)
+	notRun, err := notRunResults(u)
 	if err != nil {
 		return fmt.Errorf("take in the stored start of a tool call: %w", err)
 	}
-	mem.Session = s.mem.Session
+	later := slices.Clone(all[cut:])
+	for i := range later {
+		later[i].Seq += int64(len(u) + len(notRun))
+		if later[i], err = dropPending(later[i], notRun); err != nil {
+			return fmt.Errorf("take in the stored start of a tool call: %w", err)
+		}
+	}
+	for i := range notRun {
+		notRun[i].Seq = u[len(u)-1].Seq + int64(i) + 1
+	}
+	mem, err := s.mem.Rebuilt(slices.Concat(all[:cut], u, notRun, later)...)
+	if err != nil {
+		return fmt.Errorf("take in the stored start of a tool call: %w", err)
+	}
 	state, err := mem.State()
 	if err != nil {
 		return fmt.Errorf("take in the stored start of a tool call: %w", err)
 	}
 	s.mem, s.state = mem, state
 	s.savedSeq = u[len(u)-1].Seq
-	s.unsaved, s.uncertain = later, nil
+	s.unsaved, s.uncertain = append(notRun, later...), nil
 	return nil
+}
+
+// notRunResults returns a NotRun tool.result for each tool.started of u.
+func notRunResults(u []cairn.Event) ([]cairn.Event, error) {
+	var out []cairn.Event
+	for _, e := range u {
+		if e.Kind != cairn.KindToolStarted {
+			continue
+		}
+		v, err := e.Decode()
+		if err != nil {
+			return nil, err
+		}
+		ts := v.(*cairn.ToolStarted)
+		out = append(out, cairn.MustEvent(cairn.KindToolResult, e.Run, cairn.ToolResult{CallID: ts.CallID, Name: ts.Name, Output: NotRun, IsError: true}))
+	}
+	return out, nil
+}
+
+// dropPending returns e without the calls that results answer in its
+// pending list, if e is a run.interrupted.
+func dropPending(e cairn.Event, results []cairn.Event) (cairn.Event, error) {
+	if e.Kind != cairn.KindRunInterrupted || len(results) == 0 {
+		return e, nil
+	}
+	v, err := e.Decode()
+	if err != nil {
+		return e, err
+	}
+	ri := v.(*cairn.RunInterrupted)
+	answered := map[string]bool{}
+	for _, r := range results {
+		w, err := r.Decode()
+		if err != nil {
+			return e, err
+		}
+		answered[w.(*cairn.ToolResult).CallID] = true
+	}
+	n := len(ri.Pending)
+	ri.Pending = slices.DeleteFunc(ri.Pending, func(c cairn.ToolCall) bool { return answered[c.ID] })
+	if len(ri.Pending) == n {
+		return e, nil
+	}
+	data, err := json.Marshal(ri)
+	if err != nil {
+		return e, err
+	}
+	e.Data = data
+	return e, nil
 }
 
 func sameEvents(a, b []cairn.Event) bool {
@@ -384,7 +442,7 @@ func sameEvents(a, b []cairn.Event) bool {
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
-	ca, err1 := cairn.Canonical(a)
-	cb, err2 := cairn.Canonical(b)
+	ca, err1 := wire.Canonical(a)
+	cb, err2 := wire.Canonical(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }

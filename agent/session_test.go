@@ -5,12 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
-	"github.com/cairnhq/cairn/internal/testcheck"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/offline"
 	"github.com/cairnhq/cairn/provider/script"
@@ -176,7 +175,7 @@ func TestSession_ModelError(t *testing.T) {
 		t.Errorf("result: %+v", res)
 	}
 	fin := decoded[cairn.RunFinished](t, loadEvents(t, st, s.ID()), cairn.KindRunFinished)
-	if len(fin) != 1 || fin[0].Status != cairn.RunFailed || fin[0].Error == nil || fin[0].Error.Message == "" {
+	if len(fin) != 1 || fin[0].Status != cairn.StatusFailed || fin[0].Error == nil || fin[0].Error.Message == "" {
 		t.Errorf("run.finished: %+v", fin)
 	}
 }
@@ -202,7 +201,7 @@ func TestSession_MaxSteps(t *testing.T) {
 	if n := len(decoded[cairn.ModelResponse](t, events, cairn.KindModelResponse)); n != 3 {
 		t.Errorf("%d model responses, want 3", n)
 	}
-	if fin := decoded[cairn.RunFinished](t, events, cairn.KindRunFinished); len(fin) != 1 || fin[0].Status != cairn.RunMaxSteps {
+	if fin := decoded[cairn.RunFinished](t, events, cairn.KindRunFinished); len(fin) != 1 || fin[0].Status != cairn.StatusMaxSteps {
 		t.Errorf("run.finished: %+v", fin)
 	}
 	testcheck.History(t, s.State().Messages)
@@ -265,22 +264,19 @@ func TestSession_Conflict(t *testing.T) {
 // appended after the ciphertext.
 func TestAgent_ResumeSealed(t *testing.T) {
 	st := newMemStore(t)
-	if err := st.Create(t.Context(), cairn.SessionMeta{ID: "enc"}); err != nil {
+	enc := sealing(t, st, 9)
+	if err := enc.Create(t.Context(), cairn.SessionMeta{ID: "enc"}); err != nil {
 		t.Fatal(err)
 	}
-	tok := cairn.SealToken("k1234567", []byte("nonce-ciphertext-tag"))
-	sealed := func(k cairn.Kind) cairn.Event {
-		data, ok := cairn.SealedData(k, tok, cairn.SealToken("k1234567", []byte("first")), cairn.SealedHints{})
-		if !ok {
-			t.Fatalf("no sealed form of %s", k)
-		}
-		return cairn.Event{V: cairn.FormatVersion, At: time.Now().UTC(), Kind: k, Run: "r1", Data: data}
+	events := []cairn.Event{
+		cairn.MustEvent(cairn.KindRunStarted, "r1", cairn.RunStarted{RunID: "r1", Agent: "a"}),
+		cairn.MustEvent(cairn.KindMessageSystem, "r1", cairn.MessageSystem{Text: "be brief"}),
+		cairn.MustEvent(cairn.KindMessageUser, "r1", cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: "the vault code is 4711"}}}),
 	}
-	events := []cairn.Event{sealed(cairn.KindRunStarted), sealed(cairn.KindMessageSystem), sealed(cairn.KindMessageUser)}
 	for i := range events {
 		events[i].Seq = int64(i + 1)
 	}
-	if err := st.Append(t.Context(), "enc", 0, events...); err != nil {
+	if err := enc.Append(t.Context(), "enc", 0, events...); err != nil {
 		t.Fatal(err)
 	}
 	a := offlineAgent(st)
@@ -290,7 +286,7 @@ func TestAgent_ResumeSealed(t *testing.T) {
 	} {
 		err := open()
 		var se *cairn.SealedError
-		if !errors.As(err, &se) || se.DataKey != "k1234567" || se.Session != "enc" {
+		if !errors.As(err, &se) || se.DataKey == "" || se.Session != "enc" || se.Seq != 1 {
 			t.Fatalf("got %v, want a *cairn.SealedError naming the session and data key", err)
 		}
 	}

@@ -83,7 +83,7 @@ func WriteSnapshot(ctx context.Context, store cairn.Store, id string, events []c
 	if err != nil {
 		return false, fmt.Errorf("snapshot %s: %w", id, err)
 	}
-	snap, err := cairn.EncodeSnapshot(state, events[len(events)-1])
+	snap, err := state.Encode(events[len(events)-1])
 	if err != nil {
 		return false, fmt.Errorf("snapshot %s: %w", id, err)
 	}
@@ -126,7 +126,7 @@ func (s *Session) noteAppended(events []cairn.Event) {
 	s.snap.inFlight, s.snap.done = true, done
 	go func() {
 		defer close(done)
-		snap, err := cairn.EncodeSnapshot(state, last)
+		snap, err := state.Encode(last)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), snapshotTimeout)
 			err = sn.PutSnapshot(ctx, s.id, snap)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -144,7 +145,7 @@ func TestSnapshots_ApprovalAcrossASnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := cairn.EncodeSnapshot(s.State(), rec.Events[len(rec.Events)-1])
+	snap, err := s.State().Encode(rec.Events[len(rec.Events)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,5 +171,75 @@ func TestSnapshots_ApprovalAcrossASnapshot(t *testing.T) {
 	}
 	if got, want := mustSnap(t, r.State()), fullState(t, st, "wait"); !bytes.Equal(got, want) {
 		t.Fatalf("state differs from the fold of every event:\n got %s\nwant %s", got, want)
+	}
+}
+
+// snapCounter counts the bytes of the snapshots written through it.
+type snapCounter struct {
+	cairn.Store
+	n     atomic.Int64
+	bytes atomic.Int64
+}
+
+func (c *snapCounter) PutSnapshot(ctx context.Context, id string, snap cairn.Snapshot) error {
+	c.n.Add(1)
+	c.bytes.Add(int64(len(snap.Data)))
+	return c.Store.(cairn.Snapshotter).PutSnapshot(ctx, id, snap)
+}
+
+func (c *snapCounter) LoadSnapshot(ctx context.Context, id string) (*cairn.Snapshot, error) {
+	return c.Store.(cairn.Snapshotter).LoadSnapshot(ctx, id)
+}
+
+func (c *snapCounter) DropSnapshot(ctx context.Context, id string) error {
+	return c.Store.(cairn.Snapshotter).DropSnapshot(ctx, id)
+}
+
+// TestSnapshots_ReopenedAgentKeepsThePolicy runs the same conversation in
+// one process and with an agent opened anew for every turn, as a server
+// or a worker does: the reopened agent writes no more snapshot bytes than
+// the one process does (a fifth more at the most), since it knows the
+// size of the snapshot it opened from and waits for as many bytes of
+// events before writing the next, as the policy says. Without that, it
+// wrote the whole state every 10 events, and the snapshots grew with the
+// square of the history.
+func TestSnapshots_ReopenedAgentKeepsThePolicy(t *testing.T) {
+	ctx := t.Context()
+	const turns = 120
+	long := strings.Repeat("word ", 200) // a kilobyte a turn: the state outgrows the events fast
+	run := func(reopen bool) (*snapCounter, int) {
+		st := &snapCounter{Store: newMemStore(t)}
+		a := offlineAgent(st)
+		a.SnapshotEvents = 10
+		var s *agent.Session
+		for i := range turns {
+			if s == nil || reopen {
+				var err error
+				if s, err = a.Open(ctx, "conv"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Run(ctx, fmt.Sprintf("turn %d %s", i, long), agent.Continue()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		size := 0
+		for _, e := range loadEvents(t, st, "conv") {
+			size += e.Size()
+		}
+		return st, size
+	}
+	one, events := run(false)
+	reopened, _ := run(true)
+	t.Logf("%d events bytes; snapshots: one process %d (%d bytes), reopened %d (%d bytes)",
+		events, one.n.Load(), one.bytes.Load(), reopened.n.Load(), reopened.bytes.Load())
+	if one.n.Load() == 0 {
+		t.Fatal("the one process wrote no snapshot")
+	}
+	if got, limit := reopened.bytes.Load(), one.bytes.Load()*6/5; got > limit {
+		t.Errorf("the reopened agent wrote %d bytes of snapshots, the one process %d: want at most %d", got, one.bytes.Load(), limit)
+	}
+	if got := reopened.bytes.Load(); got > int64(events) {
+		t.Errorf("the reopened agent wrote %d bytes of snapshots for %d bytes of events: want at most as many", got, events)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/invopop/jsonschema"
 )
@@ -81,6 +82,20 @@ func (t *Tool) RequiresApproval() bool { return t.opts.approval }
 // RerunsOnResume reports whether a started call without a result is run again on resume.
 func (t *Tool) RerunsOnResume() bool { return t.opts.rerun }
 
+// safety names the tool's crash-safety class for telemetry:
+// "idempotent" (run again on resume), "side_effect" (its start is
+// recorded; a start without a result is an unknown outcome) or
+// "side_effect_rerun" (RerunOnResume).
+func (t *Tool) safety() string {
+	switch {
+	case !t.opts.notIdempotent:
+		return "idempotent"
+	case t.opts.rerun:
+		return "side_effect_rerun"
+	}
+	return "side_effect"
+}
+
 // Call runs the tool with raw JSON arguments. Variables are only available
 // when the agent calls it (see Var and SetVar).
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
@@ -137,6 +152,33 @@ func newTool(name, description string, schema json.RawMessage, fn func(context.C
 	return t
 }
 
+// DefaultMaxToolOutput is the most bytes of a tool call's output or error
+// that a tool.result keeps when Agent.MaxToolOutput is 0. Even text that
+// JSON writes six bytes a byte fits the default event size limit
+// (cairn.DefaultMaxEventBytes) at this length.
+const DefaultMaxToolOutput = 100_000
+
+// CutOutput returns text cut to at most max bytes, on a character
+// boundary, followed by a line saying how much there was and how much is
+// shown: "[cut: the result has N bytes; the first M are shown]". Text no
+// longer than max is returned as it is; max <= 0 means
+// DefaultMaxToolOutput. The agent cuts every tool's text so before it
+// enters a tool.result; a tool that keeps a tighter limit of its own (an
+// MCP server's max_output_bytes) cuts with it too.
+func CutOutput(text string, max int) string {
+	if max <= 0 {
+		max = DefaultMaxToolOutput
+	}
+	if len(text) <= max {
+		return text
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n] + fmt.Sprintf("\n[cut: the result has %d bytes; the first %d are shown]", len(text), n)
+}
+
 // ArgumentError says which argument of a tool call is wrong.
 type ArgumentError struct {
 	Field string // the argument at fault, "" for the whole object
@@ -184,6 +226,8 @@ func decodeArgs(args json.RawMessage, required []string, v any) error {
 // variables. Changes are recorded as one state.set with the tool.result.
 type callScope struct {
 	callID  string
+	session string                     // the session of the call
+	seq     int64                      // the seq of the model response that asked for it
 	vars    map[string]json.RawMessage // the variables when the act step began
 	set     map[string]json.RawMessage
 	deleted []string
@@ -209,6 +253,17 @@ func CallID(ctx context.Context) string {
 		return s.callID
 	}
 	return ""
+}
+
+// CallSource returns where the tool call running in ctx comes from: its
+// session's ID and the seq of the model response that asked for it, the
+// provenance of what the call records elsewhere (a long-term memory's
+// Source, say). Outside a tool call made by an agent it returns "" and 0.
+func CallSource(ctx context.Context) (session string, seq int64) {
+	if s := scopeOf(ctx); s != nil {
+		return s.session, s.seq
+	}
+	return "", 0
 }
 
 // Var returns the session variable key as a tool call running in ctx sees

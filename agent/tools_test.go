@@ -14,7 +14,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/internal/testcheck"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
 )
@@ -225,25 +225,45 @@ func TestSession_Approval(t *testing.T) {
 	checkReplay(t, s2, st)
 }
 
-func TestSession_InterruptDuringTool(t *testing.T) {
-	st := newMemStore(t)
+// slowTool returns a tool named slow that, until release is called, says
+// on started that it has begun and waits for its context to end; after
+// release it returns "finished".
+func slowTool() (slow *agent.Tool, started <-chan struct{}, release func()) {
 	var block atomic.Bool
 	block.Store(true)
-	started := make(chan struct{}, 1)
-	slow := agent.NewTool("slow", "", func(ctx context.Context, _ struct{}) (string, error) {
+	ch := make(chan struct{}, 1)
+	slow = agent.NewTool("slow", "", func(ctx context.Context, _ struct{}) (string, error) {
 		if block.Load() {
-			started <- struct{}{}
+			ch <- struct{}{}
 			<-ctx.Done()
 			return "", ctx.Err()
 		}
 		return "finished", nil
 	})
+	return slow, ch, func() { block.Store(false) }
+}
+
+// cancelOn returns a context that is cancelled once started receives.
+func cancelOn(t *testing.T, started <-chan struct{}) context.Context {
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		select {
+		case <-started:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	return ctx
+}
+
+func TestSession_InterruptDuringTool(t *testing.T) {
+	st := newMemStore(t)
+	slow, started, release := slowTool()
 	a := offlineAgent(st)
 	a.Tools = []*agent.Tool{slow}
 	a.Model = scripted(t, script.Step{ToolCalls: []script.Call{call("slow", `{}`)}}, script.Step{Text: "done"})
 	s, _ := a.Start(t.Context(), agent.WithID("int"))
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() { <-started; cancel() }()
+	ctx := cancelOn(t, started)
 	res, err := s.Run(ctx, "go")
 	if !errors.Is(err, context.Canceled) || res.Status != cairn.StatusInterrupted {
 		t.Fatalf("got %v %v, want interrupted and context.Canceled", res, err)
@@ -254,7 +274,7 @@ func TestSession_InterruptDuringTool(t *testing.T) {
 	if last.Kind != cairn.KindRunInterrupted || intr[0].Reason != cairn.InterruptCancelled || len(intr[0].Pending) != 1 {
 		t.Fatalf("last event %s %+v, want run.interrupted{cancelled} with the pending call", last.Kind, intr)
 	}
-	block.Store(false)
+	release()
 	s2, _ := a.Resume(t.Context(), "int")
 	res, err = s2.ResumeRun(t.Context())
 	if err != nil || res.Status != cairn.StatusCompleted || res.Output != "done" {
@@ -406,27 +426,16 @@ func TestSession_MalformedCalls(t *testing.T) {
 // gets its result first, then the input, so the history stays valid.
 func TestSession_ContinueAfterInterrupt(t *testing.T) {
 	st := newMemStore(t)
-	var block atomic.Bool
-	block.Store(true)
-	started := make(chan struct{}, 1)
-	slow := agent.NewTool("slow", "", func(ctx context.Context, _ struct{}) (string, error) {
-		if block.Load() {
-			started <- struct{}{}
-			<-ctx.Done()
-			return "", ctx.Err()
-		}
-		return "finished", nil
-	})
+	slow, started, release := slowTool()
 	a := offlineAgent(st)
 	a.Tools = []*agent.Tool{slow}
 	a.Model = scripted(t, script.Step{ToolCalls: []script.Call{call("slow", `{}`)}}, script.Step{Text: "answer"})
 	s, _ := a.Start(t.Context())
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() { <-started; cancel() }()
+	ctx := cancelOn(t, started)
 	if _, err := s.Run(ctx, "go"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
-	block.Store(false)
+	release()
 	res, err := s.Run(t.Context(), "and now?", agent.Continue())
 	if err != nil || res.Output != "answer" {
 		t.Fatalf("continue: %+v %v", res, err)
@@ -516,9 +525,11 @@ func TestSession_ApprovalRecordedHolds(t *testing.T) {
 	if res, err := s.Run(t.Context(), "ship it"); err != nil || res.Status != cairn.StatusAwaiting {
 		t.Fatalf("run: %+v %v", res, err)
 	}
-	kinds := st.kinds()
-	if last := kinds[len(kinds)-1]; !slices.Equal(last, []cairn.Kind{cairn.KindModelResponse, cairn.KindRunInterrupted}) {
-		t.Fatalf("last append %v, want the response and the wait for approval together", last)
+	together := slices.ContainsFunc(st.kinds(), func(k []cairn.Kind) bool {
+		return slices.Equal(k, []cairn.Kind{cairn.KindModelResponse, cairn.KindRunInterrupted})
+	})
+	if !together {
+		t.Fatalf("appends %v, want the response and the wait for approval together", st.kinds())
 	}
 	intr := decoded[cairn.RunInterrupted](t, loadEvents(t, st, "ap2"), cairn.KindRunInterrupted)
 	if len(intr[0].Pending) != 1 || intr[0].Pending[0].Name != "deploy" {

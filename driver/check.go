@@ -38,10 +38,11 @@ func (g *Guard) Session(id string) error {
 	return cairn.ValidateID(id)
 }
 
-// Append checks an Append call: an open store, then CheckAppend.
-func (g *Guard) Append(l cairn.Limits, id string, expectSeq int64, events []cairn.Event) error {
+// Append checks an Append call: an open store, then CheckAppend, whose
+// events it returns.
+func (g *Guard) Append(l cairn.Limits, id string, expectSeq int64, events []cairn.Event) ([]cairn.Event, error) {
 	if err := g.Check(); err != nil {
-		return err
+		return nil, err
 	}
 	return CheckAppend(l, id, expectSeq, events)
 }
@@ -58,30 +59,31 @@ func (g *Guard) Lease(id, holder string, ttl time.Duration) error {
 // CheckAppend validates an Append call before a store writes anything: the
 // session ID, the number of events, each event's size and each event's
 // validity with seqs following expectSeq. Every backend calls it first, so
-// all of them refuse the same inputs with the same errors.
-func CheckAppend(l cairn.Limits, id string, expectSeq int64, events []cairn.Event) error {
+// all of them refuse the same inputs with the same errors. It returns the
+// events with their data decoded (cairn.ValidateEvents), for the store's
+// summary (Summarize): the caller's slice when every event was checked
+// already, as the agent's are, else a copy, so that the caller's slice is
+// never written.
+func CheckAppend(l cairn.Limits, id string, expectSeq int64, events []cairn.Event) ([]cairn.Event, error) {
 	l = l.WithDefaults()
 	if err := cairn.ValidateID(id); err != nil {
-		return err
+		return nil, err
 	}
 	if expectSeq < 0 {
-		return fmt.Errorf("%w: expected seq %d is negative", cairn.ErrInvalidEvent, expectSeq)
+		return nil, fmt.Errorf("%w: expected seq %d is negative", cairn.ErrInvalidEvent, expectSeq)
 	}
 	if len(events) == 0 {
-		return fmt.Errorf("%w: append of no events", cairn.ErrInvalidEvent)
+		return nil, fmt.Errorf("%w: append of no events", cairn.ErrInvalidEvent)
 	}
 	if len(events) > l.MaxAppendEvents {
-		return fmt.Errorf("%w: %d events in one append, the limit is %d", cairn.ErrTooLarge, len(events), l.MaxAppendEvents)
+		return nil, fmt.Errorf("%w: %d events in one append, the limit is %d", cairn.ErrTooLarge, len(events), l.MaxAppendEvents)
 	}
-	for i, e := range events {
+	for _, e := range events {
 		if n := e.Size(); n > l.MaxEventBytes {
-			return fmt.Errorf("%w: event seq %d (%s) is %d bytes, the limit is %d", cairn.ErrTooLarge, e.Seq, e.Kind, n, l.MaxEventBytes)
-		}
-		if err := cairn.ValidateEvent(e, expectSeq+int64(i)+1); err != nil {
-			return err
+			return nil, fmt.Errorf("%w: event seq %d (%s) is %d bytes, the limit is %d", cairn.ErrTooLarge, e.Seq, e.Kind, n, l.MaxEventBytes)
 		}
 	}
-	return nil
+	return cairn.ValidateEvents(events, expectSeq+1)
 }
 
 // CheckLease validates the arguments of Acquire and Takeover: a valid ID, a
@@ -120,3 +122,28 @@ func Options(o cairn.StoreOptions) (cairn.StoreOptions, error) {
 	o.Limits = o.Limits.WithDefaults()
 	return o, nil
 }
+
+// Expired reports whether a session that expires at exp has expired at now.
+// A zero exp never expires.
+func Expired(exp, now time.Time) bool {
+	return !exp.IsZero() && !now.Before(exp)
+}
+
+// DamagedError says which session is damaged and how. It wraps cairn.ErrDamaged.
+type DamagedError struct {
+	Session string // the damaged session
+	Where   string // the file, table or key at fault, "" when not known
+	Msg     string // what is wrong, in words
+}
+
+// Error names the session, where the damage is and what it is.
+func (e *DamagedError) Error() string {
+	s := "session " + e.Session + " is damaged"
+	if e.Where != "" {
+		s += " (" + e.Where + ")"
+	}
+	return s + ": " + e.Msg
+}
+
+// Unwrap returns cairn.ErrDamaged.
+func (e *DamagedError) Unwrap() error { return cairn.ErrDamaged }

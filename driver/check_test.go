@@ -3,6 +3,7 @@ package driver_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestGuard(t *testing.T) {
 	for name, err := range map[string]error{
 		"Check":   g.Check(),
 		"Session": g.Session("s1"),
-		"Append":  g.Append(cairn.Limits{}, "s1", 0, evs),
+		"Append":  appendErr(g.Append(cairn.Limits{}, "s1", 0, evs)),
 		"Lease":   g.Lease("s1", "worker-1", time.Second),
 	} {
 		if err != nil {
@@ -30,9 +31,9 @@ func TestGuard(t *testing.T) {
 		want error
 	}{
 		"a bad ID":           {g.Session("../s"), cairn.ErrInvalidID},
-		"an append of none":  {g.Append(cairn.Limits{}, "s1", 0, nil), cairn.ErrInvalidEvent},
-		"a seq out of order": {g.Append(cairn.Limits{}, "s1", 3, evs), cairn.ErrInvalidEvent},
-		"an event too large": {g.Append(cairn.Limits{MaxEventBytes: 10}, "s1", 0, evs), cairn.ErrTooLarge},
+		"an append of none":  {appendErr(g.Append(cairn.Limits{}, "s1", 0, nil)), cairn.ErrInvalidEvent},
+		"a seq out of order": {appendErr(g.Append(cairn.Limits{}, "s1", 3, evs)), cairn.ErrInvalidEvent},
+		"an event too large": {appendErr(g.Append(cairn.Limits{MaxEventBytes: 10}, "s1", 0, evs)), cairn.ErrTooLarge},
 	} {
 		if !errors.Is(c.err, c.want) {
 			t.Errorf("%s: %v, want %v", name, c.err, c.want)
@@ -66,7 +67,7 @@ func TestGuard(t *testing.T) {
 	for name, err := range map[string]error{
 		"Check":   g.Check(),
 		"Session": g.Session("../bad"),
-		"Append":  g.Append(cairn.Limits{}, "s1", 0, nil),
+		"Append":  appendErr(g.Append(cairn.Limits{}, "s1", 0, nil)),
 		"Lease":   g.Lease("s1", "", 0),
 	} {
 		if !errors.Is(err, cairn.ErrClosed) {
@@ -117,5 +118,23 @@ func TestCheckSnapshot(t *testing.T) {
 	g.Close()
 	if err := g.Snapshot("s1", ok, 0); !errors.Is(err, cairn.ErrClosed) {
 		t.Errorf("closed guard: %v, want ErrClosed", err)
+	}
+}
+
+// appendErr is the error of a Guard.Append.
+func appendErr(_ []cairn.Event, err error) error { return err }
+
+// TestMaxFirstMessage: SessionInfo.Apply keeps MaxFirstMessage bytes of the
+// first user message, the length a store (and store/crypt's first-message
+// token) must have room for.
+func TestMaxFirstMessage(t *testing.T) {
+	e := cairn.MustEvent(cairn.KindMessageUser, "r", cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: strings.Repeat("x", 3*driver.MaxFirstMessage)}}})
+	e.Seq, e.V = 1, cairn.FormatVersion
+	var info cairn.SessionInfo
+	if err := info.Apply(e); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.FirstMessage) != driver.MaxFirstMessage {
+		t.Errorf("the first message kept is %d bytes, want MaxFirstMessage, %d", len(info.FirstMessage), driver.MaxFirstMessage)
 	}
 }

@@ -1,13 +1,10 @@
 package driver
 
 import (
-	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/corehook"
-)
+	"fmt"
 
-var (
-	appendEnvelope = corehook.AppendEnvelope.(func([]byte, cairn.Event) ([]byte, error))
-	parseEnvelope  = corehook.ParseEnvelope.(func([]byte) (cairn.Event, bool))
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
 // AppendEnvelope appends the envelope of e to dst, in the one form every
@@ -15,31 +12,19 @@ var (
 //
 //	{"v":V,"seq":SEQ,"at":"AT","kind":KIND,"run":RUN,"data":DATA}
 //
-// in that order, with no white space outside the strings of DATA, where
-//
-//   - V and SEQ are decimal integers;
-//   - AT is e.At in UTC in RFC 3339 with nanoseconds, trailing zeros of
-//     the fraction left out (time.RFC3339Nano): "2026-01-02T03:04:05.12Z";
-//   - KIND and RUN are JSON strings escaped as encoding/json escapes them
-//     with HTML escaping off: `"`, `\` and the control characters
-//     (\b \f \n \r \t, the others as \u00XX), U+2028 and U+2029 as
-//     \u2028 and \u2029, invalid UTF-8 as \ufffd; <, > and & and all other
-//     UTF-8 are written as they are;
-//   - DATA is e.Data with the white space outside its strings removed,
-//     every other byte as given (escapes inside strings included), or null
-//     when e.Data is empty.
-//
-// These are the bytes json.Marshal writes for an Event, less its HTML
-// escaping and with the time in UTC. ParseEnvelope reads them in one pass
-// (kind and run without escapes; others take its fallback).
-//
-// e.Data must be one valid JSON value, as CheckAppend makes sure; the
-// encoder does not check it again. The one error is a time whose year is
-// outside 0 to 9999, which RFC 3339 cannot write; it wraps
-// cairn.ErrInvalidEvent, and dst comes back as it was. Appending to a
-// buffer with room for the envelope allocates nothing; with a nil dst, it
-// allocates once.
-func AppendEnvelope(dst []byte, e cairn.Event) ([]byte, error) { return appendEnvelope(dst, e) }
+// with no white space outside the strings of DATA: the bytes json.Marshal
+// writes for an Event, less its HTML escaping, with the time in UTC. The
+// exact form of each field: docs/STORES.md, "The stored envelope".
+// e.Data must be one valid JSON value (CheckAppend makes sure); the one
+// error is a year outside 0 to 9999, which wraps cairn.ErrInvalidEvent and
+// leaves dst as it was. With room in dst it allocates nothing.
+func AppendEnvelope(dst []byte, e cairn.Event) ([]byte, error) {
+	b, err := wire.AppendEnvelope(dst, wire.Envelope{V: e.V, Seq: e.Seq, At: e.At, Kind: string(e.Kind), Run: e.Run, Data: e.Data})
+	if err != nil {
+		return b, fmt.Errorf("%w: %v", cairn.ErrInvalidEvent, err)
+	}
+	return b, nil
+}
 
 // ParseEnvelope decodes an event envelope in the exact form AppendEnvelope
 // and json.Marshal write for an Event ({"v":…,"seq":…,"at":"…","kind":"…","run":"…","data":{…}}:
@@ -51,4 +36,7 @@ func AppendEnvelope(dst []byte, e cairn.Event) ([]byte, error) { return appendEn
 // into a cairn.Event) or refuses; the data's fields are checked by
 // Event.Decode. Stores use it to load histories at the speed of reading
 // them.
-func ParseEnvelope(line []byte) (cairn.Event, bool) { return parseEnvelope(line) }
+func ParseEnvelope(line []byte) (cairn.Event, bool) {
+	w, ok := wire.ParseEnvelope(line)
+	return cairn.Event{V: w.V, Seq: w.Seq, At: w.At, Kind: cairn.Kind(w.Kind), Run: w.Run, Data: w.Data}, ok
+}

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/text"
 )
+
+// MaxFirstMessage is how much of the first user message a SessionInfo
+// keeps, in bytes (cairn.SessionInfo.Apply cuts it there).
+const MaxFirstMessage = 200
 
 // InfoDelta is what a batch of appended events changes in a session's
 // SessionInfo. Stores compute it from the events alone with Summarize and
@@ -25,35 +26,15 @@ type InfoDelta struct {
 	HasMessage   bool         // whether the batch holds a user message
 }
 
-// Summarize computes the InfoDelta of a batch of events.
+// Summarize computes the InfoDelta of a batch of events, by the rules of
+// cairn.SessionInfo.Apply (the status changes State follows). Events that
+// CheckAppend passed are not decoded again.
 func Summarize(events []cairn.Event) InfoDelta {
-	var d InfoDelta
+	var info cairn.SessionInfo
 	for _, e := range events {
-		switch e.Kind {
-		case cairn.KindModelResponse, cairn.KindToolResult:
-			d.Steps++
-			d.Status = cairn.StatusRunning // a resumed run is running again
-		case cairn.KindToolStarted:
-			d.Status = cairn.StatusRunning
-		case cairn.KindRunStarted:
-			d.Status = cairn.StatusRunning
-		case cairn.KindRunInterrupted:
-			d.Status = cairn.StatusInterrupted
-			if reason, ok := peekString(e.Data, "reason"); ok && reason == cairn.InterruptApproval {
-				d.Status = cairn.StatusAwaiting
-			}
-		case cairn.KindRunFinished:
-			if s, ok := peekString(e.Data, "status"); ok {
-				d.Status = cairn.Status(s)
-			}
-		case cairn.KindMessageUser:
-			if !d.HasMessage {
-				d.HasMessage = true
-				d.FirstMessage = firstText(e.Data)
-			}
-		}
+		_ = info.Apply(e) // checked already: an event that does not decode changes nothing
 	}
-	return d
+	return InfoDelta{Steps: info.Steps, Status: info.Status, FirstMessage: info.FirstMessage, HasMessage: info.FirstMessage != ""}
 }
 
 // Apply updates info with the delta of events appended at time now.
@@ -67,23 +48,6 @@ func (d InfoDelta) Apply(info *cairn.SessionInfo, lastSeq int64, now time.Time) 
 	}
 	info.LastSeq = lastSeq
 	info.UpdatedAt = now
-}
-
-func firstText(data []byte) string {
-	var m cairn.MessageUser
-	if err := json.Unmarshal(data, &m); err != nil {
-		return ""
-	}
-	return text.Truncate(m.Text(), cairn.MaxFirstMessage)
-}
-
-func peekString(data []byte, field string) (string, bool) {
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		return "", false
-	}
-	s, ok := m[field].(string)
-	return s, ok
 }
 
 // Match reports whether info passes the filters of o (not its cursor).

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -60,11 +61,15 @@ type Policy struct {
 	Tools      map[string]ToolPolicy // by the tool's name on the server
 }
 
-// ToolPolicy pins the class of one tool, or hides it.
+// ToolPolicy pins the class of one tool, or hides it, and may bound its
+// calls.
 type ToolPolicy struct {
 	Disabled   bool // the model never sees the tool
 	Idempotent *bool
 	Approval   *bool
+	// Timeout bounds each call of the tool instead of Config.CallTimeout;
+	// 0 follows the server's, a negative value is no bound.
+	Timeout time.Duration
 }
 
 // Classify returns the class of a tool from its annotations, which are

@@ -50,11 +50,25 @@
 // and where Config.Blobs kept the bytes — never the bytes themselves;
 // resource links and embedded text resources keep their URI; structured
 // content is added as JSON when no text block holds it already. The text
-// is cut to Config.MaxOutput bytes, saying so.
+// is cut to Config.MaxOutput bytes, saying so, and so is an error's: the
+// cut is the agent's own (agent.CutOutput), which the agent applies again
+// to every tool's text at its own limit.
 //
-// An MCP error, a result with isError, a call past Config.CallTimeout and a
+// An MCP error, a result with isError, a call past its timeout and a
 // server that stops during a call are error results the model sees. A
-// server that stopped is started again for the next call.
+// server that stopped is started again for the next call, and so is one
+// with a call cut off, past its timeout or cancelled: a server may ignore
+// a cancellation, and one stuck in a call would keep every later call
+// waiting (see Server).
+//
+// # Processes
+//
+// A command (Command) runs in a process group of its own, which closing
+// the Server terminates, then kills, so that what the command started
+// (npx starts node) ends with it. On Linux the group is also killed when
+// the process that started it dies, SIGKILL included: the command runs
+// under a small sh that the parent-death signal reaches, started from a
+// thread that lives as long as the process.
 //
 // # Names
 //

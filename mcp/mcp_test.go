@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/internal/mcptest"
+	"github.com/cairnhq/cairn/internal/testing/mcptest"
 	"github.com/cairnhq/cairn/mcp"
 )
 
@@ -30,6 +31,19 @@ func startTest(t *testing.T, cfg mcp.Config, env ...string) *mcp.Server {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// answersStartedAgain checks that a lookup of key on s answers, after s
+// has started its server again once.
+func answersStartedAgain(t *testing.T, s *mcp.Server, key string) {
+	t.Helper()
+	out, err := call(t, tool(t, s, "t_lookup"), fmt.Sprintf(`{"key":%q}`, key))
+	if err != nil || !strings.HasPrefix(out, "the value of "+key) {
+		t.Errorf("the call after: %q, %v", out, err)
+	}
+	if s.Restarts() != 1 {
+		t.Errorf("restarts = %d, want 1", s.Restarts())
+	}
 }
 
 func tool(t *testing.T, s *mcp.Server, name string) *agent.Tool {
@@ -174,6 +188,11 @@ func TestCall_Results(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "refused the call of refuse: refused on purpose") {
 		t.Errorf("refuse (MCP error): %v", err)
 	}
+	_, err = call(t, tool(t, s, "t_refuse"), `{"bytes":5000}`)
+	if err == nil || !strings.HasPrefix(err.Error(), "MCP server t refused the call of refuse: rrr") || len(err.Error()) > 1100 ||
+		!strings.HasSuffix(err.Error(), "the first 1000 are shown]") {
+		t.Errorf("refuse with 5000 bytes (an MCP error past MaxOutput): %d bytes ending %q", len(err.Error()), err.Error()[max(0, len(err.Error())-80):])
+	}
 	_, err = call(t, tool(t, s, "t_lookup"), `"not an object"`)
 	if ae, ok := errors.AsType[*agent.ArgumentError](err); !ok {
 		t.Errorf("arguments that are not an object: %v, want an ArgumentError", err)
@@ -204,13 +223,7 @@ func TestCall_HugerThanTransport(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "stopped answering during the call of huge") {
 		t.Fatalf("huge past the line limit: %v", err)
 	}
-	out, err := call(t, tool(t, s, "t_lookup"), `{"key":"a"}`)
-	if err != nil || !strings.HasPrefix(out, "the value of a") {
-		t.Errorf("the next call: %q, %v", out, err)
-	}
-	if s.Restarts() != 1 {
-		t.Errorf("restarts = %d, want 1", s.Restarts())
-	}
+	answersStartedAgain(t, s, "a")
 }
 
 // TestCall_DiesMidCall: the server exits during a call: the call is an
@@ -238,9 +251,11 @@ func TestCall_DiesMidCall(t *testing.T) {
 
 // TestCall_Slow: a call past the timeout is cancelled and is an error
 // result; a cancelled run's call returns the context's error (the agent
-// leaves the call pending).
+// leaves the call pending); the server is started again after them.
 func TestCall_Slow(t *testing.T) {
-	s := startTest(t, mcp.Config{CallTimeout: 100 * time.Millisecond})
+	// Only slow is bounded so tightly: the calls that must answer have
+	// the default bound, which no load makes them reach.
+	s := startTest(t, mcp.Config{Policy: mcp.Policy{Tools: map[string]mcp.ToolPolicy{"slow": {Timeout: 100 * time.Millisecond}}}})
 	_, err := call(t, tool(t, s, "t_slow"), `{"ms":0}`)
 	if err == nil || !strings.Contains(err.Error(), "slow did not answer within 100ms and was cancelled") {
 		t.Errorf("slow: %v", err)
@@ -255,8 +270,10 @@ func TestCall_Slow(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v, want context.Canceled", err)
 	}
+	// Each call cut off retires its session (TestCall_RestartAfterTimeout):
+	// the next call starts the server again.
 	out, err := call(t, tool(t, s, "t_lookup"), `{"key":"b"}`)
-	if err != nil || !strings.HasPrefix(out, "the value of b") || s.Restarts() != 0 {
+	if err != nil || !strings.HasPrefix(out, "the value of b") || s.Restarts() == 0 {
 		t.Errorf("after the slow calls: %q, %v, restarts %d", out, err, s.Restarts())
 	}
 }
@@ -324,4 +341,126 @@ func TestConnect_Fails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "its error output ends with: cannot open the database") {
 		t.Errorf("a command that exits: %v", err)
 	}
+}
+
+// hangServer starts the test server with its call log, its process IDs
+// and its gate in the test's folder, the calls of hang bounded by
+// hangTimeout. A call of lookup, which answers at once, is bounded by 30s,
+// which no load of the machine makes it reach, so that a server left stuck
+// fails the test in 30s rather than the default 2 minutes.
+func hangServer(t *testing.T, hangTimeout time.Duration) (s *mcp.Server, log, pids, gate string) {
+	dir := t.TempDir()
+	log, pids, gate = filepath.Join(dir, "calls"), filepath.Join(dir, "pids"), filepath.Join(dir, "gate")
+	s = startTest(t, mcp.Config{Policy: mcp.Policy{Tools: map[string]mcp.ToolPolicy{"hang": {Timeout: hangTimeout}, "lookup": {Timeout: 30 * time.Second}}}},
+		"MCPTEST_LOG="+log, "MCPTEST_PIDS="+pids, "MCPTEST_GATE="+gate)
+	return s, log, pids, gate
+}
+
+// TestCall_RestartAfterTimeout: a server stuck in a call, deaf to its
+// cancellation, answers no later call; the call past its timeout is an
+// error result, the stuck process is ended, and the next call runs on
+// the server started again.
+func TestCall_RestartAfterTimeout(t *testing.T) {
+	s, log, pids, _ := hangServer(t, 200*time.Millisecond)
+	_, err := call(t, tool(t, s, "t_hang"), `{"note":"stuck"}`)
+	if err == nil || !strings.Contains(err.Error(), "hang did not answer within 200ms and was cancelled; the server is started again for the next call") {
+		t.Fatalf("the stuck call: %v", err)
+	}
+	answersStartedAgain(t, s, "after")
+	if got := mcptest.Calls(t, log); strings.Join(got, "|") != "hang stuck" {
+		t.Errorf("calls %q", got)
+	}
+	started := mcptest.PIDs(t, pids)
+	if len(started) != 2 {
+		t.Fatalf("processes started: %v, want 2", started)
+	}
+	mcptest.WaitGone(t, started[0], "the stuck server")
+}
+
+// TestCall_RestartNotInTimeout: the start of the server again does not
+// count in the timeout of the call that waits for it: a call bounded by 2s
+// answers after a start of 4s.
+func TestCall_RestartNotInTimeout(t *testing.T) {
+	dir := t.TempDir()
+	s := startTest(t, mcp.Config{Policy: mcp.Policy{Tools: map[string]mcp.ToolPolicy{
+		"hang": {Timeout: 200 * time.Millisecond}, "lookup": {Timeout: 2 * time.Second}}}},
+		"MCPTEST_LOG="+filepath.Join(dir, "calls"), "MCPTEST_PIDS="+filepath.Join(dir, "pids"), "MCPTEST_RESTART_DELAY=4s")
+	if _, err := call(t, tool(t, s, "t_hang"), `{}`); err == nil || !strings.Contains(err.Error(), "did not answer within") {
+		t.Fatalf("the stuck call: %v", err)
+	}
+	answersStartedAgain(t, s, "late")
+}
+
+// TestCall_RestartAfterCancel: a call cancelled by its caller on a server
+// deaf to the cancellation: the next call runs on the server started
+// again, and the stuck process is ended.
+func TestCall_RestartAfterCancel(t *testing.T) {
+	s, log, pids, _ := hangServer(t, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := tool(t, s, "t_hang").Call(ctx, json.RawMessage(`{"note":"stuck"}`))
+		done <- err
+	}()
+	mcptest.WaitCalls(t, log, 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled call: %v, want context.Canceled", err)
+	}
+	answersStartedAgain(t, s, "after")
+	mcptest.WaitGone(t, mcptest.WaitPIDs(t, pids, 2)[0], "the stuck server")
+}
+
+// TestCall_RestartSparesCallsInFlight: the session of a call past its
+// timeout is retired, not closed under the other calls in flight on it:
+// they finish with their results, and then its process ends.
+func TestCall_RestartSparesCallsInFlight(t *testing.T) {
+	s, log, pids, gate := hangServer(t, 200*time.Millisecond)
+	done := make(chan error, 1)
+	var out string
+	go func() {
+		var err error
+		out, err = call(t, tool(t, s, "t_gate"), `{"note":"open"}`)
+		done <- err
+	}()
+	mcptest.WaitCalls(t, log, 1) // the gate's call is in the server
+	if _, err := call(t, tool(t, s, "t_hang"), `{"note":"stuck"}`); err == nil || !strings.Contains(err.Error(), "did not answer within") {
+		t.Fatalf("the stuck call: %v", err)
+	}
+	if out, err := call(t, tool(t, s, "t_lookup"), `{"key":"meanwhile"}`); err != nil || !strings.HasPrefix(out, "the value of meanwhile") {
+		t.Fatalf("a call while the gate waits: %q, %v", out, err)
+	}
+	first := mcptest.WaitPIDs(t, pids, 2)[0]
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || out != "gate done: open" {
+		t.Fatalf("the call in flight on the retired session: %q, %v", out, err)
+	}
+	mcptest.WaitGone(t, first, "the retired server")
+}
+
+// TestClose_EndsTheProcessGroup: a server started through a shell (as npx
+// starts node), stuck in a call and deaf to the end of its input: Close
+// ends it, not only the shell.
+func TestClose_EndsTheProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	log, pids := filepath.Join(dir, "calls"), filepath.Join(dir, "pids")
+	s, err := mcp.Connect(t.Context(), mcp.Config{Name: "t", Transport: mcp.Command("sh", []string{"-c", `"$0"; exit $?`, mcptest.Binary(t)},
+		[]string{"MCPTEST_LOG=" + log, "MCPTEST_PIDS=" + pids}, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := mcptest.WaitPIDs(t, pids, 1)[0]
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tool(t, s, "t_hang").Call(ctx, json.RawMessage(`{"note":"stuck"}`))
+	}()
+	mcptest.WaitCalls(t, log, 1)
+	s.Close()
+	cancel()
+	<-done
+	mcptest.WaitGone(t, server, "the server started by the shell")
 }

@@ -11,14 +11,16 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnhq/cairn/agent"
 )
 
 // DefaultMaxOutput is the most bytes of a result's text kept in the
-// history (and shown to the model) when Config.MaxOutput is 0.
-const DefaultMaxOutput = 100_000
+// history (and shown to the model) when Config.MaxOutput is 0: the
+// agent's own limit for any tool (agent.DefaultMaxToolOutput).
+const DefaultMaxOutput = agent.DefaultMaxToolOutput
 
 // Blob is binary content of a tool result: an image, audio, or an
 // embedded resource's blob.
@@ -73,7 +75,8 @@ func BlobDir(dir string) BlobFunc {
 // sees: the text blocks as they are; binary content as a reference (kind,
 // type, size, SHA-256, and where blobs kept it); resource links and
 // embedded text resources with their URI; structured content as JSON when
-// no text block already holds it. The text is cut to max bytes.
+// no text block already holds it. The text is cut to max bytes, by the
+// agent's own cut (agent.CutOutput).
 func render(ctx context.Context, res *sdk.CallToolResult, blobs BlobFunc, max int) string {
 	var parts, texts []string
 	for _, c := range res.Content {
@@ -106,7 +109,7 @@ func render(ctx context.Context, res *sdk.CallToolResult, blobs BlobFunc, max in
 			parts = append(parts, "structured content: "+string(raw))
 		}
 	}
-	return cut(strings.Join(parts, "\n"), max)
+	return agent.CutOutput(strings.Join(parts, "\n"), max)
 }
 
 // covered reports whether the text blocks already say what structured
@@ -203,20 +206,4 @@ func embedded(ctx context.Context, blobs BlobFunc, r *sdk.ResourceContents) stri
 		head += " " + r.MIMEType
 	}
 	return head + "]\n" + r.Text
-}
-
-// cut returns s cut to at most max bytes (on a character boundary), with a
-// note of how much was cut.
-func cut(s string, max int) string {
-	if max <= 0 {
-		max = DefaultMaxOutput
-	}
-	if len(s) <= max {
-		return s
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + fmt.Sprintf("\n[cut: the result has %d bytes; the first %d are shown]", len(s), n)
 }

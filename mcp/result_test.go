@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnhq/cairn/agent"
 )
 
 func TestRender(t *testing.T) {
@@ -51,11 +53,11 @@ func TestRender(t *testing.T) {
 
 func TestCut(t *testing.T) {
 	s := strings.Repeat("é", 10) // 20 bytes
-	got := cut(s, 5)
+	got := agent.CutOutput(s, 5)
 	if !strings.HasPrefix(got, "éé\n[cut: the result has 20 bytes; the first 4 are shown]") {
 		t.Errorf("cut in the middle of a character: %q", got)
 	}
-	if cut("short", 0) != "short" {
+	if agent.CutOutput("short", 0) != "short" {
 		t.Error("a short text was cut")
 	}
 }

@@ -21,6 +21,10 @@ import (
 // DefaultCallTimeout bounds a tool call when Config.CallTimeout is 0.
 const DefaultCallTimeout = 2 * time.Minute
 
+// DefaultStartTimeout bounds a start of a server again (after it stopped,
+// or after a call was cut off) when Config.StartTimeout is 0.
+const DefaultStartTimeout = time.Minute
+
 // Config says how to reach one MCP server and how to treat its tools.
 type Config struct {
 	// Name is the server's name, 1-32 letters, digits or '-': its tools
@@ -35,10 +39,19 @@ type Config struct {
 	Policy       Policy
 	PolicySource string
 	// CallTimeout bounds each call; 0 means DefaultCallTimeout, a negative
-	// value no bound. A call past it is cancelled and gets an error result.
+	// value no bound; ToolPolicy.Timeout sets one tool's. A call past it
+	// is cancelled and gets an error result, and the server is started
+	// again for the next call (see Server).
 	CallTimeout time.Duration
-	// MaxOutput is the most bytes of a result's text kept; 0 means
-	// DefaultMaxOutput. Longer results are cut, saying so.
+	// StartTimeout bounds each start of the server again; 0 means
+	// DefaultStartTimeout. A start does not count in the timeout of the
+	// call that waits for it. (Connect's own start is bounded by its
+	// context.)
+	StartTimeout time.Duration
+	// MaxOutput is the most bytes of a result's text kept, or of an
+	// error's; 0 means DefaultMaxOutput. Longer text is cut, saying so
+	// (agent.CutOutput); the agent cuts at its own limit too
+	// (agent.Agent.MaxToolOutput), whichever is less.
 	MaxOutput int
 	// Blobs keeps binary content; nil keeps only a reference (kind, type,
 	// size, SHA-256) in the result.
@@ -66,9 +79,19 @@ type Skipped struct {
 }
 
 // Server is a connection to one MCP server whose tools are agent tools.
-// When the server dies, the call in flight gets an error result and the
-// next call starts it again (a Server made by Tools, on a session it does
-// not own, cannot). It is safe for concurrent use.
+// It is safe for concurrent use.
+//
+// When the server dies, the calls in flight get error results and the
+// next call starts it again. So does a call cut off, past its timeout or
+// cancelled: the MCP specification tells a server not to answer a call it
+// was told to cancel, so whether the server stopped working on it cannot
+// be known, and a server deaf to cancellation would make every later call
+// wait behind the one it is stuck in. The calls still in flight on the old
+// session finish there (each within its own timeout); then the session is
+// closed, and a command's process group is terminated at once rather than
+// asked to exit. A Server made by Tools, on a session it does not own,
+// restarts nothing: after a cut-off call it goes on with the session, and
+// after the session ends every call is an error result.
 type Server struct {
 	cfg     Config
 	impl    *sdk.Implementation // the server's own name and version
@@ -77,10 +100,25 @@ type Server struct {
 	skipped []Skipped
 	unknown []string // tools the policy names that the server does not offer
 
+	done  context.Context // cancelled by Close: cuts off the calls in flight
+	close context.CancelFunc
+
 	mu       sync.Mutex
-	cs       *sdk.ClientSession // nil once it died: the next call reconnects
+	cur      *conn              // the session new calls use; nil: the next call starts the server again
+	live     map[*conn]struct{} // sessions not yet closed: cur, and retired ones with calls in flight
+	why      string             // why cur is nil, for the log of the next start
 	closed   bool
 	restarts int
+	closing  sync.WaitGroup // closes of retired sessions under way
+}
+
+// conn is one session with the server: a start of its command, or an
+// HTTP session.
+type conn struct {
+	cs      *sdk.ClientSession
+	stop    func() // terminates a command's process group at once; nil for HTTP
+	calls   int    // calls in flight
+	retired bool   // takes no new call; closed once its last call ends
 }
 
 // Connect starts (or connects to) the server through cfg.Transport and
@@ -92,13 +130,15 @@ func Connect(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Transport == nil {
 		return nil, fmt.Errorf("MCP server %s: no transport", cfg.Name)
 	}
-	s := &Server{cfg: cfg}
-	cs, err := s.connect(ctx)
+	s := newServer(cfg)
+	c, err := s.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s.cs = cs
-	if err := s.load(ctx, cs); err != nil {
+	s.mu.Lock()
+	s.use(c)
+	s.mu.Unlock()
+	if err := s.load(ctx, c.cs); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -113,7 +153,8 @@ func Tools(ctx context.Context, cs *sdk.ClientSession, cfg Config) ([]*agent.Too
 	if err := checkName(cfg.Name); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, cs: cs}
+	s := newServer(cfg)
+	s.cur = &conn{cs: cs}
 	s.cfg.Transport = nil
 	if err := s.load(ctx, cs); err != nil {
 		return nil, err
@@ -122,6 +163,12 @@ func Tools(ctx context.Context, cs *sdk.ClientSession, cfg Config) ([]*agent.Too
 		s.logger().Warn("MCP tool skipped", "server", sk.Server, "tool", sk.Tool, "reason", sk.Reason)
 	}
 	return s.tools, nil
+}
+
+func newServer(cfg Config) *Server {
+	s := &Server{cfg: cfg}
+	s.done, s.close = context.WithCancel(context.Background())
+	return s
 }
 
 // Name returns the server's name, the prefix of its tools' names.
@@ -146,7 +193,7 @@ func (s *Server) Skipped() []Skipped { return slices.Clone(s.skipped) }
 func (s *Server) Unmatched() []string { return slices.Clone(s.unknown) }
 
 // Restarts returns how many times the server was started again after it
-// died.
+// died or a call was cut off.
 func (s *Server) Restarts() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,18 +201,40 @@ func (s *Server) Restarts() int {
 }
 
 // Close ends the connection (a command is asked to exit: its standard
-// input is closed, then it is terminated). Calls after Close get an error
-// result.
+// input is closed, then its process group is terminated, then killed) and
+// waits for it to end, and for the sessions retired after cut-off calls.
+// Calls in flight are cut off (a command that had some is terminated at
+// once), and they and calls after Close get an error result.
 func (s *Server) Close() error {
+	s.close() // first: a start under way holds s.mu, and gives up on this
 	s.mu.Lock()
-	cs := s.cs
-	s.cs, s.closed = nil, true
+	live := map[*conn]bool{} // whether calls were in flight
+	for c := range s.live {
+		live[c] = c.calls > 0
+	}
+	s.cur, s.live, s.closed = nil, nil, true
 	owned := s.cfg.Transport != nil
 	s.mu.Unlock()
-	if cs == nil || !owned {
-		return nil
+	var errs []error
+	if owned {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for c, busy := range live {
+			wg.Go(func() {
+				if busy && c.stop != nil {
+					c.stop()
+				}
+				if err := c.cs.Close(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
 	}
-	return cs.Close()
+	s.closing.Wait()
+	return errors.Join(errs...)
 }
 
 func (s *Server) logger() *slog.Logger {
@@ -176,7 +245,7 @@ func (s *Server) logger() *slog.Logger {
 }
 
 // connect makes a new session through the configured transport.
-func (s *Server) connect(ctx context.Context) (*sdk.ClientSession, error) {
+func (s *Server) connect(ctx context.Context) (*conn, error) {
 	t, err := s.cfg.Transport()
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s: %w", s.cfg.Name, err)
@@ -193,50 +262,107 @@ func (s *Server) connect(ctx context.Context) (*sdk.ClientSession, error) {
 		}
 		return nil, err
 	}
-	go func() {
-		cs.Wait()
-		s.mu.Lock()
-		if s.cs == cs {
-			s.cs = nil // it died: the next call starts it again
-		}
-		s.mu.Unlock()
-	}()
-	return cs, nil
+	c := &conn{cs: cs}
+	if st, ok := t.(interface{ stop() }); ok {
+		c.stop = st.stop
+	}
+	return c, nil
 }
 
-// session returns the live session, restarting the server if it died.
-func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
+// use makes c the session new calls use, and watches for its end: then
+// the next call starts the server again. s.mu is held.
+func (s *Server) use(c *conn) {
+	if s.live == nil {
+		s.live = map[*conn]struct{}{}
+	}
+	s.live[c] = struct{}{}
+	s.cur = c
+	go func() {
+		c.cs.Wait()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.retire(c, "it stopped")
+	}()
+}
+
+// acquire returns the session for a new call, starting the server again
+// (within StartTimeout) if the last one ended or was retired, and counts
+// the call in flight on it: release it.
+func (s *Server) acquire(ctx context.Context) (*conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
 		return nil, fmt.Errorf("MCP server %s is closed", s.cfg.Name)
-	case s.cs != nil:
-		return s.cs, nil
+	case s.cur != nil:
+		s.cur.calls++
+		return s.cur, nil
 	case s.cfg.Transport == nil:
 		return nil, fmt.Errorf("MCP server %s: the session ended", s.cfg.Name)
 	}
-	cs, err := s.connect(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w (a restart after it stopped)", err)
+	d := s.cfg.StartTimeout
+	if d <= 0 {
+		d = DefaultStartTimeout
 	}
-	s.cs = cs
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	defer context.AfterFunc(s.done, cancel)()
+	c, err := s.connect(sctx)
+	if err != nil {
+		switch {
+		case s.done.Err() != nil:
+			return nil, fmt.Errorf("MCP server %s is closed", s.cfg.Name)
+		case errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+			err = fmt.Errorf("%w (it did not start within %s)", err, d)
+		}
+		return nil, fmt.Errorf("%w (a restart after %s)", err, s.why)
+	}
+	s.use(c)
 	s.restarts++
-	s.logger().Warn("MCP server restarted after it stopped", "server", s.cfg.Name)
-	return cs, nil
+	s.logger().Warn("MCP server started again", "server", s.cfg.Name, "after", s.why)
+	c.calls++
+	return c, nil
 }
 
-// drop forgets a session whose connection failed, and closes it if the
-// Server made it (a caller's own session is the caller's to close).
-func (s *Server) drop(cs *sdk.ClientSession) {
+// release ends a call on c. With a reason, c takes no new call (the next
+// one starts the server again) and is closed once its last call ends.
+func (s *Server) release(c *conn, retire string) {
 	s.mu.Lock()
-	if s.cs == cs {
-		s.cs = nil
+	defer s.mu.Unlock()
+	c.calls--
+	if retire != "" {
+		s.retire(c, retire)
 	}
-	s.mu.Unlock()
-	if s.cfg.Transport != nil {
-		go cs.Close()
+	s.closeIdle(c)
+}
+
+// retire takes c out of use for the reason why: the next call starts
+// the server again, or, on a caller's own session, is an error. s.mu is
+// held.
+func (s *Server) retire(c *conn, why string) {
+	c.retired = true
+	if s.cur == c {
+		s.cur, s.why = nil, why
 	}
+	s.closeIdle(c)
+}
+
+// closeIdle closes c in the background if it is retired and has no call
+// in flight: a command's process group is terminated at once (its server
+// was cut off or died), then the session is closed. s.mu is held.
+func (s *Server) closeIdle(c *conn) {
+	if _, ok := s.live[c]; !ok || !c.retired || c.calls > 0 || s.cfg.Transport == nil {
+		return
+	}
+	delete(s.live, c)
+	s.closing.Add(1)
+	go func() {
+		defer s.closing.Done()
+		if c.stop != nil {
+			c.stop()
+		}
+		c.cs.Close()
+	}()
 }
 
 // load lists the server's tools and makes the agent tools.
@@ -303,64 +429,111 @@ func (s *Server) describe(t *sdk.Tool, taken map[string]string) (ToolInfo, json.
 	return ToolInfo{Name: name, Server: s.cfg.Name, Tool: t.Name, Description: desc, Class: class, Annotations: t.Annotations}, schema, ""
 }
 
-// caller returns the function that calls the tool on the server.
+// caller returns the function that calls the tool on the server. The
+// text of every error result it gives is cut to MaxOutput, as a result's.
 func (s *Server) caller(info ToolInfo) func(context.Context, json.RawMessage) (string, error) {
 	return func(ctx context.Context, args json.RawMessage) (string, error) {
-		var obj map[string]json.RawMessage
-		if len(args) > 0 {
-			if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
-				return "", &agent.ArgumentError{Msg: "the arguments must be a JSON object"}
-			}
+		out, err := s.call(ctx, info, args)
+		if err == nil || ctx.Err() != nil {
+			return out, err
 		}
-		cctx, cancel := ctx, context.CancelFunc(func() {})
-		timeout := s.cfg.CallTimeout
-		if timeout == 0 {
-			timeout = DefaultCallTimeout
+		if _, ok := errors.AsType[*agent.ArgumentError](err); ok {
+			return "", err
 		}
-		if timeout > 0 {
-			cctx, cancel = context.WithTimeout(ctx, timeout) // a restart counts in it
-		}
-		defer cancel()
-		cs, err := s.session(cctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return "", ctx.Err()
-			}
-			return "", fmt.Errorf("not run: %w", err)
-		}
-		params := &sdk.CallToolParams{Name: info.Tool, Arguments: json.RawMessage("{}")}
-		if len(args) > 0 {
-			params.Arguments = args
-		}
-		res, err := cs.CallTool(cctx, params)
-		if err != nil {
-			return "", s.callError(ctx, cctx, cs, info, timeout, err)
-		}
-		out := render(ctx, res, s.cfg.Blobs, s.cfg.MaxOutput)
-		if res.IsError {
-			if out == "" {
-				out = "the tool reported an error and said nothing more"
-			}
-			return "", errors.New(out)
-		}
-		return out, nil
+		return "", errors.New(agent.CutOutput(err.Error(), s.cfg.MaxOutput))
 	}
 }
 
+// call calls the tool on the server.
+func (s *Server) call(ctx context.Context, info ToolInfo, args json.RawMessage) (string, error) {
+	var obj map[string]json.RawMessage
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+			return "", &agent.ArgumentError{Msg: "the arguments must be a JSON object"}
+		}
+	}
+	c, err := s.acquire(ctx) // a start of the server again does not count in the call's timeout
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("not run: %w", err)
+	}
+	timeout := s.timeout(info.Tool)
+	cctx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	defer context.AfterFunc(s.done, cancel)() // Close cuts the call off
+	params := &sdk.CallToolParams{Name: info.Tool, Arguments: json.RawMessage("{}")}
+	if len(args) > 0 {
+		params.Arguments = args
+	}
+	res, err := c.cs.CallTool(cctx, params)
+	if err != nil {
+		retire, err := s.callError(ctx, cctx, info, timeout, err)
+		s.release(c, retire)
+		return "", err
+	}
+	s.release(c, "")
+	out := render(ctx, res, s.cfg.Blobs, s.cfg.MaxOutput)
+	if res.IsError {
+		if out == "" {
+			out = "the tool reported an error and said nothing more"
+		}
+		return "", errors.New(out)
+	}
+	return out, nil
+}
+
+// timeout returns the bound of a call of tool: its own, or the server's;
+// 0 for none.
+func (s *Server) timeout(tool string) time.Duration {
+	d := s.cfg.Policy.Tools[tool].Timeout
+	if d == 0 {
+		d = s.cfg.CallTimeout
+	}
+	switch {
+	case d == 0:
+		return DefaultCallTimeout
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
 // callError is the error result of a call that got no result from the
-// server: cancelled, past its timeout, refused with an MCP error, or cut
-// off because the server stopped (which is then started again for the
-// next call).
-func (s *Server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, info ToolInfo, timeout time.Duration, err error) error {
+// server — cancelled, past its timeout, refused with an MCP error, or cut
+// off because the server stopped — and why its session is to be retired,
+// "" if it is not: a server that stopped, or that may still be working on
+// a call it was told to cancel, is started again for the next call.
+func (s *Server) callError(ctx, cctx context.Context, info ToolInfo, timeout time.Duration, err error) (string, error) {
+	owned := s.cfg.Transport != nil
+	cutOff := func(why string) string {
+		if !owned {
+			return "" // a caller's own session cannot be replaced
+		}
+		return why
+	}
 	if ctx.Err() != nil {
-		return ctx.Err() // the run was cancelled: the call stays pending
+		// The run was cancelled: the call stays pending.
+		return cutOff("a call of " + info.Tool + " was cancelled"), ctx.Err()
 	}
 	unknown := ""
 	if !info.Class.Idempotent {
 		unknown = "; whether it had an effect is unknown"
 	}
+	if s.done.Err() != nil {
+		return "", fmt.Errorf("MCP server %s was closed during the call of %s%s", s.cfg.Name, info.Tool, unknown)
+	}
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("MCP server %s: %s did not answer within %s and was cancelled%s", s.cfg.Name, info.Tool, timeout, unknown)
+		again := ""
+		if owned {
+			again = "; the server is started again for the next call"
+		}
+		return cutOff(fmt.Sprintf("a call of %s did not answer within %s", info.Tool, timeout)),
+			fmt.Errorf("MCP server %s: %s did not answer within %s and was cancelled%s%s", s.cfg.Name, info.Tool, timeout, unknown, again)
 	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
@@ -368,14 +541,14 @@ func (s *Server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, inf
 		if je.Code != 0 {
 			code = fmt.Sprintf(" (MCP error %d)", je.Code)
 		}
-		return fmt.Errorf("MCP server %s refused the call of %s: %s%s", s.cfg.Name, info.Tool, je.Message, code)
+		return "", fmt.Errorf("MCP server %s refused the call of %s: %s%s", s.cfg.Name, info.Tool, je.Message, code)
 	}
-	s.drop(cs)
 	what := "the connection failed"
-	if s.cfg.Transport != nil {
+	if owned {
 		what += "; the server is started again for the next call"
 	}
-	return fmt.Errorf("MCP server %s stopped answering during the call of %s (%v)%s; %s", s.cfg.Name, info.Tool, err, unknown, what)
+	return "it stopped answering",
+		fmt.Errorf("MCP server %s stopped answering during the call of %s (%v)%s; %s", s.cfg.Name, info.Tool, err, unknown, what)
 }
 
 func version() string {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,14 @@ import (
 // ("" for the working directory), with the process's environment plus env
 // (KEY=VALUE entries). The end of the command's error output is kept for
 // the error of a start that failed.
+//
+// The command runs in a process group of its own, so that ending it ends
+// what it started too (npx starts node, say): Server.Close closes its
+// input, then terminates the group, then kills it. When the command's
+// first process exits, what is left of its group is killed. On Linux the
+// command also ends when the process that started it dies, SIGKILL
+// included: it runs under a small sh that the kernel signals then (the
+// parent-death signal) and that kills the group.
 func Command(name string, args []string, env []string, dir string) func() (sdk.Transport, error) {
 	return func() (sdk.Transport, error) {
 		cmd := exec.Command(name, args...)
@@ -23,19 +32,42 @@ func Command(name string, args []string, env []string, dir string) func() (sdk.T
 		if len(env) > 0 {
 			cmd.Env = append(os.Environ(), env...)
 		}
-		tail := &tailBuffer{max: 2048}
-		cmd.Stderr = tail
-		return &commandTransport{CommandTransport: sdk.CommandTransport{Command: cmd}, tail: tail}, nil
+		return &commandTransport{cmd: cmd, tail: &tailBuffer{max: 2048}}, nil
 	}
 }
 
+// commandTransport runs a command and speaks MCP with it over its
+// standard input and output, as the SDK's CommandTransport does, with the
+// process handling of process.go.
 type commandTransport struct {
-	sdk.CommandTransport
+	cmd  *exec.Cmd
 	tail *tailBuffer
+
+	mu sync.Mutex
+	p  *process
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (sdk.Connection, error) {
-	return t.CommandTransport.Connect(ctx)
+	p, err := startProcess(t.cmd, t.tail)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.p = p
+	t.mu.Unlock()
+	return (&sdk.IOTransport{Reader: io.NopCloser(p.stdout), Writer: p}).Connect(ctx)
+}
+
+// stop terminates the command's process group at once: the session's
+// Close then finds it ending instead of waiting for it to notice its
+// input's end.
+func (t *commandTransport) stop() {
+	t.mu.Lock()
+	p := t.p
+	t.mu.Unlock()
+	if p != nil {
+		p.terminate()
+	}
 }
 
 func (t *commandTransport) stderrTail() string { return t.tail.String() }

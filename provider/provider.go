@@ -1,11 +1,3 @@
-// Package provider defines what cairn needs from a language model, and its
-// subpackages adapt real ones: openai (and every OpenAI-compatible server),
-// anthropic, offline (deterministic, no key) and script (replays a JSON
-// script, for tests and demos).
-//
-// A Model is stateless: everything it needs comes in the Request, which the
-// agent builds from the session's State. That is what lets any process
-// resume a session with any model.
 package provider
 
 import (

@@ -6,15 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/internal/formats"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 // The actions: decide on a pending call, resume a run, fork, export and
@@ -185,65 +183,37 @@ func (s *Server) claim(ctx context.Context, sess *agent.Session) (*agent.Claim, 
 	return sess.Claim(ctx, agent.ClaimOptions{})
 }
 
-// forkResult names a new fork.
-type forkResult struct {
-	ID   string `json:"id"`
-	From string `json:"from"`
-	At   int64  `json:"at"`
-}
-
 // fork copies session id's events up to seq at (0: all) into a new
-// session as (empty: a new ID), labelled forked_from=id. If an append
-// fails the new session is deleted again.
-func (s *Server) fork(ctx context.Context, id string, at int64, as string) (*forkResult, error) {
-	if as == "" {
-		as = cairn.NewID()
-	}
-	if err := validID("as", as); err != nil {
-		return nil, err
-	}
-	rec, err := s.store.Load(ctx, id, 0)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", id, err)
-	}
-	last := int64(len(rec.Events))
-	if at == 0 {
-		at = last
-	}
-	if at < 1 || at > last {
-		return nil, badRequest("at", "at=%d is outside the session's events 1..%d", at, last)
-	}
-	labels := maps.Clone(rec.Info.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels["forked_from"] = id
-	if err := s.store.Create(ctx, cairn.SessionMeta{ID: as, Labels: labels}); err != nil {
-		return nil, fmt.Errorf("create %s: %w", as, err)
-	}
-	events := rec.Events[:at]
-	for i := 0; i < len(events); i += s.cfg.Limits.MaxAppendEvents {
-		end := min(i+s.cfg.Limits.MaxAppendEvents, len(events))
-		if err := s.store.Append(ctx, as, int64(i), events[i:end]...); err != nil {
-			_ = s.store.Delete(context.WithoutCancel(ctx), as)
-			return nil, fmt.Errorf("write %s (nothing kept): %w", as, err)
+// session as (empty: a new ID), labelled forked_from=id, with
+// sessions.Fork. If an append fails the new session is deleted again.
+func (s *Server) fork(ctx context.Context, id string, at int64, as string) (*sessions.Forked, error) {
+	if as != "" {
+		if err := validID("as", as); err != nil {
+			return nil, err
 		}
 	}
-	s.snapshot(ctx, as)
-	return &forkResult{ID: as, From: id, At: at}, nil
+	f, err := sessions.Fork(ctx, s.store, id, sessions.ForkOptions{At: at, As: as, MaxAppendEvents: s.cfg.Limits.MaxAppendEvents})
+	if re, ok := errors.AsType[*sessions.RangeError](err); ok {
+		return nil, badRequest("at", "at=%d is outside the session's events 1..%d", re.At, re.Last)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.snapshot(ctx, f.ID, f.Events)
+	return f, nil
 }
 
 // snapshot gives session id, just written whole by a fork or an import,
 // the snapshot the policy asks for (agent.WriteSnapshot). A failure is a
 // warning: the session is whole without it.
-func (s *Server) snapshot(ctx context.Context, id string) {
-	if _, err := agent.WriteSnapshot(ctx, s.store, id, nil, s.cfg.SnapshotEvents, s.cfg.SnapshotBytes); err != nil {
+func (s *Server) snapshot(ctx context.Context, id string, events []cairn.Event) {
+	if _, err := agent.WriteSnapshot(ctx, s.store, id, events, s.cfg.SnapshotEvents, s.cfg.SnapshotBytes); err != nil {
 		s.log.Warn("a snapshot was not written; the session opens by replaying its events until the agent writes one", "session", id, "err", err)
 	}
 }
 
 // export writes session id in format f and returns its report.
-func (s *Server) export(ctx context.Context, w io.Writer, id string, f formats.Format) (*formats.Report, error) {
+func (s *Server) export(ctx context.Context, w io.Writer, id string, f sessions.Format) (*sessions.Report, error) {
 	rec, err := s.loadAll(ctx, id)
 	if err != nil {
 		return nil, err
@@ -253,15 +223,15 @@ func (s *Server) export(ctx context.Context, w io.Writer, id string, f formats.F
 		return nil, fmt.Errorf("load %s: %w", id, err)
 	}
 	m.Session = &cairn.SessionMeta{ID: id, CreatedAt: rec.Info.CreatedAt, Labels: rec.Info.Labels}
-	return formats.Export(w, f, m)
+	return sessions.Export(w, f, m)
 }
 
 // importResult is what an import wrote.
 type importResult struct {
-	ID     string         `json:"id"`
-	Events int            `json:"events"`
-	Format formats.Format `json:"format"`
-	Report reportJSON     `json:"report"`
+	ID     string          `json:"id"`
+	Events int             `json:"events"`
+	Format sessions.Format `json:"format"`
+	Report reportJSON      `json:"report"`
 }
 
 type reportJSON struct {
@@ -270,7 +240,7 @@ type reportJSON struct {
 	Notes     []string `json:"notes"`
 }
 
-func toReport(r *formats.Report) reportJSON {
+func toReport(r *sessions.Report) reportJSON {
 	out := reportJSON{Dropped: []string{}, Generated: []string{}, Notes: []string{}}
 	if r != nil {
 		out.Dropped = append(out.Dropped, r.Dropped...)
@@ -283,10 +253,10 @@ func toReport(r *formats.Report) reportJSON {
 // importDoc validates data fully and writes it as a new session, as
 // `cairn sessions import` does.
 func (s *Server) importDoc(ctx context.Context, data []byte, format, as string) (*importResult, error) {
-	var f formats.Format
+	var f sessions.Format
 	if format != "" {
 		var err error
-		if f, err = formats.ParseFormat(format); err != nil {
+		if f, err = sessions.ParseFormat(format); err != nil {
 			return nil, badRequest("format", "%v", err)
 		}
 	}
@@ -295,43 +265,33 @@ func (s *Server) importDoc(ctx context.Context, data []byte, format, as string) 
 			return nil, err
 		}
 	}
-	opts := formats.ImportOptions{ID: as, MaxBytes: int(s.cfg.MaxImportBytes), Limits: s.cfg.Limits}
-	m, rep, err := formats.Import(data, f, opts)
+	in, err := sessions.ImportInto(ctx, s.store, data, f, sessions.ImportOptions{ID: as, MaxBytes: int(s.cfg.MaxImportBytes), Limits: s.cfg.Limits})
 	if err != nil {
 		return nil, err
 	}
-	meta := cairn.SessionMeta{ID: as}
-	if m.Session != nil {
-		meta = *m.Session
+	s.snapshot(ctx, in.ID, nil)
+	return &importResult{ID: in.ID, Events: in.Memory.Len(), Format: in.Report.Format, Report: toReport(in.Report)}, nil
+}
+
+// deleteSession erases a session that no run of this server is running.
+func (s *Server) deleteSession(ctx context.Context, id string) error {
+	if s.runs.busy(id) {
+		return busyError(id)
 	}
-	if as != "" {
-		meta.ID = as
+	if err := s.store.Delete(ctx, id); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
 	}
-	if meta.ID == "" {
-		meta.ID = cairn.NewID()
-	}
-	rebuild := func(run string, at time.Time) (*cairn.Memory, error) {
-		o := opts
-		o.RunID, o.Now = run, func() time.Time { return at }
-		m, _, err := formats.Import(data, rep.Format, o)
-		return m, err
-	}
-	if _, err := formats.Save(ctx, s.store, meta, m, data, rebuild); err != nil {
-		return nil, err
-	}
-	s.snapshot(ctx, meta.ID)
-	return &importResult{ID: meta.ID, Events: m.Len(), Format: rep.Format, Report: toReport(rep)}, nil
+	s.cache.drop(id)
+	s.hub.notify(id)
+	return nil
 }
 
 // The API's handlers of the actions.
 
 func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
 	var d decision
-	if err := decodeBody(r, &d, false); err != nil {
+	id, err := pathBody(r, &d, false)
+	if err != nil {
 		return err
 	}
 	res, err := s.decide(r.Context(), id, d)
@@ -343,14 +303,11 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) apiResume(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		Prompt string `json:"prompt"`
 	}
-	if err := decodeBody(r, &req, true); err != nil {
+	id, err := pathBody(r, &req, true)
+	if err != nil {
 		return err
 	}
 	if err := s.startRun(r.Context(), id, strings.TrimSpace(req.Prompt)); err != nil {
@@ -361,15 +318,12 @@ func (s *Server) apiResume(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) apiFork(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		At int64  `json:"at"`
 		As string `json:"as"`
 	}
-	if err := decodeBody(r, &req, true); err != nil {
+	id, err := pathBody(r, &req, true)
+	if err != nil {
 		return err
 	}
 	res, err := s.fork(r.Context(), id, req.At, req.As)
@@ -388,9 +342,9 @@ func (s *Server) apiExport(w http.ResponseWriter, r *http.Request) error {
 	}
 	name := r.URL.Query().Get("format")
 	if name == "" {
-		name = string(formats.Cairn)
+		name = string(sessions.Cairn)
 	}
-	f, err := formats.ParseFormat(name)
+	f, err := sessions.ParseFormat(name)
 	if err != nil {
 		return badRequest("format", "%v", err)
 	}

@@ -62,21 +62,17 @@ func (s *Server) apiCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.Create(r.Context(), cairn.SessionMeta{ID: req.ID, Labels: req.Labels}); err != nil {
 		return fmt.Errorf("create %s: %w", req.ID, err)
 	}
-	rec, err := s.store.Load(r.Context(), req.ID, 1<<62)
+	rec, err := s.store.Stat(r.Context(), req.ID)
 	if err != nil {
 		return fmt.Errorf("load %s: %w", req.ID, err)
 	}
 	w.Header().Set("Location", "/api/sessions/"+req.ID)
-	writeJSON(w, http.StatusCreated, map[string]any{"session": s.sessionJSON(r.Context(), rec.Info)})
+	writeJSON(w, http.StatusCreated, map[string]any{"session": s.sessionJSON(r.Context(), *rec)})
 	return nil
 }
 
 func (s *Server) apiGet(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	rec, err := s.loadAll(r.Context(), id)
+	id, rec, err := s.loadPath(r)
 	if err != nil {
 		return err
 	}
@@ -93,24 +89,15 @@ func (s *Server) apiDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.runs.busy(id) {
-		return busyError(id)
+	if err := s.deleteSession(r.Context(), id); err != nil {
+		return err
 	}
-	if err := s.store.Delete(r.Context(), id); err != nil {
-		return fmt.Errorf("delete %s: %w", id, err)
-	}
-	s.cache.drop(id)
-	s.hub.notify(id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 func (s *Server) apiState(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	rec, err := s.loadAll(r.Context(), id)
+	id, rec, err := s.loadPath(r)
 	if err != nil {
 		return err
 	}
@@ -174,15 +161,12 @@ type eventIn struct {
 }
 
 func (s *Server) apiAppend(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		ExpectSeq *int64            `json:"expect_seq"`
 		Events    []json.RawMessage `json:"events"`
 	}
-	if err := decodeBody(r, &req, false); err != nil {
+	id, err := pathBody(r, &req, false)
+	if err != nil {
 		return err
 	}
 	if req.ExpectSeq == nil {
@@ -208,7 +192,8 @@ func (s *Server) apiAppend(w http.ResponseWriter, r *http.Request) error {
 		}
 		events[i] = e
 	}
-	if err := driver.CheckAppend(s.cfg.Limits, id, expect, events); err != nil {
+	events, err = driver.CheckAppend(s.cfg.Limits, id, expect, events)
+	if err != nil {
 		return err
 	}
 	if s.runs.busy(id) {
@@ -249,7 +234,7 @@ func parseEvent(raw json.RawMessage, field string, seq int64, now time.Time) (ca
 	if in.Kind == "" {
 		return e, eventError(field+".kind", "kind is missing")
 	}
-	if !cairn.KnownKind(e.Kind) {
+	if !e.Kind.Known() {
 		return e, eventError(field+".kind", "unknown kind %q", in.Kind)
 	}
 	if len(in.Data) == 0 {
@@ -270,8 +255,8 @@ func eventError(field, format string, args ...any) *apiError {
 // the session's last seq now.
 func (s *Server) conflict(ctx context.Context, id string, err error) error {
 	ae := toAPIError(err)
-	if rec, lerr := s.store.Load(ctx, id, 1<<62); lerr == nil {
-		last := rec.Info.LastSeq
+	if rec, lerr := s.store.Stat(ctx, id); lerr == nil {
+		last := rec.LastSeq
 		ae.LastSeq = &last
 	}
 	return ae

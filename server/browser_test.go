@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,37 +152,31 @@ func (b *browser) until(what, expr string) {
 	}))
 }
 
-func (b *browser) text(sel string) string {
+// get runs an action that yields a value, bounded by waitLimit.
+func get[T any](b *browser, what string, a chromedp.Action[T]) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, waitLimit)
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	v, err := chromedp.Run(ctx, a)
 	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
+		b.t.Fatalf("%s: %v", what, err)
 	}
-	return s
+	return v
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return get(b, "text of "+sel, chromedp.Text(chromedp.CSS(sel)))
 }
 
 func evalJS[T any](b *browser, expr string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, waitLimit)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		b.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
+	return get(b, "evaluate "+expr, chromedp.Evaluate[T](expr))
 }
 
 func evalJSAwait[T any](b *browser, expr string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, waitLimit)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		b.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
+	return get(b, "evaluate "+expr, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 }
 
 // browserHarness serves a SQLite store with the fixture agent.
@@ -403,8 +399,12 @@ func TestBrowser_ForkAndDelete(t *testing.T) {
 	if got := b.text(".notice"); !strings.Contains(got, "fork of math") {
 		t.Errorf("the fork's notice: %q", got)
 	}
-	if got := b.text("#tl-last"); got != "5" {
-		t.Errorf("the fork holds %q events, want 5", got)
+	// Seq 5 is mid-run: the fork's sixth event says its run was interrupted there.
+	if got := b.text("#tl-last"); got != "6" {
+		t.Errorf("the fork holds %q events, want 6", got)
+	}
+	if got := b.text("#session-head .status"); got != "interrupted" {
+		t.Errorf("the fork's status: %q, want interrupted", got)
 	}
 	b.open("/sessions?label=forked_from%3Dmath")
 	b.wait(`tr[data-id="math-fork"]`)
@@ -436,7 +436,7 @@ func TestBrowser_Screenshots(t *testing.T) {
 	}
 	h, _ := browserHarnessNotes(t, "/home/ada/notes/trips.txt") // never approved here: nothing is written
 	events := chatEvents(63)
-	failed := append(events[:6:6], cairn.MustEvent(cairn.KindRunFinished, "run-0000", cairn.RunFinished{Status: cairn.RunFailed,
+	failed := append(events[:6:6], cairn.MustEvent(cairn.KindRunFinished, "run-0000", cairn.RunFinished{Status: cairn.StatusFailed,
 		Error: &cairn.ErrorInfo{Code: "provider_error", Message: "the model answered 503 three times"}}))
 	failed[6].Seq = 7
 	writeSession(t, h.store, "ticket-977", failed)
@@ -531,5 +531,41 @@ func TestBrowser_LongSession(t *testing.T) {
 	b.nav("older page", chromedp.KeyEvent("p"))
 	if got := b.text("#tl-range"); !strings.Contains(got, "9,601–9,800") {
 		t.Errorf("the older page: %q", got)
+	}
+}
+
+// TestBrowser_LoginStaysOnServer follows, in Chromium, a one-time link
+// and the login form whose next is "/<TAB>/HOST/", HOST another server
+// here: a browser drops the tab and would go to //HOST/. It must stay on
+// this server's sessions page, and the other server must see no request.
+func TestBrowser_LoginStaysOnServer(t *testing.T) {
+	h, _ := browserHarness(t)
+	var mu sync.Mutex
+	var visits []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		visits = append(visits, r.URL.String())
+		mu.Unlock()
+		fmt.Fprint(w, "<title>elsewhere</title>")
+	}))
+	defer other.Close()
+	next := url.QueryEscape("/\t/" + strings.TrimPrefix(other.URL, "http://") + "/")
+	b := newBrowser(t, h)
+	here := func(what string) {
+		t.Helper()
+		if got := evalJS[string](b, `location.origin + location.pathname`); got != h.ts.URL+"/sessions" {
+			t.Errorf("%s: the browser is at %s, want %s/sessions", what, got, h.ts.URL)
+		}
+	}
+	b.nav("the one-time link", chromedp.Navigate(h.srv.LoginURL(h.ts.URL)+"&next="+next))
+	here("after the one-time link")
+	b.open("/login?next=" + next)
+	b.do("type the token", chromedp.SendKeys(chromedp.CSS("#token"), testToken))
+	b.nav("sign in", chromedp.Click(chromedp.CSS("form button")))
+	here("after the login form")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(visits) != 0 {
+		t.Errorf("the browser went to the other server: %q", visits)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -94,6 +95,16 @@ func (c *eventCache) drop(id string) {
 	c.mu.Lock()
 	delete(c.entries, id)
 	c.mu.Unlock()
+}
+
+// loadPath loads the session the request's path names ({id}), whole.
+func (s *Server) loadPath(r *http.Request) (string, *loaded, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return "", nil, err
+	}
+	rec, err := s.loadAll(r.Context(), id)
+	return id, rec, err
 }
 
 // loadAll returns a session's info and every event, reading from the

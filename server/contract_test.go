@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fault"
+	"github.com/cairnhq/cairn/internal/testing/fault"
 )
 
 // TestAPI_StoreContract runs the store contract over HTTP on every
@@ -78,9 +78,7 @@ func contract(t *testing.T, h *harness) {
 		Events  []cairn.Event `json:"events"`
 		LastSeq int64         `json:"last_seq"`
 	}
-	if err := json.Unmarshal(r.Body, &evs); err != nil {
-		t.Fatal(err)
-	}
+	r.Decode(t, &evs)
 	if len(evs.Events) != 2 || evs.Events[0].Seq != 2 || evs.LastSeq != 3 || !evs.Events[1].At.Equal(mustTime(t, at)) {
 		t.Fatalf("events after 1: %d events from seq %d, last_seq %d; want seqs 2-3 of 3, the third at %s", len(evs.Events), evs.Events[0].Seq, evs.LastSeq, at)
 	}
@@ -156,9 +154,7 @@ func snapshot(t *testing.T, h *harness, id string) []byte {
 	var v struct {
 		State cairn.State `json:"state"`
 	}
-	if err := json.Unmarshal(r.Body, &v); err != nil {
-		t.Fatal(err)
-	}
+	r.Decode(t, &v)
 	snap, err := v.State.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -208,9 +204,7 @@ func listPages(t *testing.T, h *harness) {
 			Sessions []cairn.SessionInfo `json:"sessions"`
 			Next     string              `json:"next"`
 		}
-		if err := json.Unmarshal(r.Body, &page); err != nil {
-			t.Fatal(err)
-		}
+		r.Decode(t, &page)
 		if len(page.Sessions) > 2 {
 			t.Fatalf("list with limit 2 gave %d sessions", len(page.Sessions))
 		}

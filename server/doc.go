@@ -44,11 +44,15 @@
 // Every request needs a token but the login page and the static files,
 // which are the same for every install: a program sends Authorization:
 // Bearer TOKEN, a browser signs in once (LoginURL's one-time link, or the
-// token pasted into /login) and gets a cookie. Form actions need the
+// token pasted into /login) and gets a cookie. New refuses a token that
+// CheckToken finds short or easy to guess. After the sign-in the browser
+// goes back to the page it asked for only when that is a plain path of
+// this server; every redirect is checked so. Form actions need the
 // page's CSRF token and a same-site Origin. With ReadOnly every route that
 // changes the store answers 403. Request bodies are bounded
-// (MaxBodyBytes, MaxImportBytes); every session ID is checked with
-// cairn.ValidateID before any store call; AllowedHosts refuses requests
-// sent to another host name (DNS rebinding). The server sets a strict
-// Content-Security-Policy; it does not serve TLS itself.
+// (MaxBodyBytes, MaxImportBytes) and decoded strictly: a key given twice,
+// at any depth, or unknown is a 400 naming it. Every session ID is checked
+// with cairn.ValidateID before any store call; AllowedHosts refuses
+// requests sent to another host name (DNS rebinding). The server sets a
+// strict Content-Security-Policy; it does not serve TLS itself.
 package server

@@ -8,7 +8,7 @@ import (
 	"net/url"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/formats"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 // apiError is an answer that is not a success: the HTTP status and the
@@ -29,6 +29,26 @@ func badRequest(field, format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
+// idHint is the hint of an answer to an invalid session ID.
+const idHint = "a session ID is 1-128 characters of A-Z a-z 0-9 _ -"
+
+// sentinelAnswers are the answers to cairn's sentinel errors, the first
+// that matches taken; each answer's message is the error's.
+var sentinelAnswers = []struct {
+	err    error
+	answer apiError
+}{
+	{cairn.ErrInvalidID, apiError{Status: http.StatusBadRequest, Code: "invalid_id", Field: "id", Hint: idHint}},
+	{cairn.ErrNotFound, apiError{Status: http.StatusNotFound, Code: "not_found"}},
+	{cairn.ErrExists, apiError{Status: http.StatusConflict, Code: "exists", Hint: "choose another ID, or continue the saved session"}},
+	{cairn.ErrConflict, apiError{Status: http.StatusConflict, Code: "conflict", Hint: "read the events after your expected seq and decide again"}},
+	{cairn.ErrTooLarge, apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large"}},
+	{cairn.ErrInvalidEvent, apiError{Status: http.StatusBadRequest, Code: "invalid_event"}},
+	{cairn.ErrLeaseHeld, apiError{Status: http.StatusConflict, Code: "lease_held", Hint: "another process runs this session; wait for its run to end"}},
+	{cairn.ErrSealed, apiError{Status: http.StatusUnprocessableEntity, Code: "sealed", Hint: "start cairn serve with the session's encryption key configured"}},
+	{cairn.ErrDamaged, apiError{Status: http.StatusInternalServerError, Code: "damaged", Hint: "`cairn doctor` and `cairn sessions repair` look at damaged sessions"}},
+}
+
 // toAPIError turns any error into the answer a client sees: the
 // sentinels of cairn into their statuses, anything unknown into a 500.
 func toAPIError(err error) *apiError {
@@ -36,34 +56,21 @@ func toAPIError(err error) *apiError {
 		return ae
 	}
 	msg := err.Error()
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
 			Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}
-	case errors.Is(err, cairn.ErrInvalidID):
-		return &apiError{Status: http.StatusBadRequest, Code: "invalid_id", Field: "id", Message: msg,
-			Hint: "a session ID is 1-128 characters of A-Z a-z 0-9 _ -"}
-	case errors.Is(err, cairn.ErrNotFound):
-		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: msg}
-	case errors.Is(err, cairn.ErrExists):
-		return &apiError{Status: http.StatusConflict, Code: "exists", Message: msg, Hint: "choose another ID, or continue the saved session"}
-	case errors.Is(err, cairn.ErrConflict):
-		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: msg, Hint: "read the events after your expected seq and decide again"}
-	case errors.Is(err, cairn.ErrTooLarge):
-		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: msg}
-	case errors.Is(err, cairn.ErrInvalidEvent):
-		return &apiError{Status: http.StatusBadRequest, Code: "invalid_event", Message: msg}
-	case errors.Is(err, cairn.ErrLeaseHeld):
-		return &apiError{Status: http.StatusConflict, Code: "lease_held", Message: msg, Hint: "another process runs this session; wait for its run to end"}
-	case errors.Is(err, cairn.ErrSealed):
-		return &apiError{Status: http.StatusUnprocessableEntity, Code: "sealed", Message: msg, Hint: "start cairn serve with the session's encryption key configured"}
-	case errors.Is(err, cairn.ErrDamaged):
-		return &apiError{Status: http.StatusInternalServerError, Code: "damaged", Message: msg, Hint: "`cairn doctor` and `cairn sessions repair` look at damaged sessions"}
-	case cairn.IsUnavailable(err):
+	}
+	for _, s := range sentinelAnswers {
+		if errors.Is(err, s.err) {
+			ae := s.answer
+			ae.Message = msg
+			return &ae
+		}
+	}
+	if cairn.IsUnavailable(err) {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: msg, Hint: "the store did not answer; try again"}
 	}
-	if ie, ok := errors.AsType[*formats.ImportError](err); ok {
+	if ie, ok := errors.AsType[*sessions.ImportError](err); ok {
 		return &apiError{Status: http.StatusBadRequest, Code: "invalid_document", Field: ie.Field, Message: msg}
 	}
 	if le, ok := errors.AsType[*cairn.MemoryLoadError](err); ok {

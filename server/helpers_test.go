@@ -90,10 +90,16 @@ type response struct {
 func (r response) JSON(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("body is not a JSON object: %v\n%s", err, r.Body)
-	}
+	r.Decode(t, &m)
 	return m
+}
+
+// Decode decodes the JSON body into v.
+func (r response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("body is not the JSON %T: %v\n%s", v, err, r.Body)
+	}
 }
 
 // Err returns the error object of an error answer.
@@ -241,7 +247,7 @@ func chatEvents(n int) []cairn.Event {
 		add(cairn.KindToolResult, run, cairn.ToolResult{CallID: call.ID, Name: "calc", Output: fmt.Sprint(turn * 7), DurationMS: 1})
 		add(cairn.KindStateSet, run, cairn.StateSet{Set: map[string]json.RawMessage{"last": json.RawMessage(fmt.Sprint(turn * 7))}})
 		add(cairn.KindModelResponse, run, cairn.ModelResponse{Text: fmt.Sprintf("%d*7 = %d.", turn, turn*7), Model: "script", Usage: cairn.Usage{InputTokens: 140, OutputTokens: 9}, FinishReason: "stop", LatencyMS: 35})
-		add(cairn.KindRunFinished, run, cairn.RunFinished{Status: cairn.RunCompleted, Output: fmt.Sprintf("%d*7 = %d.", turn, turn*7)})
+		add(cairn.KindRunFinished, run, cairn.RunFinished{Status: cairn.StatusCompleted, Output: fmt.Sprintf("%d*7 = %d.", turn, turn*7)})
 	}
 	return out
 }

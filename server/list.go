@@ -10,7 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
-	"github.com/cairnhq/cairn/internal/formats"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 // Paging of the sessions list.
@@ -25,7 +25,7 @@ const (
 
 // Statuses lists the statuses a filter may name.
 var Statuses = []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted, cairn.StatusAwaiting,
-	cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusMaxSteps, cairn.StatusDamaged, formats.StatusIncomplete}
+	cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusMaxSteps, cairn.StatusDamaged, sessions.StatusIncomplete}
 
 // listQuery is a sessions list request: what the store filters (opts),
 // and what the server filters on the pages it reads (search, incomplete).
@@ -55,7 +55,7 @@ func parseListQuery(q url.Values) (listQuery, error) {
 			lq.statuses = append(lq.statuses, cairn.Status(st))
 		}
 	}
-	if !slices.Contains(lq.statuses, formats.StatusIncomplete) {
+	if !slices.Contains(lq.statuses, sessions.StatusIncomplete) {
 		lq.opts.Status = lq.statuses
 	}
 	for _, l := range q["label"] {
@@ -102,7 +102,7 @@ func statusList() string {
 
 // postFilter reports whether the server filters what the store returns.
 func (lq listQuery) postFilter() bool {
-	return lq.search != "" || slices.Contains(lq.statuses, formats.StatusIncomplete)
+	return lq.search != "" || slices.Contains(lq.statuses, sessions.StatusIncomplete)
 }
 
 func (lq listQuery) match(info cairn.SessionInfo) bool {
@@ -156,8 +156,8 @@ func (s *Server) list(ctx context.Context, lq listQuery) ([]sessionJSON, string,
 // displayed is info as people see it: an import not yet finished is
 // "incomplete", whatever its events say.
 func displayed(info cairn.SessionInfo) cairn.SessionInfo {
-	if _, ok := formats.Incomplete(info); ok {
-		info.Status = formats.StatusIncomplete
+	if _, ok := sessions.Incomplete(info); ok {
+		info.Status = sessions.StatusIncomplete
 	}
 	if info.Labels == nil {
 		info.Labels = map[string]string{}

@@ -25,9 +25,7 @@ func TestOpenAPI_MatchesHandlers(t *testing.T) {
 	r := h.do("GET", "/api/openapi.json", nil)
 	wantStatus(t, "openapi.json", r, http.StatusOK)
 	var doc map[string]any
-	if err := json.Unmarshal(r.Body, &doc); err != nil {
-		t.Fatalf("the document is not JSON: %v", err)
-	}
+	r.Decode(t, &doc)
 	if doc["openapi"] != "3.1.0" {
 		t.Errorf("openapi %v, want 3.1.0", doc["openapi"])
 	}

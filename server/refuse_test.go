@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -28,6 +30,8 @@ func TestNew_RefusesBadConfig(t *testing.T) {
 		{"no token", Config{Store: st}, "no access token"},
 		{"short token", Config{Store: st, Tokens: []string{testToken, "short"}}, "access token 2 is 5 characters long, the minimum is 16"},
 		{"token with a space", Config{Store: st, Tokens: []string{"a token with spaces in it"}}, "white space"},
+		{"a repeated letter", Config{Store: st, Tokens: []string{testToken, "aaaaaaaaaaaaaaaa"}}, "access token 2 is easy to guess: it is one character repeated"},
+		{"few letters", Config{Store: st, Tokens: []string{"abababababababababababab"}}, "access token 1 is easy to guess"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.cfg)
@@ -436,4 +440,91 @@ func TestUI_Import(t *testing.T) {
 	if !strings.Contains(string(r.Body), "already exists") {
 		t.Errorf("the error page does not say why: %s", r.Body)
 	}
+}
+
+// TestAPI_RefusesDuplicateKeys sends every operation that takes a JSON
+// body (those of openapi.json with a requestBody) a body that names a key
+// twice, at the top and deeper: each is a 400 naming the key, and the
+// store is as it was. encoding/json would have taken the last of the two.
+func TestAPI_RefusesDuplicateKeys(t *testing.T) {
+	h := newHarness(t, memoryStore(t), Config{Agent: fixtureAgent(t, t.TempDir()+"/notes.txt")})
+	writeSession(t, h.store, "s1", chatEvents(7))
+	call := awaitingSession(t, h.store, h.srv.cfg.Agent, "await")
+	sys := func(text string) string { return `{"kind":"message.system","data":{"text":"` + text + `"}}` }
+	cases := []struct {
+		op, path, body string
+		code, field    string
+	}{
+		{"POST /api/sessions/{id}/events", "/api/sessions/s1/events", `{"expect_seq":7,"events":[` + sys("A") + `],"events":[` + sys("B") + `]}`, "bad_request", "events"},
+		{"POST /api/sessions/{id}/events", "/api/sessions/s1/events", `{"expect_seq":6,"events":[` + sys("A") + `],"expect_seq":7}`, "bad_request", "expect_seq"},
+		{"POST /api/sessions/{id}/events", "/api/sessions/s1/events", `{"expect_seq":7,"events":[{"kind":"custom","kind":"message.system","data":{"text":"A"}}]}`, "bad_request", "events[0].kind"},
+		{"POST /api/sessions/{id}/events", "/api/sessions/s1/events", `{"expect_seq":7,"events":[` + sys("A") + `,{"kind":"message.system","data":{"text":"B","text":"C"}}]}`, "bad_request", "events[1].data.text"},
+		{"POST /api/sessions/{id}/events", "/api/sessions/s1/events", `{"expect_seq":7,"events":[{"kind":"custom","data":{"type":"a.b","payload":{"x":[{"y":1,"y":2}]}}}]}`, "bad_request", "events[0].data.payload.x[0].y"},
+		{"POST /api/sessions", "/api/sessions", `{"id":"dk2","id":"dk3"}`, "bad_request", "id"},
+		{"POST /api/sessions", "/api/sessions", `{"id":"dk4","labels":{"team":"a","team":"b"}}`, "bad_request", "labels.team"},
+		{"POST /api/sessions/{id}/approvals", "/api/sessions/await/approvals", `{"call_id":"` + call + `","approved":false,"approved":true}`, "bad_request", "approved"},
+		{"POST /api/sessions/{id}/resume", "/api/sessions/await/resume", `{"prompt":"a","prompt":"b"}`, "bad_request", "prompt"},
+		{"POST /api/sessions/{id}/fork", "/api/sessions/s1/fork", `{"at":3,"as":"dk5","as":"dk6"}`, "bad_request", "as"},
+		{"POST /api/import", "/api/import?format=openai&as=dk7", `{"messages":[{"role":"user","content":"hi"}],"messages":[{"role":"user","content":"ho"}]}`, "invalid_document", "messages"},
+		{"POST /api/import", "/api/import?format=openai&as=dk8", `{"messages":[{"role":"user","content":"hi","content":"ho"}]}`, "invalid_document", "content"},
+	}
+	// Every operation with a JSON body has a case.
+	r := h.do("GET", "/api/openapi.json", nil)
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	r.Decode(t, &doc)
+	tested := map[string]bool{}
+	for _, tc := range cases {
+		tested[tc.op] = true
+	}
+	for path, item := range doc.Paths {
+		for method, raw := range item {
+			var op struct {
+				RequestBody struct {
+					Content map[string]any `json:"content"`
+				} `json:"requestBody"`
+			}
+			if method == "parameters" {
+				continue
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			if op.RequestBody.Content["application/json"] != nil && !tested[strings.ToUpper(method)+" "+path] {
+				t.Errorf("%s %s takes JSON and has no case here", strings.ToUpper(method), path)
+			}
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.field, func(t *testing.T) {
+			before := storeContents(t, h)
+			r := h.do("POST", tc.path, tc.body)
+			wantStatus(t, tc.path, r, http.StatusBadRequest)
+			e := r.Err(t)
+			if e["code"] != tc.code || e["field"] != tc.field {
+				t.Errorf("error %v, want code %s and field %q", e, tc.code, tc.field)
+			}
+			if msg, _ := e["message"].(string); !strings.Contains(msg, "twice") && !strings.Contains(msg, "duplicate") {
+				t.Errorf("the message %q does not say the key is given twice", msg)
+			}
+			if after := storeContents(t, h); !maps.Equal(before, after) {
+				t.Errorf("the store changed: %v, then %v", before, after)
+			}
+		})
+	}
+}
+
+// storeContents maps each session of the store to its last seq.
+func storeContents(t *testing.T, h *harness) map[string]int64 {
+	t.Helper()
+	page, err := h.store.List(t.Context(), cairn.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, s := range page.Sessions {
+		out[s.ID] = s.LastSeq
+	}
+	return out
 }

@@ -19,7 +19,7 @@ const (
 	DefaultPollInterval = 500 * time.Millisecond
 	DefaultMaxBodyBytes = 16 << 20 // an append or any other JSON request
 	DefaultMaxImport    = 64 << 20 // an imported document (formats.DefaultMaxBytes)
-	MinTokenLength      = 16
+	MinTokenLength      = 16       // the fewest characters of an access token (CheckToken)
 )
 
 // Config configures a Server. Store and at least one token are required.
@@ -28,7 +28,8 @@ type Config struct {
 	// does not close it.
 	Store cairn.Store
 	// Tokens are the access tokens a request may carry (Authorization:
-	// Bearer TOKEN), each at least MinTokenLength characters long.
+	// Bearer TOKEN), each at least MinTokenLength characters long and not
+	// guessable (CheckToken).
 	Tokens []string
 	// ReadOnly refuses every request that would change the store
 	// (403, code read_only); the pages hide their actions.
@@ -85,7 +86,7 @@ type Server struct {
 }
 
 // New returns a Server for cfg. It refuses a config without a store or
-// without a token, and tokens shorter than MinTokenLength.
+// without a token, and tokens that CheckToken refuses.
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("server: no store")
@@ -94,11 +95,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: no access token; every request needs one")
 	}
 	for i, t := range cfg.Tokens {
-		if len(t) < MinTokenLength {
-			return nil, fmt.Errorf("server: access token %d is %d characters long, the minimum is %d", i+1, len(t), MinTokenLength)
-		}
-		if strings.ContainsAny(t, " \t\r\n") {
-			return nil, fmt.Errorf("server: access token %d holds white space", i+1)
+		if err := CheckToken(t); err != nil {
+			return nil, fmt.Errorf("server: access token %d %w", i+1, err)
 		}
 	}
 	if cfg.PollInterval <= 0 {
@@ -276,7 +274,7 @@ func (s *Server) dispatch(rts []route) http.Handler {
 			ui, err := s.auth.check(r)
 			if err != nil {
 				if !rt.api && r.Method == "GET" {
-					http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+					seeOther(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()))
 					return
 				}
 				s.failAs(w, r, rt.api, err)
@@ -311,7 +309,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	api := strings.HasPrefix(r.URL.Path, "/api/")
 	if !api {
 		if _, err := s.auth.check(r); err != nil {
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			seeOther(w, r, "/login")
 			return
 		}
 	}

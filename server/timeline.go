@@ -149,7 +149,7 @@ func (t *timeline) add(e cairn.Event) Row {
 	case *cairn.RunInterrupted:
 		r.Interrupted = d
 		switch d.Reason {
-		case cairn.InterruptApproval, cairn.InterruptCancelled, cairn.InterruptImported:
+		case cairn.InterruptApproval, cairn.InterruptCancelled, cairn.InterruptImported, cairn.InterruptForked:
 		default:
 			r.Warn = "interrupted: " + interruptText(d.Reason)
 		}
@@ -161,7 +161,7 @@ func (t *timeline) add(e cairn.Event) Row {
 		}
 	case *cairn.RunFinished:
 		r.Finished = d
-		if d.Status != cairn.RunCompleted {
+		if d.Status != cairn.StatusCompleted {
 			r.Warn = "the run ended " + string(d.Status)
 			if d.Error != nil {
 				r.Warn += ": " + d.Error.Message
@@ -228,6 +228,8 @@ func interruptText(reason string) string {
 		return "the process shut down"
 	case cairn.InterruptImported:
 		return "an imported history ends before the model's answer"
+	case cairn.InterruptForked:
+		return "a fork ends in the middle of the run"
 	}
 	return reason
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/formats"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 // The inspector's pages and form actions.
@@ -21,7 +21,7 @@ const PageEvents = 200
 const stateMessages = 30
 
 func (s *Server) uiHome(w http.ResponseWriter, r *http.Request) error {
-	http.Redirect(w, r, "/sessions", http.StatusSeeOther)
+	seeOther(w, r, "/sessions")
 	return nil
 }
 
@@ -36,7 +36,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) error {
 	if code := r.URL.Query().Get("code"); code != "" {
 		if s.auth.useCode(code) {
 			s.auth.signIn(w, r)
-			http.Redirect(w, r, next, http.StatusSeeOther)
+			seeOther(w, r, next)
 			return nil
 		}
 		d := loginData{base: s.base(r, "Sign in", "login"), Next: next,
@@ -59,21 +59,13 @@ func (s *Server) uiLoginPost(w http.ResponseWriter, r *http.Request) error {
 		return s.render(w, http.StatusUnauthorized, "login.html", d)
 	}
 	s.auth.signIn(w, r)
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	seeOther(w, r, next)
 	return nil
-}
-
-// safeNext keeps a redirect after sign-in on this server.
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
-		return "/sessions"
-	}
-	return next
 }
 
 func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request) error {
 	s.auth.signOut(w, r)
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	seeOther(w, r, "/login")
 	return nil
 }
 
@@ -133,7 +125,7 @@ type sessionData struct {
 	Waiting  []cairn.PendingCall
 	Resume   bool // the run can be resumed here
 	Running  bool // this server runs it now
-	Formats  []formats.Format
+	Formats  []sessions.Format
 	Rows     []Row
 	From     int64
 	To       int64
@@ -199,7 +191,7 @@ func (s *Server) sessionData(r *http.Request) (*sessionData, error) {
 	tl := newTimeline()
 	tl.skip(events[:from-1])
 	d := &sessionData{ID: id, Info: s.sessionJSON(r.Context(), rec.Info), From: from, To: to, Last: last,
-		IsLatest: to == last, Formats: formats.Formats, Running: s.runs.busy(id)}
+		IsLatest: to == last, Formats: sessions.Formats, Running: s.runs.busy(id)}
 	d.base = s.base(r, "Session "+id, "session")
 	if last > 0 {
 		d.Rows = tl.rows(events[from-1 : to])
@@ -263,11 +255,7 @@ func (s *Server) stateView(r *http.Request, id string, rec *loaded, at int64) (s
 // uiRows is the timeline's rows after a seq, for the page's live tail.
 // The headers Cairn-Last-Seq and Cairn-Status say where the session is.
 func (s *Server) uiRows(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	rec, err := s.loadAll(r.Context(), id)
+	_, rec, err := s.loadPath(r)
 	if err != nil {
 		return err
 	}
@@ -287,11 +275,7 @@ func (s *Server) uiRows(w http.ResponseWriter, r *http.Request) error {
 
 // uiState is the state panel at a seq, for the time-travel control.
 func (s *Server) uiState(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	rec, err := s.loadAll(r.Context(), id)
+	id, rec, err := s.loadPath(r)
 	if err != nil {
 		return err
 	}
@@ -310,16 +294,12 @@ func (s *Server) uiState(w http.ResponseWriter, r *http.Request) error {
 // uiHead is the page's head (status, pending decisions, actions), for
 // the live page when the session's status changes.
 func (s *Server) uiHead(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	rec, err := s.loadAll(r.Context(), id)
+	id, rec, err := s.loadPath(r)
 	if err != nil {
 		return err
 	}
 	d := &sessionData{ID: id, Info: s.sessionJSON(r.Context(), rec.Info), Last: int64(len(rec.Events)),
-		Formats: formats.Formats, Running: s.runs.busy(id)}
+		Formats: sessions.Formats, Running: s.runs.busy(id)}
 	d.base = s.base(r, "", "session")
 	if d.Current, err = rec.stateAt(d.Last); err != nil {
 		return err

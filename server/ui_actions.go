@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,12 +20,9 @@ import (
 // CSRF token, read-only mode); each ends with a redirect to the page that
 // shows its outcome, or with an error page.
 func (s *Server) uiApprove(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := pathForm(r)
 	if err != nil {
 		return err
-	}
-	if err := r.ParseForm(); err != nil {
-		return formError(err)
 	}
 	f := r.PostForm
 	var approved bool
@@ -45,32 +41,26 @@ func (s *Server) uiApprove(w http.ResponseWriter, r *http.Request) error {
 	if res.Resumed {
 		n = "resumed"
 	}
-	http.Redirect(w, r, "/sessions/"+id+"?notice="+n, http.StatusSeeOther)
+	seeOther(w, r, "/sessions/"+id+"?notice="+n)
 	return nil
 }
 
 func (s *Server) uiResume(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := pathForm(r)
 	if err != nil {
 		return err
-	}
-	if err := r.ParseForm(); err != nil {
-		return formError(err)
 	}
 	if err := s.startRun(r.Context(), id, strings.TrimSpace(r.PostForm.Get("prompt"))); err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/sessions/"+id+"?notice=resumed", http.StatusSeeOther)
+	seeOther(w, r, "/sessions/"+id+"?notice=resumed")
 	return nil
 }
 
 func (s *Server) uiFork(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := pathForm(r)
 	if err != nil {
 		return err
-	}
-	if err := r.ParseForm(); err != nil {
-		return formError(err)
 	}
 	at, err := queryInt(r.PostForm, "at", 0, 1, 1<<62)
 	if err != nil {
@@ -80,7 +70,7 @@ func (s *Server) uiFork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/sessions/"+res.ID+"?notice=forked&id="+url.QueryEscape(id), http.StatusSeeOther)
+	seeOther(w, r, "/sessions/"+res.ID+"?notice=forked&id="+url.QueryEscape(id))
 	return nil
 }
 
@@ -92,15 +82,10 @@ func (s *Server) uiDelete(w http.ResponseWriter, r *http.Request) error {
 	if r.PostFormValue("confirm") != id {
 		return badRequest("confirm", "type the session's ID to confirm that it is to be deleted")
 	}
-	if s.runs.busy(id) {
-		return busyError(id)
+	if err := s.deleteSession(r.Context(), id); err != nil {
+		return err
 	}
-	if err := s.store.Delete(r.Context(), id); err != nil {
-		return fmt.Errorf("delete %s: %w", id, err)
-	}
-	s.cache.drop(id)
-	s.hub.notify(id)
-	http.Redirect(w, r, "/sessions?notice=deleted&id="+url.QueryEscape(id), http.StatusSeeOther)
+	seeOther(w, r, "/sessions?notice=deleted&id="+url.QueryEscape(id))
 	return nil
 }
 
@@ -124,7 +109,7 @@ func (s *Server) uiImport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/sessions/"+res.ID+"?notice=imported", http.StatusSeeOther)
+	seeOther(w, r, "/sessions/"+res.ID+"?notice=imported")
 	return nil
 }
 
@@ -153,11 +138,7 @@ type varDiff struct {
 }
 
 func (s *Server) uiCompare(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	rec, err := s.loadAll(r.Context(), id)
+	id, rec, err := s.loadPath(r)
 	if err != nil {
 		return err
 	}

@@ -101,8 +101,9 @@ func Enqueue(ctx context.Context, store cairn.Store, input string, opts EnqueueO
 	return id, nil
 }
 
-// queuedInput returns the input of the last queued run recorded in events.
-func queuedInput(events []cairn.Event) (string, bool) {
+// QueuedInput returns the input of the last queued run recorded in events
+// (the payload of the last QueuedType event); false when there is none.
+func QueuedInput(events []cairn.Event) (string, bool) {
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
 		if e.Kind != cairn.KindCustom {

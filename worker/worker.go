@@ -42,25 +42,14 @@ type Options struct {
 }
 
 // Run takes the sessions of the store's queue, oldest first, and runs
-// them, Concurrency at a time, until ctx ends; then it interrupts the runs
-// under way (each is saved as run.interrupted, for another worker to
-// finish), releases their leases and returns nil. It returns an error at
-// once, running nothing, when opts are invalid or the store has no leases.
-//
-// Each session is run under its lease, renewed while it runs, and every
-// write is fenced with it, so any number of workers in any number of
-// processes can share one store: a session runs in one place at a time,
-// and the sessions of a worker that dies, or stalls past its lease, are
-// finished by others. A new session runs its queued input; a running or
-// interrupted one is finished with Session.ResumeRun, which never repeats
-// a completed model call or tool call. A run stopped by a store outage, a
-// lost lease or the end of ctx leaves its session for another try; a
-// session that waits for a person's approval is left to them.
-//
-// On a store with cairn.Claimer a claim is one step; on others the worker
-// lists the waiting sessions and tries cairn.Leaser.Acquire on each,
-// oldest first. On a store with cairn.LocalLocker (sqlite, file) the
-// worker also takes the session's lock file, as the cairn command does.
+// them, Concurrency at a time, each under its lease, until ctx ends; then
+// it interrupts the runs under way (each is saved as run.interrupted, for
+// another worker to finish), releases their leases and returns nil. It
+// returns an error at once, running nothing, when opts are invalid or the
+// store has no leases. A run stopped by a store outage, a lost lease or
+// the end of ctx leaves its session for another try; a session that waits
+// for a person's approval is left to them. How sessions are claimed and
+// what a lease guarantees: the package documentation and docs/SCALING.md.
 func Run(ctx context.Context, opts Options) error {
 	w, err := newWorker(opts)
 	if err != nil {
@@ -220,8 +209,7 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired tim
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	cl, err := s.Claim(ctx, agent.ClaimOptions{Adopt: lease, AcquiredAt: acquired, TTL: w.ttl, OnLost: func(err error) { cancel(err) },
-		LockFile: lockFile(w.store, lease.Session)})
+	cl, err := s.Claim(ctx, agent.ClaimOptions{Adopt: lease, AcquiredAt: acquired, TTL: w.ttl, OnLost: func(err error) { cancel(err) }})
 	if err != nil {
 		log.Warn("claim", "err", err)
 		release()
@@ -246,7 +234,7 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired tim
 			}
 			events = rec.Events
 		}
-		input, ok := queuedInput(events)
+		input, ok := QueuedInput(events)
 		if !ok {
 			log.Warn("no queued run in the session; skipped")
 			return
@@ -272,13 +260,4 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired tim
 	default:
 		log.Info("finished", "status", res.Status, "steps", res.Steps)
 	}
-}
-
-// lockFile returns the lock file of session id of a store on this
-// machine's disk, and "" for other stores.
-func lockFile(store cairn.Store, id string) string {
-	if l, ok := store.(cairn.LocalLocker); ok {
-		return l.LockFile(id)
-	}
-	return ""
 }

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"github.com/cairnhq/cairn/internal/bench"
 )
 
 type compareOptions struct {
@@ -27,14 +25,10 @@ type compareOptions struct {
 }
 
 func (c *compareOptions) flags() *flag.FlagSet {
-	def := os.Getenv("CAIRN_TEST_POSTGRES")
-	if def == "" {
-		def = bench.DefaultPostgres
-	}
 	fs := flag.NewFlagSet("longconv compare", flag.ContinueOnError)
 	fs.StringVar(&c.langgraph, "langgraph", "langgraph", "the folder of bench/langgraph, with its node_modules installed")
 	fs.StringVar(&c.node, "node", "node", "the Node.js program")
-	fs.StringVar(&c.postgres, "postgres", def, "PostgreSQL URL")
+	fs.StringVar(&c.postgres, "postgres", defaultPostgres(), "PostgreSQL URL")
 	fs.StringVar(&c.dir, "dir", "", "folder for the SQLite files (default: a temporary one, removed after)")
 	fs.IntVar(&c.rounds, "rounds", 2, "runs of each side in each configuration, alternating which goes first")
 	fs.IntVar(&c.turns, "turns", 1000, "turns of the conversation")

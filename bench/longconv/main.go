@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +22,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/cairnhq/cairn/internal/bench"
 )
 
 // Marks and windows: the p50 at mark m is the median of the turns
@@ -28,6 +31,12 @@ import (
 var marks = []int{10, 100, 1000}
 
 const window = 20
+
+// defaultPostgres is the PostgreSQL URL of the -postgres flags when none is
+// given: CAIRN_TEST_POSTGRES, else bench.DefaultPostgres.
+func defaultPostgres() string {
+	return cmp.Or(os.Getenv("CAIRN_TEST_POSTGRES"), bench.DefaultPostgres)
+}
 
 func main() {
 	if len(os.Args) < 2 {

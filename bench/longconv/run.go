@@ -20,7 +20,6 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/internal/bench"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -39,15 +38,11 @@ type options struct {
 }
 
 func (o *options) flags(cmd string) *flag.FlagSet {
-	def := os.Getenv("CAIRN_TEST_POSTGRES")
-	if def == "" {
-		def = bench.DefaultPostgres
-	}
 	fs := flag.NewFlagSet("longconv "+cmd, flag.ContinueOnError)
 	fs.StringVar(&o.store, "store", "sqlite", "sqlite or postgres")
 	fs.StringVar(&o.path, "path", "longconv.db", "the sqlite database file")
 	fs.StringVar(&o.synchronous, "synchronous", "full", "sqlite: full (the store's default) or normal")
-	fs.StringVar(&o.postgres, "postgres", def, "PostgreSQL URL")
+	fs.StringVar(&o.postgres, "postgres", defaultPostgres(), "PostgreSQL URL")
 	fs.StringVar(&o.namespace, "namespace", "bench_longconv", "postgres: the store's namespace (its schema is dropped before and after)")
 	fs.IntVar(&o.turns, "turns", 1000, "turns of the conversation")
 	fs.IntVar(&o.loads, "loads", 3, "fresh processes that load the thread")

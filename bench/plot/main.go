@@ -64,22 +64,45 @@ func points(m map[string]float64) plotter.XYs {
 	return xys
 }
 
-func draw(in, out string) error {
+// logPlot reads the report in and starts a plot of it, log-scaled on both
+// axes, with its legend at the top left.
+func logPlot(in, title, x, y string) (*report, *plot.Plot, error) {
 	data, err := os.ReadFile(in)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	var rep report
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
+		return nil, nil, fmt.Errorf("%s: %w", in, err)
 	}
 	p := plot.New()
-	p.Title.Text = "Append latency (p50) against history length"
-	p.X.Label.Text = "events already in the session"
-	p.Y.Label.Text = "µs per step"
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = x, y
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
+	return &rep, p, nil
+}
+
+// addBackend adds the line of the i-th backend drawn, in its colour and
+// with its shape of points.
+func addBackend(p *plot.Plot, i int, name string, xys plotter.XYs) error {
+	line, dots, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return err
+	}
+	line.Color, dots.Color = plotutil.Color(i), plotutil.Color(i)
+	dots.Shape = plotutil.Shape(i)
+	p.Add(line, dots)
+	p.Legend.Add(name, line, dots)
+	return nil
+}
+
+func draw(in, out string) error {
+	rep, p, err := logPlot(in, "Append latency (p50) against history length", "events already in the session", "µs per step")
+	if err != nil {
+		return err
+	}
 	i := 0
 	for _, r := range rep.Results {
 		if r.Error != "" || r.Backend == "memory" {
@@ -89,14 +112,9 @@ func draw(in, out string) error {
 		if len(xys) == 0 {
 			continue
 		}
-		line, dots, err := plotter.NewLinePoints(xys)
-		if err != nil {
+		if err := addBackend(p, i, r.Backend, xys); err != nil {
 			return err
 		}
-		line.Color, dots.Color = plotutil.Color(i), plotutil.Color(i)
-		dots.Shape = plotutil.Shape(i)
-		p.Add(line, dots)
-		p.Legend.Add(r.Backend, line, dots)
 		i++
 	}
 	if xys := points(rep.NaiveRewrite.StepUS); len(xys) > 0 {
@@ -114,35 +132,19 @@ func draw(in, out string) error {
 }
 
 func drawLong(in, out string) error {
-	data, err := os.ReadFile(in)
+	rep, p, err := logPlot(in, "Open a session and run one more turn, against its length (mongodb: FerretDB, which scans)", "turns in the session", "ms (p50)")
 	if err != nil {
 		return err
 	}
-	var rep report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	p := plot.New()
-	p.Title.Text = "Open a session and run one more turn, against its length (mongodb: FerretDB, which scans)"
-	p.X.Label.Text = "turns in the session"
-	p.Y.Label.Text = "ms (p50)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
 	i := 0
 	for _, r := range rep.Results {
 		xys := points(r.OpenMS)
 		if r.Error != "" || len(xys) == 0 {
 			continue
 		}
-		line, dots, err := plotter.NewLinePoints(xys)
-		if err != nil {
+		if err := addBackend(p, i, r.Backend, xys); err != nil {
 			return err
 		}
-		line.Color, dots.Color = plotutil.Color(i), plotutil.Color(i)
-		dots.Shape = plotutil.Shape(i)
-		p.Add(line, dots)
-		p.Legend.Add(r.Backend, line, dots)
 		i++
 	}
 	if i == 0 {

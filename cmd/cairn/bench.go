@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,16 +78,7 @@ of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
 				}
 			}
 			rep, err := bench.Run(c.Context(), opts)
-			if terminal {
-				fmt.Fprint(app.Stderr, "\r\033[K")
-			}
-			if err != nil {
-				return cli.Fail(fmt.Errorf("bench: %w", err), "check the stores with `cairn doctor --store URL`")
-			}
-			if app.Flags.JSON {
-				return cli.WriteJSON(app.Stdout, rep)
-			}
-			return bench.WriteTable(app.Stdout, rep)
+			return benchReport(app, terminal, rep, err, bench.WriteTable)
 		},
 	}
 	f := c.Flags()
@@ -123,7 +115,14 @@ func benchScale(c *cobra.Command, app *cli.App, stores []string, sessions string
 		opts.Log = func(line string) { fmt.Fprintf(app.Stderr, "bench: %s\n", line) }
 	}
 	rep, err := bench.RunScale(c.Context(), opts)
-	if opts.Progress != nil {
+	return benchReport(app, opts.Progress != nil, rep, err, bench.WriteScaleTable)
+}
+
+// benchReport ends a benchmark that err ended or that made rep: it clears
+// the progress line (if one was shown) and prints the report, as JSON or
+// as table writes it for people.
+func benchReport[R any](app *cli.App, progress bool, rep R, err error, table func(io.Writer, R) error) error {
+	if progress {
 		fmt.Fprint(app.Stderr, "\r\033[K")
 	}
 	if err != nil {
@@ -132,7 +131,7 @@ func benchScale(c *cobra.Command, app *cli.App, stores []string, sessions string
 	if app.Flags.JSON {
 		return cli.WriteJSON(app.Stdout, rep)
 	}
-	return bench.WriteScaleTable(app.Stdout, rep)
+	return table(app.Stdout, rep)
 }
 
 // parseSizes parses --sessions: one number, or several separated by

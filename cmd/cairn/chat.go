@@ -53,7 +53,7 @@ completes commands, a line that ends in \ goes on on the next line. While
 the agent works, Ctrl+C cancels the turn (it is saved as interrupted) and
 the chat goes on; Ctrl+C again, at the prompt, or Ctrl+D quits.
 
-Commands: /help, /quit (or /exit), /sessions, /show, /fork [NEWID], /new;
+Commands: /help, /quit (or /exit), /sessions, /show, /transcript, /fork [NEWID], /new;
 //text sends "/text" as a message.
 
 --resume goes on with the most recently updated session, --resume ID with
@@ -83,15 +83,11 @@ is refused, naming that process; --force takes it over.`,
 					return cli.BadID(fmt.Errorf("--resume: %w", err))
 				}
 			}
-			store, _, err := openRunStore(c, app)
+			store, ag, err := openRunAgent(c, app)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			ag, err := app.NewAgent(store)
-			if err != nil {
-				return err
-			}
 			ch := &chat{app: app, ctx: c.Context(), store: store, ag: ag, force: force}
 			defer ch.release()
 			if err := ch.open(resume, session); err != nil {
@@ -170,7 +166,7 @@ func (ch *chat) take(s *agent.Session) error {
 	if err := ch.app.UseRecorded(ch.ag, s.State()); err != nil {
 		return err
 	}
-	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.force, "cairn chat --session "+s.ID()+" --force")
+	cl, err := claimSession(ch.ctx, ch.app, s, ch.force, "cairn chat --session "+s.ID()+" --force")
 	if err != nil {
 		return err
 	}
@@ -198,7 +194,7 @@ func (ch *chat) start() error {
 	if err != nil {
 		return cli.StoreFail(ch.newID, err)
 	}
-	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.force, "cairn chat --session "+s.ID()+" --force")
+	cl, err := claimSession(ch.ctx, ch.app, s, ch.force, "cairn chat --session "+s.ID()+" --force")
 	if err != nil {
 		return err
 	}
@@ -281,7 +277,7 @@ func (ch *chat) loop() error {
 		if line == "" {
 			continue
 		}
-		ch.in.AddHistory(line)
+		ch.in.AddHistory(historyEntry(line))
 		if strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "//") {
 			quit, err := ch.command(line)
 			if err != nil {
@@ -303,6 +299,18 @@ func (ch *chat) loop() error {
 			return err
 		}
 	}
+}
+
+// historyEntry is how a message is kept in the history: one entry, on one
+// line, as the history file keeps one entry a line; the lines of a message
+// continued with \ are joined with a space, as a shell joins a command
+// continued so, and Up brings back the whole message.
+func historyEntry(msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	return strings.Join(lines, " ")
 }
 
 // read reads one message: lines that end in \ go on on the next line.

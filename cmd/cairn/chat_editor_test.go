@@ -20,12 +20,8 @@ const (
 // userTexts returns the texts of a session's message.user events.
 func (c *cliEnv) userTexts(id string) []string {
 	c.t.Helper()
-	s, ok := c.show(id)
-	if !ok {
-		c.t.Fatalf("session %s is not there", id)
-	}
 	var out []string
-	for _, e := range s.Events {
+	for _, e := range c.mustShow(id).Events {
 		if e.Kind != "message.user" {
 			continue
 		}
@@ -43,15 +39,27 @@ func (c *cliEnv) userTexts(id string) []string {
 // kinds returns the kinds of a session's events.
 func (c *cliEnv) kinds(id string) []string {
 	c.t.Helper()
-	s, ok := c.show(id)
-	if !ok {
-		c.t.Fatalf("session %s is not there", id)
-	}
 	var out []string
-	for _, e := range s.Events {
+	for _, e := range c.mustShow(id).Events {
 		out = append(out, e.Kind)
 	}
 	return out
+}
+
+// interruptedChat starts a chat of session id whose model (script:slow.json)
+// takes a minute to answer, says text, and cancels the turn with Ctrl+C:
+// the turn is saved as interrupted and the chat goes on, at its prompt.
+func (c *cliEnv) interruptedChat(id, text string) *ptyProc {
+	c.t.Helper()
+	c.writeFile("slow.json", `{"steps":[{"text":"a slow answer, never said","delay_ms":60000}]}`)
+	p := c.startTerm("xterm", "--model", "script:slow.json", "chat", "--session", id)
+	p.expect("> ")
+	p.send(text + keyEnter)
+	p.expect("thinking…")
+	p.send(keyCtrlC)
+	p.expect("the turn is saved as interrupted")
+	p.expect("> ") // the chat goes on
+	return p
 }
 
 // TestChat_LineEditor types as a person does at a real terminal: Left to
@@ -60,7 +68,7 @@ func (c *cliEnv) kinds(id string) []string {
 // never the keys' escape codes.
 func TestChat_LineEditor(t *testing.T) {
 	c := newCLIEnv(t)
-	p := startTerm(t, "xterm", c.bin, c.dir, "chat", "--session", "ed")
+	p := c.startTerm("xterm", "chat", "--session", "ed")
 	p.expect("/help lists the commands")
 	p.expect("> ")
 	p.send("abc" + keyLeft + "X" + keyEnter)
@@ -78,6 +86,9 @@ func TestChat_LineEditor(t *testing.T) {
 	p.send("second line" + keyEnter)
 	p.expect("Turn 3.")
 	p.expect("> ")
+	p.send(keyUp + keyEnter) // the continued message comes back whole
+	p.expect(`Turn 4. You said "first line second line"`)
+	p.expect("> ")
 	p.send("/nonsense" + keyEnter)
 	p.expect("unknown command /nonsense")
 	p.expect("> ")
@@ -86,13 +97,17 @@ func TestChat_LineEditor(t *testing.T) {
 	p.expect("> ")
 	p.send("/show" + keyEnter)
 	p.expect("status    completed")
+	p.expect("(/transcript lists them)")
+	p.expect("> ")
+	p.send("/transcript" + keyEnter)
+	p.expect("user: /etc is a folder")
 	p.expect("> ")
 	p.send(keyCtrlD)
 	if code := p.wait(); code != 0 {
 		t.Fatalf("chat after Ctrl+D exited %d, want 0\n%s", code, p.output())
 	}
 	got := c.userTexts("ed")
-	want := []string{"abXc", "abXc", "first line\nsecond line", "/etc is a folder"}
+	want := []string{"abXc", "abXc", "first line\nsecond line", "first line second line", "/etc is a folder"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("the session holds the messages %q, want %q", got, want)
 	}
@@ -101,7 +116,10 @@ func TestChat_LineEditor(t *testing.T) {
 	if err != nil || !strings.Contains(string(hist), "abXc") {
 		t.Errorf("chat history: %q, %v", hist, err)
 	}
-	p = startTerm(t, "xterm", c.bin, c.dir, "chat", "--session", "ed2")
+	if h := "\n" + string(hist); !strings.Contains(h, "\nfirst line second line\n") || strings.Contains(h, "\nsecond line\n") {
+		t.Errorf("chat history %q: the continued message is not one entry", hist)
+	}
+	p = c.startTerm("xterm", "chat", "--session", "ed2")
 	p.expect("> ")
 	p.send(keyUp + keyUp + keyEnter) // two back: the last two were /show and //etc…
 	p.expect("> ")
@@ -116,17 +134,7 @@ func TestChat_LineEditor(t *testing.T) {
 // the session's model, and offers to finish the interrupted turn.
 func TestChat_CtrlCCancelsTheTurn(t *testing.T) {
 	c := newCLIEnv(t)
-	slow := filepath.Join(c.dir, "slow.json")
-	if err := os.WriteFile(slow, []byte(`{"steps":[{"text":"a slow answer","delay_ms":60000}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := startTerm(t, "xterm", c.bin, c.dir, "--model", "script:slow.json", "chat", "--session", "cc")
-	p.expect("> ")
-	p.send("Hello, my name is Ada" + keyEnter)
-	p.expect("thinking…")
-	p.send(keyCtrlC)
-	p.expect("the turn is saved as interrupted")
-	p.expect("> ") // the chat goes on
+	p := c.interruptedChat("cc", "Hello, my name is Ada")
 	p.send("/show" + keyEnter)
 	p.expect("status    interrupted")
 	p.expect("> ")
@@ -144,11 +152,8 @@ func TestChat_CtrlCCancelsTheTurn(t *testing.T) {
 
 	// Resume: the last turns are shown, and the interrupted one can be
 	// finished, here with another model (the recorded one is 60 s slow).
-	fast := filepath.Join(c.dir, "fast.json")
-	if err := os.WriteFile(fast, []byte(`{"steps":[{"text":"finished at last"}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p = startTerm(t, "xterm", c.bin, c.dir, "--model", "script:fast.json", "chat", "--resume", "cc")
+	c.writeFile("fast.json", `{"steps":[{"text":"finished at last"}]}`)
+	p = c.startTerm("xterm", "--model", "script:fast.json", "chat", "--resume", "cc")
 	p.expect("you: Hello, my name is Ada")
 	p.expect("Finish it now? [Y/n]")
 	p.send(keyEnter)
@@ -171,7 +176,7 @@ func TestChat_CtrlCCancelsTheTurn(t *testing.T) {
 // (130) without leaving an empty session behind.
 func TestChat_NothingSaidNothingSaved(t *testing.T) {
 	c := newCLIEnv(t)
-	p := startTerm(t, "xterm", c.bin, c.dir, "chat")
+	p := c.startTerm("xterm", "chat")
 	p.expect("> ")
 	p.send(keyCtrlC)
 	p.expect("Ctrl+C again or Ctrl+D to quit")
@@ -191,16 +196,7 @@ func TestChat_NothingSaidNothingSaved(t *testing.T) {
 // the prompt quit the chat.
 func TestChat_CtrlCTwice(t *testing.T) {
 	c := newCLIEnv(t)
-	if err := os.WriteFile(filepath.Join(c.dir, "slow.json"), []byte(`{"steps":[{"text":"never said","delay_ms":60000}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := startTerm(t, "xterm", c.bin, c.dir, "--model", "script:slow.json", "chat", "--session", "twice")
-	p.expect("> ")
-	p.send("go" + keyEnter)
-	p.expect("thinking…")
-	p.send(keyCtrlC)
-	p.expect("the turn is saved as interrupted")
-	p.expect("> ")
+	p := c.interruptedChat("twice", "go")
 	p.send(keyCtrlC)
 	if code := p.wait(); code != 130 {
 		t.Fatalf("exit %d, want 130\n%s", code, p.output())

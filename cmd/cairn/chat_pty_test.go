@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,14 +20,8 @@ func TestChat_PTY(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	dir := t.TempDir()
-	bin := cairnBinary(t)
-	work := filepath.Join(dir, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	first := startPTY(t, bin, work, "chat")
+	c := newCLIEnv(t)
+	first := c.startPTY("chat")
 	first.expect("> ")
 	first.send("Hello, my name is Ada\r")
 	first.expect(`You said "Hello, my name is Ada"`)
@@ -40,7 +32,7 @@ func TestChat_PTY(t *testing.T) {
 	}
 	first.expect("cairn chat --resume")
 
-	second := startPTY(t, bin, work, "chat", "--resume")
+	second := c.startPTY("chat", "--resume")
 	second.expect("message(s) so far")
 	second.expect("> ")
 	second.send("What is my name?\r")
@@ -64,18 +56,18 @@ type ptyProc struct {
 
 // startPTY starts cairn in a pseudo-terminal that edits nothing itself
 // (TERM=dumb): the line editor stays off.
-func startPTY(t *testing.T, bin, dir string, args ...string) *ptyProc {
-	return startTerm(t, "dumb", bin, dir, args...)
+func (c *cliEnv) startPTY(args ...string) *ptyProc {
+	c.t.Helper()
+	return c.startTerm("dumb", args...)
 }
 
 // startTerm starts cairn in a pseudo-terminal of 24 rows and 100 columns
 // whose TERM is term.
-func startTerm(t *testing.T, term, bin, dir string, args ...string) *ptyProc {
+func (c *cliEnv) startTerm(term string, args ...string) *ptyProc {
+	t := c.t
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	home := filepath.Join(dir, ".home")
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "XDG_DATA_HOME="+home+"/.local/share", "TERM="+term)
+	cmd := c.command(args...)
+	cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)], "TERM="+term)
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 100})
 	if err != nil {
 		t.Fatalf("start %v in a pty: %v", args, err)
@@ -156,26 +148,20 @@ func (p *ptyProc) wait() int {
 		_ = p.cmd.Process.Kill()
 		p.t.Fatalf("the process did not end; output:\n%s", p.output())
 	}
-	err := p.cmd.Wait()
+	code, err := exitStatus(p.cmd.Wait())
 	<-p.done
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
 	if err != nil {
 		p.t.Fatalf("wait: %v", err)
 	}
-	return 0
+	return code
 }
 
 // TestDelete_AsksOnATerminal: on a terminal, delete asks first; "n" keeps
 // the session, "y" erases it.
 func TestDelete_AsksOnATerminal(t *testing.T) {
 	c := newCLIEnv(t)
-	if _, stderr, code := c.run("run", "--session", "precious", "keep me"); code != 0 {
-		t.Fatal(stderr)
-	}
-	p := startPTY(t, c.bin, c.dir, "sessions", "delete", "precious")
+	c.must("run", "--session", "precious", "keep me")
+	p := c.startPTY("sessions", "delete", "precious")
 	p.expect("Erase session precious for good? [y/N]")
 	p.send("n\r")
 	if code := p.wait(); code != 0 {
@@ -184,7 +170,7 @@ func TestDelete_AsksOnATerminal(t *testing.T) {
 	if _, ok := c.show("precious"); !ok {
 		t.Fatal("the session is gone after answering n")
 	}
-	p = startPTY(t, c.bin, c.dir, "sessions", "delete", "precious")
+	p = c.startPTY("sessions", "delete", "precious")
 	p.expect("[y/N]")
 	p.send("y\r")
 	p.expect("deleted precious")

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 // chatCommand is a command typed at the chat's prompt.
@@ -22,6 +22,7 @@ var chatCommands = []chatCommand{
 	{"/exit", "", "end the chat"},
 	{"/sessions", "", "the most recently updated sessions of the store"},
 	{"/show", "", "the state of this session: status, steps, tokens, variables"},
+	{"/transcript", "", "this session's conversation, as `cairn sessions show ID --transcript` prints it"},
 	{"/fork", "[NEWID]", "copy this session into a new one and go on there (this one is kept as it is)"},
 	{"/new", "", "start a new session with the next message"},
 }
@@ -40,6 +41,8 @@ func (ch *chat) command(line string) (quit bool, err error) {
 		return false, ch.sessions()
 	case "/show":
 		return false, ch.show()
+	case "/transcript":
+		return false, ch.transcript()
 	case "/fork":
 		return false, ch.fork(arg)
 	case "/new":
@@ -96,11 +99,25 @@ func (ch *chat) show() error {
 		ch.app.Notef("no session yet: the first message starts it")
 		return nil
 	}
-	rec, err := ch.store.Load(ch.ctx, ch.s.ID(), 1<<62) // the info alone
+	rec, err := ch.store.Stat(ch.ctx, ch.s.ID())
 	if err != nil {
 		return cli.StoreFail(ch.s.ID(), err)
 	}
-	return showState(ch.app.Stderr, rec.Info, ch.s.State()) // stdout holds the conversation
+	return showState(ch.app.Stderr, *rec, ch.s.State(), "/transcript lists them") // stdout holds the conversation
+}
+
+// transcript prints this session's conversation, as `cairn sessions show
+// ID --transcript` does.
+func (ch *chat) transcript() error {
+	if ch.s == nil {
+		ch.app.Notef("no session yet: the first message starts it")
+		return nil
+	}
+	rec, err := ch.store.Load(ch.ctx, ch.s.ID(), 0)
+	if err != nil {
+		return cli.StoreFail(ch.s.ID(), err)
+	}
+	return cli.Transcript(ch.app.Stderr, rec.Events)
 }
 
 // fork copies the session into a new one and goes on there.
@@ -114,24 +131,16 @@ func (ch *chat) fork(newID string) error {
 		return cli.BadID(err)
 	}
 	from := ch.s.ID()
-	rec, err := ch.store.Load(ch.ctx, from, 0)
+	f, err := sessions.Fork(ch.ctx, ch.store, from, sessions.ForkOptions{As: newID})
 	if err != nil {
-		return cli.StoreFail(from, err)
+		return forkFailed(from, newID, err)
 	}
-	labels := maps.Clone(rec.Info.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels["forked_from"] = from
-	if err := cli.WriteSession(ch.ctx, ch.store, cairn.SessionMeta{ID: newID, Labels: labels}, rec.Events); err != nil {
-		return err
-	}
-	ch.app.NoteSnapshot(ch.ctx, ch.store, newID, nil)
+	ch.app.NoteSnapshot(ch.ctx, ch.store, newID, f.Events)
 	s, err := ch.ag.Resume(ch.ctx, newID)
 	if err != nil {
 		return cli.StoreFail(newID, err)
 	}
-	cl, err := claimSession(ch.ctx, ch.app, s, ch.store, ch.force, "cairn chat --session "+newID+" --force")
+	cl, err := claimSession(ch.ctx, ch.app, s, ch.force, "cairn chat --session "+newID+" --force")
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
+//go:build unix
+
 package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -9,80 +12,53 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	_ "github.com/cairnhq/cairn/store/all"
 )
 
 // claimScript writes a script whose first answer is quick and whose later
 // ones take a while, so a second process can try the session meanwhile.
-func claimScript(t *testing.T, dir string) string {
-	p := filepath.Join(dir, "slow.json")
-	err := os.WriteFile(p, []byte(`{"steps":[{"text":"first"},{"text":"second","delay_ms":2000},{"text":"third","delay_ms":2000},{"text":"fourth"}]}`), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+func claimScript(c *cliEnv) string {
+	return c.writeFile("slow.json", `{"steps":[{"text":"first"},{"text":"second","delay_ms":2000},{"text":"third","delay_ms":2000},{"text":"fourth"}]}`)
 }
 
 // waitLocked waits until the session's lock file names a holder.
 func waitLocked(t *testing.T, dir, id string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	locked := within(30*time.Second, 20*time.Millisecond, func() bool {
 		for _, pat := range []string{".cairn/cairn.db.locks/*/" + id + ".lock", ".cairn/cairn.db.locks/" + id + ".lock"} {
 			m, _ := filepath.Glob(filepath.Join(dir, pat))
 			for _, f := range m {
 				if b, err := os.ReadFile(f); err == nil && len(b) > 0 {
-					return
+					return true
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if !locked {
+		t.Fatalf("session %s was never locked", id)
 	}
-	t.Fatalf("session %s was never locked", id)
 }
 
-func loadSession(t *testing.T, storeURL, ns, id string) []cairn.Event {
+// resumeHeld runs session s1 once with claimScript's model, then starts
+// `cairn sessions resume s1`, whose answer is slow, and waits until it
+// holds the session's lock.
+func resumeHeld(t *testing.T) (c *cliEnv, script string, a *exec.Cmd) {
 	t.Helper()
-	st, err := cairn.Open(t.Context(), storeURL, cairn.StoreOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rec, err := st.Load(t.Context(), id, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cairn.NewMemory(rec.Events...); err != nil {
-		t.Fatalf("the history is not one valid line: %v", err)
-	}
-	return rec.Events
-}
-
-func countKind(evs []cairn.Event, k cairn.Kind) int {
-	n := 0
-	for _, e := range evs {
-		if e.Kind == k {
-			n++
-		}
-	}
-	return n
+	c = newCLIEnv(t)
+	script = claimScript(c)
+	c.must("--model", "script:"+script, "run", "--session", "s1", "hello")
+	a, _ = c.start("--model", "script:"+script, "sessions", "resume", "s1", "one more")
+	waitLocked(t, c.dir, "s1")
+	return c, script, a
 }
 
 // TestResume_Concurrent: two `cairn sessions resume ID` at once on a local
 // store: one proceeds, the other stops at once saying the session is being
 // run elsewhere, and the history does not fork.
 func TestResume_Concurrent(t *testing.T) {
-	c := newCLIEnv(t)
-	script := claimScript(t, c.dir)
-	if _, errOut, code := c.run("--model", "script:"+script, "run", "--session", "s1", "hello"); code != 0 {
-		t.Fatalf("first run: exit %d: %s", code, errOut)
-	}
-	a := c.command("--model", "script:"+script, "sessions", "resume", "s1", "one more")
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitLocked(t, c.dir, "s1")
+	c, script, a := resumeHeld(t)
 	_, errOut, code := c.run("--model", "script:"+script, "sessions", "resume", "s1", "and another")
 	if code != 1 || !strings.Contains(errOut, "session s1 is being run elsewhere") {
 		t.Errorf("second resume: exit %d, stderr %q; want exit 1 and \"session s1 is being run elsewhere\"", code, errOut)
@@ -100,27 +76,15 @@ func TestResume_Concurrent(t *testing.T) {
 // behind on a local store: the next resume proceeds at once and finishes
 // the run.
 func TestResume_AfterKill(t *testing.T) {
-	c := newCLIEnv(t)
-	script := claimScript(t, c.dir)
-	if _, errOut, code := c.run("--model", "script:"+script, "run", "--session", "s1", "hello"); code != 0 {
-		t.Fatalf("first run: exit %d: %s", code, errOut)
-	}
-	a := c.command("--model", "script:"+script, "sessions", "resume", "s1", "one more")
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitLocked(t, c.dir, "s1")
+	c, script, a := resumeHeld(t)
 	// Kill once the resumed run has started, so there is a run to finish.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if s, ok := c.show("s1"); ok && s.Info.Status == "running" {
-			break
-		}
-		if time.Now().After(deadline) {
-			a.Process.Kill()
-			t.Fatal("the resumed run never started")
-		}
-		time.Sleep(10 * time.Millisecond)
+	started := within(30*time.Second, 10*time.Millisecond, func() bool {
+		s, ok := c.show("s1")
+		return ok && s.Info.Status == "running"
+	})
+	if !started {
+		a.Process.Kill()
+		t.Fatal("the resumed run never started")
 	}
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -144,32 +108,21 @@ func TestResume_Force(t *testing.T) {
 	c := newCLIEnv(t)
 	ns := "claim_" + strings.ReplaceAll(t.Name(), "/", "_") + "_" + time.Now().Format("150405.000000")
 	ns = strings.ReplaceAll(ns, ".", "_")
-	script := claimScript(t, c.dir)
+	script := claimScript(c)
 	base := []string{"--store", url, "--namespace", ns, "--model", "script:" + script}
-	if _, errOut, code := c.run(append(base, "run", "--session", "s1", "hello")...); code != 0 {
-		t.Fatalf("first run: exit %d: %s", code, errOut)
-	}
-	a := c.command(append(base, "sessions", "resume", "s1", "one more")...)
-	var aErr strings.Builder
-	a.Stderr = &aErr
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c.must(append(base, "run", "--session", "s1", "hello")...)
+	a, aOut := c.start(append(base, "sessions", "resume", "s1", "one more")...)
 	st, err := cairn.Open(t.Context(), url, cairn.StoreOptions{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	leased := within(30*time.Second, 20*time.Millisecond, func() bool {
 		l, err := st.(cairn.Leaser).CurrentLease(t.Context(), "s1")
-		if err == nil && l.Holder != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first resume never took the lease")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && l.Holder != ""
+	})
+	if !leased {
+		t.Fatal("the first resume never took the lease")
 	}
 	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -187,8 +140,8 @@ func TestResume_Force(t *testing.T) {
 	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Wait(); err == nil || !strings.Contains(aErr.String(), "lease lost") {
-		t.Errorf("the stalled resume after the takeover: %v, stderr %q; want a failure saying the lease was lost", err, aErr.String())
+	if err := a.Wait(); err == nil || !strings.Contains(aOut.String(), "lease lost") {
+		t.Errorf("the stalled resume after the takeover: %v, output %q; want a failure saying the lease was lost", err, aOut.String())
 	}
 	after := loadSession(t, url, ns, "s1")
 	if len(after) != len(before) {

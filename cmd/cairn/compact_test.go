@@ -19,23 +19,14 @@ func inputWithin() {
 		os.Exit(2)
 	}
 	data, err := os.ReadFile(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "inputwithin:", err)
-		os.Exit(1)
-	}
+	exitIf(err, "inputwithin:")
 	m, err := cairn.LoadJSON(data)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "inputwithin:", err)
-		os.Exit(1)
-	}
+	exitIf(err, "inputwithin:")
 	var users, responses, compactions, over int
 	var largest int64
 	for _, e := range m.Events() {
 		v, err := e.Decode()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "inputwithin:", err)
-			os.Exit(1)
-		}
+		exitIf(err, "inputwithin:")
 		switch d := v.(type) {
 		case *cairn.MessageUser:
 			users++

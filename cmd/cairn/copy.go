@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 func newCopyCmd(app *cli.App) *cobra.Command {
@@ -71,16 +72,19 @@ store (--store, CAIRN_STORE or cairn.toml); either may be a plain path, as
 					break
 				}
 				bar.Set(i, id)
-				out, err := cli.CopySession(ctx, src, dst, id, policy, func(err error) {
-					bar.Done() // clears the bar; the next Set draws it again
-					app.Notef("note: %v; the copy is whole, and opening it replays its events until the agent writes a snapshot", err)
-				})
+				out, events, err := sessions.Copy(ctx, src, dst, id)
+				if err == nil && out != sessions.Skipped {
+					if _, serr := cli.WriteSnapshot(ctx, dst, id, events, policy); serr != nil {
+						bar.Done() // clears the bar; the next Set draws it again
+						app.Notef("note: %v; the copy is whole, and opening it replays its events until the agent writes a snapshot", serr)
+					}
+				}
 				switch {
 				case err != nil:
 					result.Failed = append(result.Failed, failure{id, err.Error()})
-				case out == cli.Copied:
+				case out == sessions.Copied:
 					result.Copied = append(result.Copied, id)
-				case out == cli.Resumed:
+				case out == sessions.Resumed:
 					result.Resumed = append(result.Resumed, id)
 				default:
 					result.Skipped = append(result.Skipped, id)

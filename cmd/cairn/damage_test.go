@@ -2,8 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,8 +48,8 @@ func TestDamage_FlippedByte(t *testing.T) {
 			if backend == "sqlite" {
 				store, data = "sqlite://"+filepath.Join(c.dir, "c.db"), filepath.Join(c.dir, "c.db")
 			}
-			mustRun(t, c, "--store", store, "run", "--session", "hit", "the quick brown fox")
-			mustRun(t, c, "--store", store, "run", "--session", "kept", "another question")
+			c.must("--store", store, "run", "--session", "hit", "the quick brown fox")
+			c.must("--store", store, "run", "--session", "kept", "another question")
 			// The user message in its event (the session's first message,
 			// kept apart on SQLite, has no "text" key before it).
 			flipIn(t, data, `"text":"the quick brown fox`, len(`"text":"the q`))
@@ -63,7 +62,7 @@ func TestDamage_FlippedByte(t *testing.T) {
 			if _, errOut, code := c.run("--store", store, "run", "--session", "hit", "more"); code == 0 || !strings.Contains(errOut, "damaged") {
 				t.Errorf("run on the damaged session: exit %d\n%s\nwant a failure naming the damage", code, errOut)
 			}
-			mustRun(t, c, "--store", store, "run", "--session", "kept", "one more")
+			c.must("--store", store, "run", "--session", "kept", "one more")
 			out, _, code = c.run("--store", store, "doctor")
 			if code != 1 || !strings.Contains(out, "FAIL session  session hit is damaged") || strings.Contains(out, "session kept") {
 				t.Errorf("doctor: exit %d\n%s\nwant exit 1 naming hit and not kept", code, out)
@@ -77,17 +76,7 @@ func TestDamage_FlippedByte(t *testing.T) {
 // others, and `cairn worker` runs the others instead of stalling on it.
 func TestDamage_UnreadableMeta(t *testing.T) {
 	c := newCLIEnv(t)
-	script := filepath.Join(c.dir, "script.json")
-	if err := os.WriteFile(script, []byte(`{"steps":[{"text":"done"}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	storeURL := "file://" + filepath.Join(c.dir, "sessions")
-	base := []string{"--store", storeURL, "--model", "script:" + script}
-	var ids []string
-	for i := range 3 {
-		out := mustRun(t, c, append(base, "run", "--detach", fmt.Sprintf("task %d", i))...)
-		ids = append(ids, strings.TrimSpace(out))
-	}
+	storeURL, base, ids := c.queueRuns(`{"steps":[{"text":"done"}]}`, 3)
 	bad := ids[0] // the oldest: the one a worker takes first
 	for _, name := range []string{"meta.json", "info.json"} {
 		if err := os.WriteFile(filepath.Join(c.dir, "sessions", "default", bad, name), []byte("garbage"), 0o600); err != nil {
@@ -95,31 +84,18 @@ func TestDamage_UnreadableMeta(t *testing.T) {
 		}
 	}
 
-	out := mustRun(t, c, append(base, "--json", "sessions", "list")...)
-	var listed []struct{ ID, Status string }
-	if err := json.Unmarshal([]byte(out), &listed); err != nil {
-		t.Fatalf("sessions list --json: %v\n%s", err, out)
-	}
-	status := map[string]string{}
-	for _, l := range listed {
-		status[l.ID] = l.Status
-	}
+	status := statuses(c.list(base...))
 	for _, id := range ids {
 		want := "queued" // run --detach, not started yet
 		if id == bad {
 			want = "damaged"
 		}
 		if status[id] != want {
-			t.Errorf("sessions list shows %s as %q, want %s:\n%s", id, status[id], want, out)
+			t.Errorf("sessions list shows %s as %q, want %s: %v", id, status[id], want, status)
 		}
 	}
 
-	w := c.command(append(base, "worker", "--name", "w", "--poll", "100ms")...)
-	var log strings.Builder
-	w.Stdout, w.Stderr = &log, &log
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
+	w, log := c.start(append(base, "worker", "--name", "w", "--poll", "100ms")...)
 	defer func() {
 		_ = w.Process.Signal(syscall.SIGTERM)
 		_ = w.Wait()
@@ -129,22 +105,8 @@ func TestDamage_UnreadableMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for _, id := range ids[1:] {
-		for {
-			rec, err := st.Load(t.Context(), id, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rec.Info.Status == cairn.StatusCompleted {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("session %s is %s while the worker runs beside a damaged session; the worker's log:\n%s", id, rec.Info.Status, log.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	// The worker runs the others beside the damaged session.
+	waitCompleted(t, st, time.Now().Add(60*time.Second), log, ids[1:]...)
 	if _, err := st.Load(t.Context(), bad, 0); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("Load of the damaged session after the worker: %v, want it still damaged", err)
 	}
@@ -160,9 +122,9 @@ func TestDamage_SQLiteCorruptPage(t *testing.T) {
 	db := filepath.Join(c.dir, "c.db")
 	store := "sqlite://" + db
 	// Events of about 3 KB: one to a 4 KB page.
-	mustRun(t, c, "--store", store, "run", "--session", "hit", "marker-hit "+strings.Repeat("x", 3000))
+	c.must("--store", store, "run", "--session", "hit", "marker-hit "+strings.Repeat("x", 3000))
 	for _, id := range []string{"a", "b"} {
-		mustRun(t, c, "--store", store, "run", "--session", id, "short "+id)
+		c.must("--store", store, "run", "--session", id, "short "+id)
 	}
 	b, err := os.ReadFile(db)
 	if err != nil {
@@ -193,12 +155,104 @@ func TestDamage_SQLiteCorruptPage(t *testing.T) {
 	}
 }
 
-// mustRun runs cairn and fails the test unless it exits 0.
-func mustRun(t *testing.T, c *cliEnv, args ...string) string {
-	t.Helper()
-	out, errOut, code := c.run(args...)
-	if code != 0 {
-		t.Fatalf("cairn %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+// TestDamage_CutLogAndInfo cuts the last two lines off the log of a
+// session whose two turns acknowledged 10 events, and damages or deletes
+// its info.json: two faults at once. `sessions show` and `sessions list`
+// say it is damaged (not "last seq 8"), `doctor` names it, and `sessions
+// resume` refuses it instead of writing new events at seqs 9 to 12 over
+// the lost ones; the log stays as it was.
+func TestDamage_CutLogAndInfo(t *testing.T) {
+	for name, spoil := range map[string]func(path string) error{
+		"info.json damaged": func(path string) error { return os.WriteFile(path, []byte("garbage\n"), 0o600) },
+		"info.json deleted": os.Remove,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCLIEnv(t)
+			store := "file://" + filepath.Join(c.dir, "store")
+			folder := filepath.Join(c.dir, "store", "default", "hit")
+			c.must("--store", store, "run", "--session", "hit", "hello one")
+			c.must("--store", store, "run", "--session", "hit", "hello two")
+			c.must("--store", store, "run", "--session", "kept", "another question")
+			log, err := os.ReadFile(filepath.Join(folder, "events.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := bytes.SplitAfter(log, []byte("\n"))
+			if len(lines) != 11 || len(lines[10]) != 0 || !bytes.Contains(lines[9], []byte(`"seq":10,`)) {
+				t.Fatalf("the log holds %d lines, want 10 events:\n%s", len(lines)-1, log)
+			}
+			cut := bytes.Join(lines[:8], nil)
+			if err := os.WriteFile(filepath.Join(folder, "events.jsonl"), cut, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := spoil(filepath.Join(folder, "info.json")); err != nil {
+				t.Fatal(err)
+			}
+
+			out, errOut, code := c.run("--store", store, "sessions", "show", "hit")
+			if code != 1 || !strings.Contains(errOut, "session hit is damaged") || !strings.Contains(errOut, "ack.json (events to seq 10)") {
+				t.Errorf("sessions show hit: exit %d\n%s%s\nwant exit 1 saying hit is damaged, ack.json having acknowledged seq 10", code, out, errOut)
+			}
+			status := statuses(c.list("--store", store))
+			if len(status) != 2 || status["hit"] != "damaged" || status["kept"] != "completed" {
+				t.Errorf("sessions list: %v, want hit damaged and kept completed", status)
+			}
+			out, _, code = c.run("--store", store, "doctor")
+			if code != 1 || !strings.Contains(out, "FAIL session  session hit is damaged") || strings.Contains(out, "session kept") {
+				t.Errorf("doctor: exit %d\n%s\nwant exit 1 naming hit and not kept", code, out)
+			}
+			out, errOut, code = c.run("--store", store, "sessions", "resume", "hit", "again")
+			if code == 0 || !strings.Contains(errOut, "damaged") {
+				t.Errorf("sessions resume hit: exit %d\n%s%s\nwant a failure naming the damage", code, out, errOut)
+			}
+			if got, err := os.ReadFile(filepath.Join(folder, "events.jsonl")); err != nil || !bytes.Equal(got, cut) {
+				t.Errorf("the damaged log changed (%v):\n%s\nwas\n%s", err, got, cut)
+			}
+			c.must("--store", store, "run", "--session", "kept", "one more")
+		})
 	}
-	return out
+}
+
+// TestDamage_SQLiteDeletedRow deletes one event row of a session from the
+// SQLite file with another program, as the sqlite3 shell would: a new
+// `sessions list` shows it damaged (it showed the status its row held,
+// completed, until something loaded the session), `show` and `run` refuse
+// it naming the seq, and `doctor` names it.
+func TestDamage_SQLiteDeletedRow(t *testing.T) {
+	c := newCLIEnv(t)
+	db := filepath.Join(c.dir, "c.db")
+	store := "sqlite://" + db
+	c.must("--store", store, "run", "--session", "hit", "hello one")
+	c.must("--store", store, "run", "--session", "kept", "another question")
+	raw, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := raw.ExecContext(t.Context(), `DELETE FROM events WHERE session_id = 'hit' AND seq = 4`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("deleted %d rows (%v), want 1", n, err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	status := statuses(c.list("--store", store))
+	if len(status) != 2 || status["hit"] != "damaged" || status["kept"] != "completed" {
+		t.Errorf("sessions list: %v, want hit damaged and kept completed", status)
+	}
+	out, errOut, code := c.run("--store", store, "sessions", "show", "hit")
+	if code != 1 || !strings.Contains(errOut, "session hit is damaged") || !strings.Contains(errOut, "seq 4 was deleted") {
+		t.Errorf("sessions show hit: exit %d\n%s%s\nwant exit 1 saying the event of seq 4 was deleted", code, out, errOut)
+	}
+	if _, errOut, code := c.run("--store", store, "run", "--session", "hit", "more"); code == 0 || !strings.Contains(errOut, "damaged") {
+		t.Errorf("run on the damaged session: exit %d\n%s\nwant a failure naming the damage", code, errOut)
+	}
+	out, _, code = c.run("--store", store, "doctor")
+	if code != 1 || !strings.Contains(out, "FAIL session  session hit is damaged") || strings.Contains(out, "session kept") {
+		t.Errorf("doctor: exit %d\n%s\nwant exit 1 naming hit and not kept", code, out)
+	}
+	c.must("--store", store, "run", "--session", "kept", "one more")
 }

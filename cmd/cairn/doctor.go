@@ -15,6 +15,8 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/internal/text"
+	"github.com/cairnhq/cairn/store/crypt"
 )
 
 // check is one line of the doctor's report. A check that is OK may still
@@ -36,7 +38,11 @@ credentials, and that each MCP server starts (its tools are listed with
 their safety class; ` + "`cairn tools`" + ` shows them all). On a store that
 can check its own data (sqlite: PRAGMA quick_check and every event's
 checksum; file: every log against its info and checksums) every session is
-read through, and each damaged session is named with what to do about it. Leftovers (lock files of deleted sessions,
+read through, and each damaged session is named with what to do about it.
+With an encryption key configured, every session is also opened with the
+key (on a store with no check of its own, the 1,000 updated last), and
+each one that does not open is named: one written under another key, with
+the key it needs, one changed, or one with events in clear. Leftovers (lock files of deleted sessions,
 what a crash left) are listed with their fix; they do not fail the check.
 The snapshots of the 1,000 sessions updated last are read and checked
 against their events: one that does not read or does not match is named
@@ -88,14 +94,14 @@ func doctor(ctx context.Context, app *cli.App) []check {
 	checks := []check{{Name: "config", OK: true, Detail: src}}
 
 	u := cfg.StoreURL()
-	st := check{Name: "store", Detail: cairn.RedactURL(u)}
+	st := check{Name: "store", Detail: text.RedactURL(u)}
 	var storeErr error
 	missing := app.StoreMissing()
 	switch {
 	case !cfg.Enabled():
 		st.OK, st.Detail = true, "persistence is disabled: sessions are volatile (persistence.enabled = false)"
 	case missing != "":
-		st.OK, st.Detail = true, fmt.Sprintf("%s: nothing saved yet (the first run creates %s)", cairn.RedactURL(u), missing)
+		st.OK, st.Detail = true, fmt.Sprintf("%s: nothing saved yet (the first run creates %s)", text.RedactURL(u), missing)
 	default:
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		t0 := time.Now()
@@ -123,7 +129,7 @@ func doctor(ctx context.Context, app *cli.App) []check {
 			st.Detail, st.Fix, storeErr = err.Error(), storeFix(u, err), err
 		} else {
 			st.OK = true
-			st.Detail = fmt.Sprintf("%s%s, namespace %q, reachable in %s", cairn.RedactURL(u), kind, cfg.Persistence.Namespace, time.Since(t0).Round(time.Millisecond))
+			st.Detail = fmt.Sprintf("%s%s, namespace %q, reachable in %s", text.RedactURL(u), kind, cfg.Persistence.Namespace, time.Since(t0).Round(time.Millisecond))
 		}
 	}
 	checks = append(checks, st)
@@ -150,22 +156,39 @@ func storeFix(u string, err error) string {
 
 // dataChecks checks the store's data, on a store that can (cairn.Checker),
 // and looks for lock files left by deleted sessions beside a local store.
-// It opens the store without the encryption key: what it checks is what
-// is stored.
+// Without an encryption key it opens the store as it is: what it checks
+// is what is stored. With a key it opens it through the encryption layer,
+// whose check also opens every session with the key and names each one
+// that does not open (written under another key, changed, or holding
+// events in clear); over a store with no check of its own, that is the
+// whole check, of the sessions updated last.
 func dataChecks(ctx context.Context, app *cli.App, u string) []check {
 	opts, err := app.StoreOptions()
 	if err != nil {
 		return []check{{Name: "data", Detail: err.Error(), Fix: "fix the configuration first"}}
 	}
-	s, err := cairn.Open(ctx, u, opts)
+	ring, err := app.Keyring()
+	if err != nil {
+		return []check{{Name: "data", Detail: err.Error(), Fix: cli.KeyHint}}
+	}
+	var s cairn.Store
+	if ring != nil {
+		s, err = app.OpenURL(ctx, u)
+	} else {
+		s, err = cairn.Open(ctx, u, opts)
+	}
 	if err != nil {
 		return []check{{Name: "data", Detail: err.Error(), Fix: storeFix(u, err)}}
 	}
 	defer s.Close()
 	var out []check
-	if c, ok := s.(cairn.Checker); ok {
-		out = append(out, checkData(ctx, c)...)
-	} else {
+	cs, keyed := s.(crypt.Store)
+	switch c, ok := s.(cairn.Checker); {
+	case ok:
+		out = append(out, checkData(ctx, c, 0)...)
+	case keyed:
+		out = append(out, checkData(ctx, sessionsChecker{cs}, maxSnapshotSessions)...)
+	default:
 		out = append(out, check{Name: "data", OK: true,
 			Detail: "this store has no check of its own data; its calls report damage as they meet it"})
 	}
@@ -175,9 +198,19 @@ func dataChecks(ctx context.Context, app *cli.App, u string) []check {
 	return out
 }
 
+// sessionsChecker is the check of an encrypted store whose backend has no
+// check of its own: the encryption layer's reading of its sessions, the
+// ones updated last.
+type sessionsChecker struct{ s crypt.Store }
+
+func (c sessionsChecker) Check(ctx context.Context) (*cairn.CheckReport, error) {
+	return c.s.CheckSessions(ctx, maxSnapshotSessions)
+}
+
 // checkData runs the store's check and reports it: a summary, then one
-// line for each problem, the damaged sessions by ID.
-func checkData(ctx context.Context, c cairn.Checker) []check {
+// line for each problem, the damaged sessions by ID. limit is the most
+// sessions the check reads (0: every one).
+func checkData(ctx context.Context, c cairn.Checker, limit int) []check {
 	rep, err := c.Check(ctx)
 	if err != nil {
 		return []check{{Name: "data", Detail: "the check could not run: " + err.Error(), Fix: "`cairn doctor` again once the store answers"}}
@@ -191,9 +224,13 @@ func checkData(ctx context.Context, c cairn.Checker) []check {
 			}
 		}
 	}
-	sum := check{Name: "data", OK: bad == 0, Detail: fmt.Sprintf("%s checked, none damaged", countOf(rep.Sessions, "session", "sessions"))}
+	of := countOf(rep.Sessions, "session", "sessions")
+	if limit > 0 && rep.Sessions >= limit {
+		of = fmt.Sprintf("the %d sessions updated last", rep.Sessions)
+	}
+	sum := check{Name: "data", OK: bad == 0, Detail: fmt.Sprintf("%s checked, none damaged", of)}
 	if bad > 0 {
-		sum.Detail = fmt.Sprintf("%s checked, %d damaged", countOf(rep.Sessions, "session", "sessions"), damaged)
+		sum.Detail = fmt.Sprintf("%s checked, %d damaged", of, damaged)
 		if bad > damaged {
 			sum.Detail += "; the store's own files are damaged"
 		}
@@ -204,7 +241,7 @@ func checkData(ctx context.Context, c cairn.Checker) []check {
 		ch := check{Name: "leftover", OK: !p.Damage, Detail: p.Where + ": " + p.Msg, Fix: p.Fix}
 		switch {
 		case p.Session != "":
-			ch.Name, ch.Session, ch.Detail = "session", p.Session, p.Err().Error()
+			ch.Name, ch.Session, ch.Detail = "session", p.Session, "session "+p.Session+" is damaged ("+p.Where+"): "+p.Msg
 		case p.Damage:
 			ch.Name = "file"
 		}
@@ -338,7 +375,7 @@ func lockCheck(ctx context.Context, s cairn.Store) (check, bool) {
 		}
 		n++
 		// One lookup per lock file, not a walk of every session.
-		_, err := s.Load(ctx, id, 1<<62) // the info alone
+		_, err := s.Stat(ctx, id)
 		switch {
 		case errors.Is(err, cairn.ErrNotFound):
 			orphans = append(orphans, id)

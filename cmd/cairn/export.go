@@ -10,7 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
-	"github.com/cairnhq/cairn/internal/formats"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 func newExportCmd(app *cli.App) *cobra.Command {
@@ -27,26 +27,22 @@ The document goes to stdout unless -o names a file; then --json prints
 {"id", "events", "file", "format"}.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			f, err := formats.ParseFormat(format)
+			f, err := sessions.ParseFormat(format)
 			if err != nil {
 				return cli.Usage("--format is cairn, openai or checkpoint", "%v", err)
 			}
-			loc, err := app.Locate(c.Context(), a[0], cli.LocateOptions{Global: true})
+			loc, rec, err := locateRecord(c, app, a[0])
 			if err != nil {
 				return err
 			}
 			defer loc.Store.Close()
-			rec, err := loc.Store.Load(c.Context(), loc.ID, 0)
-			if err != nil {
-				return cli.StoreFail(loc.ID, fmt.Errorf("load %s: %w", loc.ID, err))
-			}
 			m, err := cairn.NewMemory(rec.Events...)
 			if err != nil {
 				return cli.Fail(fmt.Errorf("load %s: %w", loc.ID, err), "the stored history is damaged")
 			}
 			m.Session = &cairn.SessionMeta{ID: loc.ID, CreatedAt: rec.Info.CreatedAt, Labels: rec.Info.Labels}
 			var buf bytes.Buffer
-			rep, err := formats.Export(&buf, f, m)
+			rep, err := sessions.Export(&buf, f, m)
 			if err != nil {
 				return cli.Fail(err, "try --format cairn, which carries everything")
 			}

@@ -11,7 +11,7 @@ func addRuntimeCommands(root *cobra.Command, app *cli.App) {
 	root.AddCommand(newChatCmd(app), newRunCmd(app), newDoctorCmd(app))
 	root.AddCommand(newBenchCmd(app), newWorkerCmd(app))
 	root.AddCommand(newServeCmd(app))
-	root.AddCommand(newToolsCmd(app))
+	root.AddCommand(newToolsCmd(app), newMCPCmd(app))
 }
 
 // addSessionRuntimeCommands adds the session commands that run agents.

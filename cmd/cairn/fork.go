@@ -1,13 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"maps"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 func newForkCmd(app *cli.App) *cobra.Command {
@@ -32,36 +33,31 @@ forked_from=ID. ID is the whole ID, never a prefix.`,
 				return err
 			}
 			defer loc.Store.Close()
-			rec, err := loc.Store.Load(c.Context(), loc.ID, 0)
+			f, err := sessions.Fork(c.Context(), loc.Store, loc.ID, sessions.ForkOptions{At: at, As: as})
 			if err != nil {
-				return cli.StoreFail(loc.ID, fmt.Errorf("load %s: %w", loc.ID, err))
+				return forkFailed(loc.ID, as, err)
 			}
-			if at == 0 {
-				at = rec.Info.LastSeq
-			}
-			if at < 1 || at > rec.Info.LastSeq {
-				return cli.Usage("give a seq from 1 to the last one", "--at %d is outside the session's events 1..%d", at, rec.Info.LastSeq)
-			}
-			if as == "" {
-				as = cairn.NewID()
-			}
-			labels := maps.Clone(rec.Info.Labels)
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels["forked_from"] = loc.ID
-			if err := cli.WriteSession(c.Context(), loc.Store, cairn.SessionMeta{ID: as, Labels: labels}, rec.Events[:at]); err != nil {
-				return err
-			}
-			app.NoteSnapshot(c.Context(), loc.Store, as, nil)
+			app.NoteSnapshot(c.Context(), loc.Store, f.ID, f.Events)
 			if app.Flags.JSON {
-				return cli.WriteJSON(app.Stdout, map[string]any{"id": as, "from": loc.ID, "at": at})
+				return cli.WriteJSON(app.Stdout, f)
 			}
-			app.Printf("forked %s at seq %d as %s\n", loc.ID, at, as)
+			app.Printf("forked %s at seq %d as %s\n", f.From, f.At, f.ID)
 			return nil
 		},
 	}
 	c.Flags().Int64Var(&at, "at", 0, "the last seq to keep (default: the whole history)")
 	c.Flags().StringVar(&as, "as", "", "the new session's ID (default: a new random ID)")
 	return c
+}
+
+// forkFailed turns an error of sessions.Fork into the command's error
+// with a hint.
+func forkFailed(from, as string, err error) error {
+	if re, ok := errors.AsType[*sessions.RangeError](err); ok {
+		return cli.Usage("give a seq from 1 to the last one", "--at %d is outside the session's events 1..%d", re.At, re.Last)
+	}
+	if errors.Is(err, cairn.ErrExists) || errors.Is(err, cairn.ErrInvalidID) {
+		return cli.WriteFailed(as, err)
+	}
+	return cli.StoreFail(from, err)
 }

@@ -7,7 +7,8 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
-	"github.com/cairnhq/cairn/internal/formats"
+	"github.com/cairnhq/cairn/internal/text"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 func newGCCmd(app *cli.App) *cobra.Command {
@@ -48,14 +49,14 @@ label.
 					return cli.Fail(fmt.Errorf("purge expired sessions: %w", err), "`cairn doctor` checks the store")
 				}
 			}
-			imports, busy, err := formats.SweepImports(c.Context(), store, all, dryRun)
+			imports, busy, err := sessions.SweepImports(c.Context(), store, all, dryRun)
 			if err != nil {
 				return cli.Fail(err, "`cairn doctor` checks the store")
 			}
 			if app.Flags.JSON {
-				out := map[string]any{"purged": n, "incomplete_imports": imports, "incomplete_imports_busy": busy, "store": cairn.RedactURL(u)}
+				out := map[string]any{"purged": n, "incomplete_imports": imports, "incomplete_imports_busy": busy, "store": text.RedactURL(u)}
 				if dryRun {
-					out = map[string]any{"dry_run": true, "expired": n, "incomplete_imports": imports, "store": cairn.RedactURL(u)}
+					out = map[string]any{"dry_run": true, "expired": n, "incomplete_imports": imports, "store": text.RedactURL(u)}
 				}
 				return cli.WriteJSON(app.Stdout, out)
 			}

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
-	"github.com/cairnhq/cairn/internal/formats"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 func newImportCmd(app *cli.App) *cobra.Command {
@@ -36,55 +35,38 @@ it, and cairn sessions gc removes it.`,
 					return cli.BadID(fmt.Errorf("--as: %w", err))
 				}
 			}
-			var f formats.Format
+			var f sessions.Format
 			if format != "" {
 				var err error
-				if f, err = formats.ParseFormat(format); err != nil {
+				if f, err = sessions.ParseFormat(format); err != nil {
 					return cli.Usage("--format is cairn, openai or checkpoint", "%v", err)
 				}
 			}
-			data, err := readInput(app, a[0], formats.DefaultMaxBytes)
+			data, err := readInput(app, a[0], sessions.DefaultMaxBytes)
 			if err != nil {
 				return err
-			}
-			m, rep, err := formats.Import(data, f, formats.ImportOptions{ID: as})
-			if err != nil {
-				return cli.Fail(fmt.Errorf("%s: %w", a[0], err), "nothing was written; fix the file at the position given")
-			}
-			meta := cairn.SessionMeta{ID: as}
-			if m.Session != nil {
-				meta = *m.Session
-			}
-			if as != "" {
-				meta.ID = as
-			}
-			if meta.ID == "" {
-				meta.ID = cairn.NewID()
 			}
 			store, _, err := app.OpenStore(c.Context())
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			rebuild := func(run string, at time.Time) (*cairn.Memory, error) {
-				m, _, err := formats.Import(data, rep.Format, formats.ImportOptions{ID: as, RunID: run, Now: func() time.Time { return at }})
-				return m, err
-			}
-			done, err := formats.Save(c.Context(), store, meta, m, data, rebuild)
+			in, err := sessions.ImportInto(c.Context(), store, data, f, sessions.ImportOptions{ID: as})
 			if err != nil {
-				return importFailed(err)
+				return importFailed(a[0], err)
 			}
-			app.NoteSnapshot(c.Context(), store, meta.ID, nil)
-			if done > 0 {
-				app.Notef("note: finished the import of %s into %s, which had stopped after %d of its %d events", a[0], meta.ID, done, m.Len())
+			m, rep := in.Memory, in.Report
+			app.NoteSnapshot(c.Context(), store, in.ID, nil)
+			if in.Resumed > 0 {
+				app.Notef("note: finished the import of %s into %s, which had stopped after %d of its %d events", a[0], in.ID, in.Resumed, m.Len())
 			}
 			if s := rep.String(); s != "" {
 				app.Notef("note: %s", s)
 			}
 			if app.Flags.JSON {
-				return cli.WriteJSON(app.Stdout, map[string]any{"id": meta.ID, "events": m.Len(), "format": rep.Format})
+				return cli.WriteJSON(app.Stdout, map[string]any{"id": in.ID, "events": m.Len(), "format": rep.Format})
 			}
-			app.Printf("imported %s (%d events, %s format)\n", meta.ID, m.Len(), rep.Format)
+			app.Printf("imported %s (%d events, %s format)\n", in.ID, m.Len(), rep.Format)
 			return nil
 		},
 	}
@@ -93,10 +75,13 @@ it, and cairn sessions gc removes it.`,
 	return c
 }
 
-// importFailed explains a failed write of an import.
-func importFailed(err error) error {
-	var pe *formats.PartialError
+// importFailed explains a failed import of file: a document that does not
+// import, or a failed write.
+func importFailed(file string, err error) error {
+	var pe *sessions.PartialError
 	switch {
+	case sessions.NotImported(err):
+		return cli.Fail(fmt.Errorf("%s: %w", file, err), "nothing was written; fix the file at the position given")
 	case errors.As(err, &pe):
 		return cli.Fail(err, "import the same file again to finish it, or remove it with `cairn sessions gc`")
 	case errors.Is(err, cairn.ErrExists):

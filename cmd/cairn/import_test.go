@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
 )
 
 // bigDocument writes a memory document of n events (user messages and
@@ -50,31 +48,6 @@ func bigDocument(t *testing.T, path, id string, n int) *cairn.Memory {
 	return m
 }
 
-// listed is a session as `cairn --json sessions list` prints it.
-type listed struct {
-	ID      string            `json:"id"`
-	Status  string            `json:"status"`
-	LastSeq int64             `json:"last_seq"`
-	Labels  map[string]string `json:"labels"`
-}
-
-func (c *cliEnv) list(store []string) map[string]listed {
-	c.t.Helper()
-	out, errOut, code := c.run(append(storeArgs(store), "--json", "sessions", "list")...)
-	if code != 0 {
-		c.t.Fatalf("sessions list: exit %d: %s", code, errOut)
-	}
-	var infos []listed
-	if err := json.Unmarshal([]byte(out), &infos); err != nil {
-		c.t.Fatalf("sessions list --json: %v\n%s", err, out)
-	}
-	m := map[string]listed{}
-	for _, i := range infos {
-		m[i.ID] = i
-	}
-	return m
-}
-
 // killMidway starts `cairn sessions import FILE args…`, watches the store
 // with `cairn sessions list` until the session has some of its events,
 // kills the process there (SIGKILL) and waits for it to die. It returns
@@ -92,7 +65,7 @@ func (c *cliEnv) killMidway(store []string, file, id string, total int64, args .
 			c.t.Fatalf("the import of %d events finished before a kill landed, %d times", total, try)
 		}
 		c.t.Logf("the import finished before the kill landed; again")
-		if _, errOut, code := c.run(append(storeArgs(store), "sessions", "delete", id, "--yes")...); code != 0 {
+		if _, errOut, code := c.run(append(store, "sessions", "delete", id, "--yes")...); code != 0 {
 			c.t.Fatalf("delete %s: %s", id, errOut)
 		}
 	}
@@ -106,15 +79,15 @@ func (c *cliEnv) killMidway(store []string, file, id string, total int64, args .
 func (c *cliEnv) tryKillMidway(store []string, file, id string, total int64, args ...string) (seen listed, finished bool) {
 	c.t.Helper()
 	ns := cairn.DefaultNamespace
-	if len(store) > 2 && store[1] == "--namespace" {
-		ns = store[2]
+	if len(store) > 3 && store[2] == "--namespace" {
+		ns = store[3]
 	}
-	st, err := cairn.Open(c.t.Context(), store[0], cairn.StoreOptions{Namespace: ns})
+	st, err := cairn.Open(c.t.Context(), store[1], cairn.StoreOptions{Namespace: ns})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer st.Close()
-	cmd := c.command(append(append(storeArgs(store), "sessions", "import", file), args...)...)
+	cmd := c.command(append(append(store, "sessions", "import", file), args...)...)
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
 	if err := cmd.Start(); err != nil {
@@ -148,7 +121,7 @@ func (c *cliEnv) tryKillMidway(store []string, file, id string, total int64, arg
 		return seen, ended(<-exited)
 	}
 	<-exited
-	seen = c.list(store)[id]
+	seen = c.list(store...)[id]
 	if seen.LastSeq >= total {
 		c.t.Fatalf("the import had written all %d events when the kill landed", total)
 	}
@@ -167,26 +140,12 @@ func TestImport_Killed(t *testing.T) {
 	for _, backend := range []string{"sqlite", "file", "postgres", "redis", "mongodb"} {
 		t.Run(backend, func(t *testing.T) {
 			c := newCLIEnv(t)
-			var store []string
-			switch backend {
-			case "sqlite":
-				store = []string{"sqlite://" + filepath.Join(c.dir, "c.db")}
-			case "file":
-				store = []string{"file://" + filepath.Join(c.dir, "sessions")}
-			default:
-				env := map[string]string{"postgres": testenv.Postgres, "redis": testenv.Redis, "mongodb": testenv.MongoDB}[backend]
-				store = []string{testenv.URL(t, env), "--namespace", "imp_" + cairn.NewID()[:8]}
-				t.Cleanup(func() {
-					for _, id := range []string{"big", "big2"} {
-						c.run(append(storeArgs(store), "sessions", "delete", id, "--yes")...)
-					}
-				})
-			}
+			store := testStore(t, c, backend, "imp_", "big", "big2")
 			// 200,000 events as in the report; 50,000 on the servers, where
 			// FerretDB's cost per command makes 200,000 take minutes (and
 			// the delete of one by gc outlast the driver's timeout).
 			n := int64(200000)
-			if len(store) > 1 {
+			if len(store) > 2 {
 				n = 50000
 			}
 			want := bigDocument(t, filepath.Join(c.dir, "big.json"), "big", int(n))
@@ -195,18 +154,18 @@ func TestImport_Killed(t *testing.T) {
 			if half.Status != "incomplete" || !strings.HasPrefix(half.Labels["cairn.import"], fmt.Sprintf("big/%d/", n)) {
 				t.Errorf("while half written the session is listed as %+v, want status incomplete and the cairn.import label", half)
 			}
-			after := c.list(store)["big"]
+			after := c.list(store...)["big"]
 			if after.Status != "incomplete" || after.LastSeq <= 0 || after.LastSeq >= n {
 				t.Errorf("after the kill the session is listed as %+v, want incomplete with some of its %d events", after, n)
 			}
-			out, _, _ := c.run(append(storeArgs(store), "sessions", "list")...)
+			out, _, _ := c.run(append(store, "sessions", "list")...)
 			if !strings.Contains(out, "incomplete") {
 				t.Errorf("sessions list does not say incomplete:\n%s", out)
 			}
 
 			// A server may still apply the append that was on the wire when
 			// the process died: the import goes on from wherever it stopped.
-			out, errOut, code := c.untilSettled(storeArgs(store), "pending in the store", "sessions", "import", "big.json")
+			out, errOut, code := c.untilSettled(store, "pending in the store", "sessions", "import", "big.json")
 			var stopped, of int64
 			if m := regexp.MustCompile(`which had stopped after (\d+) of its (\d+) events`).FindStringSubmatch(errOut); m != nil {
 				stopped, _ = strconv.ParseInt(m[1], 10, 64)
@@ -215,27 +174,22 @@ func TestImport_Killed(t *testing.T) {
 			if code != 0 || stopped < after.LastSeq || stopped >= n || of != n {
 				t.Fatalf("import again: exit %d, want it to finish from %d events or more\n%s%s", code, after.LastSeq, out, errOut)
 			}
-			sessions := c.list(store)
+			sessions := c.list(store...)
 			if len(sessions) != 1 || sessions["big"].LastSeq != n || sessions["big"].Status == "incomplete" {
 				t.Fatalf("after the second import: %+v, want one complete session of %d events", sessions, n)
 			}
 			c.checkEqual(store, "big", want)
 
 			c.killMidway(store, "big.json", "big2", n, "--as", "big2")
-			out, errOut, code = c.untilSettled(storeArgs(store), "still counts as pending", "sessions", "gc")
+			out, errOut, code = c.untilSettled(store, "still counts as pending", "sessions", "gc")
 			if code != 0 || !strings.Contains(out, "removed 1 incomplete import") {
 				t.Fatalf("gc: exit %d\n%s%s", code, out, errOut)
 			}
-			if sessions := c.list(store); len(sessions) != 1 || sessions["big"].LastSeq != n {
+			if sessions := c.list(store...); len(sessions) != 1 || sessions["big"].LastSeq != n {
 				t.Fatalf("after gc: %+v, want big alone", sessions)
 			}
 		})
 	}
-}
-
-// storeArgs are the flags that name a store: its URL and the rest.
-func storeArgs(store []string) []string {
-	return append([]string{"--store", store[0]}, store[1:]...)
 }
 
 // untilSettled runs cairn with args while its output says that a killed
@@ -259,7 +213,7 @@ func (c *cliEnv) untilSettled(store []string, pending string, args ...string) (s
 // checkEqual exports session id and checks that its events are want's.
 func (c *cliEnv) checkEqual(store []string, id string, want *cairn.Memory) {
 	c.t.Helper()
-	if _, errOut, code := c.run(append(storeArgs(store), "sessions", "export", id, "-o", "out.json")...); code != 0 {
+	if _, errOut, code := c.run(append(store, "sessions", "export", id, "-o", "out.json")...); code != 0 {
 		c.t.Fatalf("export: %s", errOut)
 	}
 	data, err := os.ReadFile(filepath.Join(c.dir, "out.json"))

@@ -2,105 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// cairnBinary builds the command once per test run.
-func cairnBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "cairn-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "cairn")
-		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
-}
-
-type cliEnv struct {
-	t   *testing.T
-	bin string
-	dir string
-	env []string
-}
-
-func newCLIEnv(t *testing.T) *cliEnv {
-	dir := t.TempDir()
-	home := filepath.Join(dir, ".home")
-	return &cliEnv{t: t, bin: cairnBinary(t), dir: dir,
-		env: append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "XDG_DATA_HOME="+home+"/.local/share")}
-}
-
-func (c *cliEnv) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(c.bin, args...)
-	cmd.Dir, cmd.Env = c.dir, c.env
-	return cmd
-}
-
-// run runs cairn and returns stdout, stderr and the exit status.
-func (c *cliEnv) run(args ...string) (string, string, int) {
-	c.t.Helper()
-	cmd := c.command(args...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		c.t.Fatalf("run cairn %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
-}
-
-type shown struct {
-	Info struct {
-		Status string `json:"status"`
-		Steps  int    `json:"steps"`
-	} `json:"info"`
-	Events []struct {
-		Seq  int64           `json:"seq"`
-		Kind string          `json:"kind"`
-		Data json.RawMessage `json:"data"`
-	} `json:"events"`
-}
-
-func (c *cliEnv) show(id string) (*shown, bool) {
-	out, _, code := c.run("--json", "sessions", "show", id)
-	if code != 0 {
-		return nil, false
-	}
-	var s shown
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		c.t.Fatalf("show --json: %v\n%s", err, out)
-	}
-	return &s, true
-}
 
 // TestRun_InterruptAndResume: Ctrl+C during a run saves run.interrupted and
 // exits 130; `cairn sessions resume ID`, as the hint says it, finishes the
@@ -112,36 +20,24 @@ func TestRun_InterruptAndResume(t *testing.T) {
 		steps = append(steps, fmt.Sprintf(`{"text":"step %d","tool_calls":[{"name":"calc","arguments":{"expression":"%d+1"}}],"delay_ms":150}`, i, i))
 	}
 	steps = append(steps, `{"text":"all done","delay_ms":150}`)
-	script := filepath.Join(c.dir, "slow.json")
-	if err := os.WriteFile(script, []byte(`{"steps":[`+strings.Join(steps, ",")+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	model := "script:" + script
+	model := "script:" + c.writeFile("slow.json", `{"steps":[`+strings.Join(steps, ",")+`]}`)
 
-	cmd := c.command("--model", model, "run", "--session", "long", "count slowly")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out := c.start("--model", model, "run", "--session", "long", "count slowly")
 	// Interrupt once two steps are saved.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if s, ok := c.show("long"); ok && s.Info.Steps >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the run never saved two steps:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	saved := within(60*time.Second, 50*time.Millisecond, func() bool {
+		s, ok := c.show("long")
+		return ok && s.Info.Steps >= 2
+	})
+	if !saved {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the run never saved two steps:\n%s", out.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+	if code, _ := exitStatus(err); code != 130 {
 		t.Fatalf("interrupted run: %v, want exit status 130\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "cairn sessions resume long") {
@@ -210,20 +106,90 @@ func TestRun_InterruptAndResume(t *testing.T) {
 // store, then in the user-global one, and say where they found it.
 func TestResume_GlobalStore(t *testing.T) {
 	c := newCLIEnv(t)
-	global := "sqlite://" + filepath.Join(c.dir, "global", "cairn.db")
-	c.env = append(c.env, "CAIRN_GLOBAL_STORE="+global)
-	if _, stderr, code := c.run("--store", global, "run", "--session", "far-away", "Hello from elsewhere"); code != 0 {
-		t.Fatalf("run in the global store: %s", stderr)
-	}
-	if _, stderr, code := c.run("run", "--session", "near", "Hello here"); code != 0 {
-		t.Fatalf("run in the project store: %s", stderr)
-	}
+	c.globalSession()
+	c.must("run", "--session", "near", "Hello here")
 	out, stderr, code := c.run("sessions", "show", "far")
 	if code != 0 || !strings.Contains(out, "far-away") || !strings.Contains(stderr, "user-global store") {
 		t.Fatalf("show of a session in the global store: exit %d\n%s%s", code, out, stderr)
 	}
-	out, stderr, code = c.run("sessions", "resume", "far-away", "What did I say?")
+	c.resumeFromGlobal()
+}
+
+// globalSession makes a store in c's folder the user-global store and
+// runs session far-away there, saying "Hello from elsewhere"; it returns
+// the store's URL.
+func (c *cliEnv) globalSession() string {
+	c.t.Helper()
+	global := "sqlite://" + filepath.Join(c.dir, "global", "cairn.db")
+	c.env = append(c.env, "CAIRN_GLOBAL_STORE="+global)
+	c.must("--store", global, "run", "--session", "far-away", "Hello from elsewhere")
+	return global
+}
+
+// resumeFromGlobal checks that `sessions resume far-away` finds the session
+// in the user-global store, says so, and that the agent remembers it.
+func (c *cliEnv) resumeFromGlobal() {
+	c.t.Helper()
+	out, stderr, code := c.run("sessions", "resume", "far-away", "What did I say?")
 	if code != 0 || !strings.Contains(out, `Before that you told me "Hello from elsewhere"`) || !strings.Contains(stderr, "user-global store") {
-		t.Fatalf("resume from the global store: exit %d\n%s%s", code, out, stderr)
+		c.t.Errorf("resume from the global store: exit %d\n%s%s", code, out, stderr)
 	}
+}
+
+// TestLocate_NamedStoreOnly: a store named for the command (--store,
+// CAIRN_STORE, a config file given with --config) is the only one `show`,
+// `export` and `resume` search. A session that only the user-global store
+// holds is not found, with a hint that names the store searched and says
+// where the session is, and the user-global store is left as it was.
+func TestLocate_NamedStoreOnly(t *testing.T) {
+	c := newCLIEnv(t)
+	global := c.globalSession()
+	named := "sqlite://" + filepath.Join(c.dir, "c.db")
+	c.must("--store", named, "run", "--session", "near", "Hello here")
+	before, _, _ := c.run("--store", global, "sessions", "export", "far-away")
+	c.writeFile("named.toml", "[persistence]\nurl = \""+named+"\"\n")
+	for _, tc := range []struct {
+		how  string
+		env  string
+		args []string
+	}{
+		{"--store", "", []string{"--store", named, "sessions", "resume", "far-away", "What did I say?"}},
+		{"--store", "", []string{"--store", named, "sessions", "show", "far"}},
+		{"CAIRN_STORE", "CAIRN_STORE=" + named, []string{"sessions", "export", "far-away"}},
+		{"--config", "", []string{"--config", "named.toml", "sessions", "resume", "far-away"}},
+	} {
+		cmd := c.command(tc.args...)
+		if tc.env != "" {
+			cmd.Env = append(append([]string(nil), cmd.Env...), tc.env)
+		}
+		out, stderr, code := c.result(cmd)
+		if code != 1 {
+			t.Errorf("cairn %v (%s): exit %d, want exit 1\n%s%s", tc.args, tc.env, code, out, stderr)
+			continue
+		}
+		for _, w := range []string{
+			`not found in ` + named,
+			"hint: only the store named by " + tc.how,
+			named + ", namespace default",
+			"the user-global store " + global + " holds session far-away: give --store " + global + " to use it",
+		} {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("cairn %v (%s): stderr does not say %q:\n%s", tc.args, tc.env, w, stderr)
+			}
+		}
+		if strings.Contains(stderr, "found far-away in the user-global store") || strings.Contains(out, "Hello from elsewhere") {
+			t.Errorf("cairn %v (%s) used the user-global store:\n%s%s", tc.args, tc.env, out, stderr)
+		}
+	}
+	if after, _, _ := c.run("--store", global, "sessions", "export", "far-away"); after != before || before == "" {
+		t.Errorf("the user-global store's session changed:\nbefore %s\nafter %s", before, after)
+	}
+	// A session the named store does not hold and no store holds: the
+	// hint names the store searched, and nothing more.
+	_, stderr, code := c.run("--store", named, "sessions", "resume", "nowhere")
+	if code != 1 || !strings.Contains(stderr, "only the store named by --store was searched: "+named) || strings.Contains(stderr, "user-global") {
+		t.Errorf("resume of a session no store holds: exit %d\n%s", code, stderr)
+	}
+	// Without a named store the lookup goes on to the user-global store.
+	c.resumeFromGlobal()
 }

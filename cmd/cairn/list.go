@@ -12,7 +12,8 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/cli"
-	"github.com/cairnhq/cairn/internal/formats"
+	"github.com/cairnhq/cairn/internal/text"
+	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/worker"
 )
 
@@ -114,10 +115,13 @@ show and export take as the ID; --json gives whole IDs.`,
 				return err
 			}
 			for i := range infos {
-				if _, ok := formats.Incomplete(infos[i]); ok {
-					infos[i].Status = formats.StatusIncomplete // an import still being written, or killed
+				if _, ok := sessions.Incomplete(infos[i]); ok {
+					infos[i].Status = sessions.StatusIncomplete // an import still being written, or killed
 				} else if infos[i].Status == cairn.StatusNew && infos[i].Labels[worker.QueueLabel] != "" {
 					infos[i].Status = statusQueued // waiting for a worker
+					if infos[i].FirstMessage == "" {
+						infos[i].FirstMessage = queuedPrompt(c.Context(), store, infos[i].ID)
+					}
 				}
 			}
 			holders, err := cli.Holders(c.Context(), store, infos)
@@ -190,4 +194,16 @@ func listFlags(status, labels []string, limit int) string {
 		fmt.Fprintf(&b, " --limit %d", limit)
 	}
 	return b.String()
+}
+
+// queuedPrompt returns the prompt of a queued run, which its session holds
+// in its one event (no user message yet), cut as a first message is; ""
+// when it cannot be read.
+func queuedPrompt(ctx context.Context, store cairn.Store, id string) string {
+	rec, err := store.Load(ctx, id, 0)
+	if err != nil {
+		return ""
+	}
+	in, _ := worker.QueuedInput(rec.Events)
+	return text.Truncate(in, driver.MaxFirstMessage) // as a store keeps a first message
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -100,13 +102,9 @@ func TestRun_SymlinkedStoreSharesTheLock(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(c.dir, "script.json")
-	err := os.WriteFile(script, []byte(`{"steps":[{"text":"first"},
+	script := c.writeFile("script.json", `{"steps":[{"text":"first"},
 		{"tool_calls":[{"name":"append_file","arguments":{"path":"`+fifo+`","line":"held"}}]},
-		{"text":"done"},{"text":"done again"},{"text":"and again"}]}`), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
+		{"text":"done"},{"text":"done again"},{"text":"and again"}]}`)
 	if err := os.Mkdir(filepath.Join(c.dir, "data"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -116,16 +114,8 @@ func TestRun_SymlinkedStoreSharesTheLock(t *testing.T) {
 	}
 	viaReal := []string{"--store", "sqlite://" + real, "--model", "script:" + script}
 	viaLink := []string{"--store", "sqlite:///./link.db", "--model", "script:" + script}
-	if _, errOut, code := c.run(append(viaReal, "run", "--session", "same", "hello")...); code != 0 {
-		t.Fatalf("first run: exit %d: %s", code, errOut)
-	}
-	a := c.command(append(viaReal, "run", "--session", "same", "one more")...)
-	var aErr strings.Builder
-	a.Stderr = &aErr
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Process.Kill()
+	c.must(append(viaReal, "run", "--session", "same", "hello")...)
+	a, aOut := c.start(append(viaReal, "run", "--session", "same", "one more")...)
 	waitKind(t, "sqlite://"+real, "same", cairn.KindToolStarted)
 	before := loadSession(t, "sqlite://"+real, "", "same")
 
@@ -151,8 +141,8 @@ func TestRun_SymlinkedStoreSharesTheLock(t *testing.T) {
 	}
 	_, _ = io.ReadAll(r)
 	r.Close()
-	if err := a.Wait(); err == nil || !strings.Contains(aErr.String(), "lease lost") && !strings.Contains(aErr.String(), "lease could not be renewed") {
-		t.Errorf("the run taken over: %v, stderr %q; want a failure saying the lease was lost", err, aErr.String())
+	if err := a.Wait(); err == nil || !strings.Contains(aOut.String(), "lease lost") && !strings.Contains(aOut.String(), "lease could not be renewed") {
+		t.Errorf("the run taken over: %v, output %q; want a failure saying the lease was lost", err, aOut.String())
 	}
 	if after := loadSession(t, "sqlite://"+real, "", "same"); len(after) != len(taken) {
 		t.Errorf("the process taken over wrote %d events after the takeover", len(after)-len(taken))
@@ -167,14 +157,12 @@ func TestRun_SymlinkedStoreSharesTheLock(t *testing.T) {
 // waitKind waits until a session holds an event of kind.
 func waitKind(t *testing.T, storeURL, id string, kind cairn.Kind) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if countKind(loadSession(t, storeURL, "", id), kind) > 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	held := within(60*time.Second, 20*time.Millisecond, func() bool {
+		return countKind(loadSession(t, storeURL, "", id), kind) > 0
+	})
+	if !held {
+		t.Fatalf("session %s never held a %s event", id, kind)
 	}
-	t.Fatalf("session %s never held a %s event", id, kind)
 }
 
 // TestClaim_LiveLeaseNeedsForce: on a local store, a session whose lease a
@@ -185,9 +173,7 @@ func waitKind(t *testing.T, storeURL, id string, kind cairn.Kind) {
 // once.
 func TestClaim_LiveLeaseNeedsForce(t *testing.T) {
 	c := newCLIEnv(t)
-	if _, errOut, code := c.run("run", "--session", "s", "hello"); code != 0 {
-		t.Fatalf("first run: exit %d: %s", code, errOut)
-	}
+	c.must("run", "--session", "s", "hello")
 	url := "sqlite://" + filepath.Join(c.dir, ".cairn", "cairn.db")
 	st, err := cairn.Open(t.Context(), url, cairn.StoreOptions{})
 	if err != nil {
@@ -207,11 +193,9 @@ func TestClaim_LiveLeaseNeedsForce(t *testing.T) {
 	} {
 		cmd := c.command(args...)
 		cmd.Stdin = strings.NewReader("more\n")
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		err := cmd.Run()
-		if err == nil || !strings.Contains(errb.String(), "session s is being run elsewhere: elsewhere:1 holds its lease") || !strings.Contains(errb.String(), "--force") {
-			t.Errorf("%v: %v, stderr %q; want a refusal naming elsewhere:1 with a --force hint", args, err, errb.String())
+		_, stderr, code := c.result(cmd)
+		if code == 0 || !strings.Contains(stderr, "session s is being run elsewhere: elsewhere:1 holds its lease") || !strings.Contains(stderr, "--force") {
+			t.Errorf("%v: exit %d, stderr %q; want a refusal naming elsewhere:1 with a --force hint", args, code, stderr)
 		}
 	}
 	if after := loadSession(t, url, "", "s"); len(after) != len(before) {
@@ -220,10 +204,8 @@ func TestClaim_LiveLeaseNeedsForce(t *testing.T) {
 
 	cmd := c.command("chat", "--session", "s", "--force")
 	cmd.Stdin = strings.NewReader("taken over\n")
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	if err := cmd.Run(); err != nil || !strings.Contains(errb.String(), "warning: taking session s over from elsewhere:1") {
-		t.Fatalf("chat --force: %v, stderr %q; want a takeover with a warning", err, errb.String())
+	if _, stderr, code := c.result(cmd); code != 0 || !strings.Contains(stderr, "warning: taking session s over from elsewhere:1") {
+		t.Fatalf("chat --force: exit %d, stderr %q; want a takeover with a warning", code, stderr)
 	}
 	e := cairn.MustEvent(cairn.KindCustom, "x", cairn.Custom{Type: "test.late", Payload: []byte(`1`)})
 	last := loadSession(t, url, "", "s")

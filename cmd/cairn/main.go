@@ -32,6 +32,8 @@ func run(args []string) int {
 	ctx, stop := signalContext(app)
 	defer stop()
 	defer app.Close() // the MCP servers the command started
+	tel.getenv, tel.console = app.Getenv, app.Stderr
+	defer tel.Close() // flush the spans and metrics, if any
 	root := newRoot(app)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -123,11 +125,15 @@ holds one JSON document and stderr JSON lines.`,
 	f.StringVar(&app.Flags.Model, "model", "", "model as PROVIDER:NAME (offline, openai:NAME, anthropic:NAME, script:FILE)")
 	f.BoolVar(&app.Flags.JSON, "json", false, "print machine-readable JSON")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if rep, ok := errors.AsType[*repeatedFlagError](err); ok {
+			return &cli.Error{Err: rep, Hint: rep.hint(), Code: cli.ExitUsage}
+		}
 		return &cli.Error{Err: err, Hint: "see `" + c.CommandPath() + " --help`", Code: cli.ExitUsage}
 	})
-	root.AddCommand(newSessionsCmd(app), newVersionCmd(app))
+	root.AddCommand(newSessionsCmd(app), newMemoryCmd(app), newVersionCmd(app))
 	addRuntimeCommands(root, app)
 	addCompletions(root, app)
+	onceFlags(root)
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if app.Flags.JSON && !jsonCommand(c) {
 			return cli.Usage("run it without --json", "%s prints nothing for a program to read; --json does not apply", c.CommandPath())

@@ -20,6 +20,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -89,26 +90,26 @@ func TestScripts(t *testing.T) {
 	})
 }
 
+// exitIf ends a command of the scripts that failed: when err is not nil,
+// it prints words and err to stderr, as fmt.Println does, and exits 1.
+func exitIf(err error, words ...any) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, append(words, err)...)
+		os.Exit(1)
+	}
+}
+
 func jsonField() {
 	if len(os.Args) != 3 {
 		fmt.Fprintln(os.Stderr, "usage: jsonfield FILE KEY")
 		os.Exit(2)
 	}
 	data, err := os.ReadFile(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	exitIf(err)
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	c, err := cairn.Canonical(m[os.Args[2]])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	exitIf(json.Unmarshal(data, &m))
+	c, err := wire.Canonical(m[os.Args[2]])
+	exitIf(err)
 	fmt.Println(string(c))
 	os.Exit(0)
 }
@@ -121,10 +122,7 @@ func mkBig() {
 		text[i] = 'x'
 	}
 	doc := `{"format":"cairn.memory","version":1,"events":[{"v":1,"seq":1,"at":"2026-01-02T03:04:05Z","kind":"message.system","run":"r","data":{"text":"` + string(text) + `"}}]}`
-	if err := os.WriteFile(os.Args[1], []byte(doc), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	exitIf(os.WriteFile(os.Args[1], []byte(doc), 0o644))
 	os.Exit(0)
 }
 
@@ -134,10 +132,7 @@ func mkKey() {
 		os.Exit(2)
 	}
 	secret, err := hex.DecodeString(os.Args[3])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	exitIf(err)
 	var data []byte
 	switch os.Args[2] {
 	case "raw":
@@ -150,10 +145,7 @@ func mkKey() {
 		fmt.Fprintln(os.Stderr, "mkkey: unknown form", os.Args[2])
 		os.Exit(2)
 	}
-	if err := os.WriteFile(os.Args[1], data, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	exitIf(os.WriteFile(os.Args[1], data, 0o600))
 	os.Exit(0)
 }
 
@@ -177,7 +169,7 @@ func appendPlain() {
 				{cairn.KindRunStarted, cairn.RunStarted{RunID: "plain", Agent: "assistant", Model: "offline"}},
 				{cairn.KindMessageUser, cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: os.Args[3]}}}},
 				{cairn.KindModelResponse, cairn.ModelResponse{Text: "You said " + os.Args[3], Model: "offline"}},
-				{cairn.KindRunFinished, cairn.RunFinished{Status: cairn.RunCompleted, Output: "You said " + os.Args[3]}},
+				{cairn.KindRunFinished, cairn.RunFinished{Status: cairn.StatusCompleted, Output: "You said " + os.Args[3]}},
 			} {
 				e := cairn.MustEvent(d.kind, "plain", d.v)
 				e.Seq = last + int64(len(evs)) + 1
@@ -186,10 +178,7 @@ func appendPlain() {
 			err = st.Append(ctx, os.Args[2], last, evs...)
 		}
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	exitIf(err)
 	os.Exit(0)
 }
 
@@ -217,19 +206,13 @@ func jsonOne() {
 			}
 		}
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "jsonone:", err)
-		os.Exit(1)
-	}
+	exitIf(err, "jsonone:")
 	os.Exit(0)
 }
 
 func jsonLines() {
 	data, err := os.ReadFile(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "jsonlines:", err)
-		os.Exit(1)
-	}
+	exitIf(err, "jsonlines:")
 	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
 		if line == "" && i == 0 {
 			break // no line at all
@@ -298,10 +281,7 @@ func shortIDs() {
 		return b.String()
 	}
 	var infos []struct{ ID string }
-	if err := json.Unmarshal([]byte(listed("--json", "sessions", "list")), &infos); err != nil {
-		fmt.Fprintln(os.Stderr, "shortids:", err)
-		os.Exit(1)
-	}
+	exitIf(json.Unmarshal([]byte(listed("--json", "sessions", "list")), &infos), "shortids:")
 	n := 0
 	for _, line := range strings.Split(listed("sessions", "list"), "\n")[1:] {
 		f := strings.Fields(line)

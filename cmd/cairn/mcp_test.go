@@ -9,22 +9,12 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/internal/mcptest"
+	"github.com/cairnhq/cairn/internal/testing/mcptest"
 )
 
 // The tests of MCP servers' tools through the cairn binary: the npm
 // reference servers (CAIRN_TEST_MCP_SERVERS, installed by .ci/run) and the
-// Go test server of internal/mcptest for the faults.
-
-// writeFile writes a file in the test's folder and returns its path.
-func (c *cliEnv) writeFile(name, text string) string {
-	c.t.Helper()
-	p := filepath.Join(c.dir, name)
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		c.t.Fatal(err)
-	}
-	return p
-}
+// Go test server of internal/testing/mcptest for the faults.
 
 // toolEvent is the data of a tool.started or tool.result.
 type toolEvent struct {
@@ -40,12 +30,8 @@ type toolEvent struct {
 // call ID, in order.
 func (c *cliEnv) toolEvents(id string) map[string][]toolEvent {
 	c.t.Helper()
-	s, ok := c.show(id)
-	if !ok {
-		c.t.Fatalf("no session %s", id)
-	}
 	out := map[string][]toolEvent{}
-	for _, e := range s.Events {
+	for _, e := range c.mustShow(id).Events {
 		if e.Kind != "tool.started" && e.Kind != "tool.result" {
 			continue
 		}
@@ -130,8 +116,8 @@ args = ["`+data+`"]
 	}
 
 	_, stderr, code = c.run("run", "--session", "ref", "set up my notes")
-	if code != 1 || !strings.Contains(stderr, "waiting for approval of: fs_write_file") {
-		t.Fatalf("the run before the destructive write: exit %d, want 1 awaiting approval\n%s", code, stderr)
+	if code != 4 || !strings.Contains(stderr, "waiting for approval of: fs_write_file") {
+		t.Fatalf("the run before the destructive write: exit %d, want 4 awaiting approval\n%s", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(data, "notes", "a.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the write ran before its approval: %v", err)
@@ -201,17 +187,24 @@ env = { MCPTEST_LOG = "`+filepath.Join(c.dir, "calls")+`", MCPTEST_BLOCK = "`+bl
 // then kills it with SIGKILL.
 func killDuring(c *cliEnv, n int, args ...string) {
 	c.t.Helper()
-	cmd := c.command(args...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
+	cmd, _ := c.start(args...)
 	mcptest.WaitCalls(c.t, filepath.Join(c.dir, "calls"), n)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		c.t.Fatal(err)
 	}
 	cmd.Wait()
+}
+
+// resumeAfterKill resumes session id, whose process killDuring killed,
+// under config: the run must finish ("all done"). It returns the events of
+// the call the process was killed in (call_0_0).
+func (c *cliEnv) resumeAfterKill(config, id string) []toolEvent {
+	c.t.Helper()
+	out, stderr, code := c.run("--config", config, "sessions", "resume", id)
+	if code != 0 || !strings.Contains(out, "all done") {
+		c.t.Fatalf("resume after the kill: exit %d\n%s%s", code, out, stderr)
+	}
+	return c.toolEvents(id)["call_0_0"]
 }
 
 // TestMCP_KillDuringDestructiveCall: a destructive MCP tool asks for
@@ -230,12 +223,12 @@ func TestMCP_KillDuringDestructiveCall(t *testing.T) {
 	calls := filepath.Join(c.dir, "calls")
 
 	_, stderr, code := c.run("--config", strict, "run", "--session", "d", "clean up")
-	if code != 1 || !strings.Contains(stderr, "waiting for approval of: t_destroy") {
-		t.Fatalf("run: exit %d, want 1 awaiting approval\n%s", code, stderr)
+	if code != 4 || !strings.Contains(stderr, "waiting for approval of: t_destroy") {
+		t.Fatalf("run: exit %d, want 4 awaiting approval\n%s", code, stderr)
 	}
 	_, stderr, code = c.run("--config", lax, "sessions", "resume", "d")
-	if code != 1 || !strings.Contains(stderr, "waiting for approval of: t_destroy") {
-		t.Fatalf("resume under a config that needs no approval: exit %d, want 1 still awaiting\n%s", code, stderr)
+	if code != 4 || !strings.Contains(stderr, "waiting for approval of: t_destroy") {
+		t.Fatalf("resume under a config that needs no approval: exit %d, want 4 still awaiting\n%s", code, stderr)
 	}
 	if got := mcptest.Calls(t, calls); len(got) != 0 {
 		t.Fatalf("the tool ran without a decision: %q", got)
@@ -246,11 +239,7 @@ func TestMCP_KillDuringDestructiveCall(t *testing.T) {
 		t.Fatalf("after the kill: events %q, want the start alone", got)
 	}
 
-	out, stderr, code := c.run("--config", lax, "sessions", "resume", "d")
-	if code != 0 || !strings.Contains(out, "all done") {
-		t.Fatalf("resume after the kill: exit %d\n%s%s", code, out, stderr)
-	}
-	evs := c.toolEvents("d")["call_0_0"]
+	evs := c.resumeAfterKill(lax, "d")
 	if kinds(evs) != "started result" || !evs[1].IsError || evs[1].Output != agent.OutcomeUnknown {
 		t.Errorf("the killed call: %+v, want its start and the result %q", evs, agent.OutcomeUnknown)
 	}
@@ -275,11 +264,7 @@ func TestMCP_KillDuringReadOnlyCall(t *testing.T) {
 	if got := kinds(c.toolEvents("r")["call_0_0"]); got != "" {
 		t.Fatalf("after the kill: events %q, want none (a read-only call records no start)", got)
 	}
-	out, stderr, code := c.run("--config", pinned, "sessions", "resume", "r")
-	if code != 0 || !strings.Contains(out, "all done") {
-		t.Fatalf("resume after the kill: exit %d\n%s%s", code, out, stderr)
-	}
-	evs := c.toolEvents("r")["call_0_0"]
+	evs := c.resumeAfterKill(pinned, "r")
 	if kinds(evs) != "started result" || evs[1].IsError || evs[1].Output != "look done: around" {
 		t.Errorf("the call run again: %+v", evs)
 	}
@@ -297,7 +282,10 @@ func TestMCP_Faults(t *testing.T) {
 		{"tool_calls":[{"name":"t_huge","arguments":{"bytes":3000000}},{"name":"t_slow","arguments":{}}]},
 		{"tool_calls":[{"name":"t_lookup","arguments":{"key":"after"}},{"name":"t_fail","arguments":{}},{"name":"t_refuse","arguments":{}}]},
 		{"text":"all done"}]}`)
-	mcpConfig(c, "cairn.toml", "", "timeout_seconds = 1\nmax_output_bytes = 2000\n[mcp.servers.t.tools.wirte]\napproval = true\n")
+	// Only slow, which is meant to time out, has a bound of a second: the
+	// calls meant to answer (the restarts, the huge result under -race)
+	// have the default bound, which no load of the machine makes them reach.
+	mcpConfig(c, "cairn.toml", "", "max_output_bytes = 2000\n[mcp.servers.t.tools.slow]\ntimeout_seconds = 1\n[mcp.servers.t.tools.wirte]\napproval = true\n")
 	out, stderr, code := c.run("run", "--session", "f", "break things")
 	if code != 0 || !strings.Contains(out, "all done") {
 		t.Fatalf("run: exit %d\n%s%s", code, out, stderr)
@@ -382,5 +370,45 @@ func TestMCP_FingerprintWarns(t *testing.T) {
 	_, stderr, code = c.run("sessions", "resume", "fp", "once more")
 	if code != 0 || strings.Contains(stderr, "different agent") {
 		t.Errorf("resume with the same servers: exit %d, want no warning\n%s", code, stderr)
+	}
+}
+
+// TestMCP_ServersEndWithCairn: cairn is killed (SIGKILL) while two MCP
+// servers are stuck in calls, deaf to cancellation and to the end of their
+// input: one started directly, one through a shell (as npx starts node).
+// Both servers end: they do not outlive the process that started them.
+func TestMCP_ServersEndWithCairn(t *testing.T) {
+	c := newCLIEnv(t)
+	c.writeFile("script.json", `{"steps":[
+		{"tool_calls":[{"name":"t_hang","arguments":{"note":"direct"}},{"name":"sh_hang","arguments":{"note":"shell"}}]},
+		{"text":"all done"}]}`)
+	bin := mcptest.Binary(t)
+	server := func(name, command, args, tag string) string {
+		return `
+[mcp.servers.` + name + `]
+command = "` + command + `"
+args = [` + args + `]
+env = { MCPTEST_LOG = "` + filepath.Join(c.dir, "calls-"+tag) + `", MCPTEST_PIDS = "` + filepath.Join(c.dir, "pids-"+tag) + `" }
+`
+	}
+	c.writeFile("cairn.toml", `
+[model]
+provider = "script"
+name = "script.json"
+`+server("t", bin, "", "t")+server("sh", "sh", `"-c", "\"$0\"; exit $?", "`+bin+`"`, "sh"))
+	cmd, _ := c.start("run", "--session", "k", "hang on")
+	for _, tag := range []string{"t", "sh"} {
+		mcptest.WaitCalls(t, filepath.Join(c.dir, "calls-"+tag), 1)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	for _, tag := range []string{"t", "sh"} {
+		pids := mcptest.PIDs(t, filepath.Join(c.dir, "pids-"+tag))
+		if len(pids) != 1 {
+			t.Fatalf("server %s started %v, want one process", tag, pids)
+		}
+		mcptest.WaitGone(t, pids[0], "MCP server "+tag+" after cairn was killed")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/rediscluster"
+	"github.com/cairnhq/cairn/internal/testing/rediscluster"
 )
 
 // TestCLI_RedisCluster runs the commands against a local Redis Cluster
@@ -30,13 +30,10 @@ func TestCLI_RedisCluster(t *testing.T) {
 	// times.
 	var out, errb string
 	var code int
-	for try := 0; try < 20; try++ {
+	within(30*time.Second, 500*time.Millisecond, func() bool {
 		out, errb, code = c.run("--store", u+"&min_replicas=1", "doctor")
-		if strings.Contains(out, "3 masters and 3 replicas") {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return strings.Contains(out, "3 masters and 3 replicas")
+	})
 	if code != 0 || !strings.Contains(out, "Redis Cluster with 3 masters and 3 replicas") || !strings.Contains(out, "min_replicas=1") {
 		t.Errorf("doctor: exit %d\n%s%s\nwant the cluster's masters and replicas named", code, out, errb)
 	}
@@ -52,14 +49,10 @@ func TestCLI_RedisCluster(t *testing.T) {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := false
-	for range 100 {
-		if out, _, _ := c.run("--store", u, "--json", "sessions", "show", "q1"); strings.Contains(out, `"status": "completed"`) || strings.Contains(out, `"status":"completed"`) {
-			done = true
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	done := within(30*time.Second, 100*time.Millisecond, func() bool {
+		out, _, _ := c.run("--store", u, "--json", "sessions", "show", "q1")
+		return strings.Contains(out, `"status": "completed"`) || strings.Contains(out, `"status":"completed"`)
+	})
 	_ = w.Process.Signal(os.Interrupt)
 	_ = w.Wait()
 	if !done {
@@ -70,9 +63,7 @@ func TestCLI_RedisCluster(t *testing.T) {
 		t.Errorf("sessions copy from the cluster: exit %d\n%s%s", code, out, errb)
 	}
 	toml := "[persistence]\nconnection = \"cl\"\n\n[connections.cl]\nurl = \"" + u + "&min_replicas=1\"\n"
-	if err := os.WriteFile(filepath.Join(c.dir, "cairn.toml"), []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.writeFile("cairn.toml", toml)
 	if out, errb, code := c.run("sessions", "copy", "--from", db, "--to", u+"&min_replicas=1"); code != 0 || !strings.Contains(out+errb, "skipped 2 already there") {
 		t.Errorf("sessions copy back to the cluster: exit %d\n%s%s\nwant both skipped, already there", code, out, errb)
 	}

@@ -1,12 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store/crypt"
 )
 
@@ -53,7 +54,7 @@ Running it again after an interruption picks up where it stopped.`,
 			u := cfg.StoreURL()
 			store, err := crypt.Open(c.Context(), u, opts, ring)
 			if err != nil {
-				return cli.Fail(fmt.Errorf("open store %s: %w", cairn.RedactURL(u), err), "`cairn doctor` checks the store")
+				return cli.Fail(fmt.Errorf("open store %s: %w", text.RedactURL(u), err), "`cairn doctor` checks the store")
 			}
 			defer store.Close()
 			bar := cli.NewProgress(app.Stderr, 0, "rekey")
@@ -64,11 +65,14 @@ Running it again after an interruption picks up where it stopped.`,
 				bar.Set(done, "")
 			})
 			bar.Done()
+			if errors.Is(err, crypt.ErrWrongKey) {
+				return cli.Fail(err, "configure the namespace's current key (persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE) and give the new one with --new-key")
+			}
 			if err != nil {
 				return cli.Fail(err, "rerun rekey: it resumes where it stopped")
 			}
 			if app.Flags.JSON {
-				return cli.WriteJSON(app.Stdout, map[string]any{"store": cairn.RedactURL(u), "old_key": old.ID, "new_key": next.ID,
+				return cli.WriteJSON(app.Stdout, map[string]any{"store": text.RedactURL(u), "old_key": old.ID, "new_key": next.ID,
 					"sessions": res.Sessions, "rewrapped": res.Rewrapped, "already": res.Current})
 			}
 			app.Printf("rewrapped %d of %d session keys by key %s (%d already were)\n", res.Rewrapped, res.Sessions, next.ID, res.Current)

@@ -27,7 +27,9 @@ Without a prompt, an interrupted, crashed or approval-waiting run is
 finished: nothing that completed is done again. With a prompt, the session
 continues with it as the next turn. ID is the whole ID: a command that
 changes a session never takes a prefix. The project's store is searched
-first, then the user-global store.`,
+first, then the user-global store; a store named with --store,
+CAIRN_STORE or a config file given with --config is the only one
+searched.`,
 		Args: args(cobra.RangeArgs(1, 2)),
 		RunE: func(c *cobra.Command, a []string) error {
 			ctx := c.Context()
@@ -36,7 +38,7 @@ first, then the user-global store.`,
 				return err
 			}
 			defer loc.Store.Close()
-			ag, err := app.NewAgent(loc.Store)
+			ag, err := traced(app.NewAgent)(loc.Store)
 			if err != nil {
 				return err
 			}
@@ -47,7 +49,7 @@ first, then the user-global store.`,
 			if err := app.UseRecorded(ag, s.State()); err != nil {
 				return err
 			}
-			cl, err := claimSession(ctx, app, s, loc.Store, force, "cairn sessions resume "+s.ID()+" --force")
+			cl, err := claimSession(ctx, app, s, force, "cairn sessions resume "+s.ID()+" --force")
 			if err != nil {
 				return err
 			}
@@ -75,7 +77,7 @@ first, then the user-global store.`,
 			out.Finish(res)
 			app.ReportWarnings(res)
 			if app.Flags.JSON && res != nil { // one JSON object on stdout
-				if jerr := cli.WriteJSON(app.Stdout, runJSON(s.ID(), res)); jerr != nil {
+				if jerr := cli.WriteJSON(app.Stdout, runJSON(s, res)); jerr != nil {
 					return jerr
 				}
 			}

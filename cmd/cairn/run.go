@@ -9,7 +9,9 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/agent/builtin"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/longterm"
 )
 
 func newRunCmd(app *cli.App) *cobra.Command {
@@ -19,6 +21,8 @@ func newRunCmd(app *cli.App) *cobra.Command {
 		reset   bool
 		detach  bool
 		force   bool
+		memNS   string
+		recall  int
 	)
 	c := &cobra.Command{
 		Use:   `run [--session ID | --continue] [--reset] "prompt"`,
@@ -35,9 +39,16 @@ Ctrl+C saves the run as interrupted (exit 130); finish it with
 ` + "`cairn sessions resume ID`" + `, which uses the model the session was
 run with.
 
+--memory-ns NAMESPACE gives the agent long-term memory in that namespace
+(users/ada, say): the tools memory_save and memory_search, and at the start
+of the run the --recall memories (5 by default; 0: none) that best match
+the prompt, as a system message before it (see docs/MEMORY.md).
+
 With --json, stdout holds one JSON object: {"session", "run", "status",
-"output", "error", "steps", "usage", "unsaved"}; notes go to stderr as JSON
-lines.`,
+"output", "error", "steps", "responses", "usage", "unsaved"}; "steps" is
+the session's model responses and tool results, the count ` + "`sessions list`" + `
+and ` + "`sessions show`" + ` print, and "responses" this run's model responses,
+the count agent.max_steps bounds. Notes go to stderr as JSON lines.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			if session != "" && cont {
@@ -48,6 +59,19 @@ lines.`,
 					return cli.BadID(fmt.Errorf("--session: %w", err))
 				}
 			}
+			if memNS != "" {
+				if err := longterm.ValidateNamespace(memNS); err != nil {
+					return cli.Usage(cli.MemoryRules, "--memory-ns %q: %v", memNS, err)
+				}
+				if detach {
+					return cli.Usage("drop --detach, or --memory-ns", "--memory-ns does not go with --detach: a worker runs the configured agent")
+				}
+			} else if c.Flags().Changed("recall") {
+				return cli.Usage("add --memory-ns NAMESPACE", "--recall needs --memory-ns: it recalls the memories of a namespace")
+			}
+			if recall < 0 || recall > 50 {
+				return cli.Usage("give --recall between 0 and 50", "--recall %d is not a number of memories", recall)
+			}
 			prompt, err := promptArg(app, a)
 			if err != nil {
 				return err
@@ -56,15 +80,11 @@ lines.`,
 			if detach {
 				return detachRun(c, app, session, cont || reset, prompt)
 			}
-			store, _, err := openRunStore(c, app)
+			store, ag, err := openRunAgent(c, app)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			ag, err := app.NewAgent(store)
-			if err != nil {
-				return err
-			}
 			var s *agent.Session
 			continuing := false
 			switch {
@@ -95,7 +115,7 @@ lines.`,
 					return err
 				}
 			}
-			cl, err := claimSession(ctx, app, s, store, force, "cairn run --session "+s.ID()+" --force …")
+			cl, err := claimSession(ctx, app, s, force, "cairn run --session "+s.ID()+" --force …")
 			if err != nil {
 				return err
 			}
@@ -104,13 +124,26 @@ lines.`,
 			if continuing && !reset {
 				opts = append(opts, agent.Continue())
 			}
+			if memNS != "" {
+				mem, _, err := app.OpenMemory(ctx)
+				if err != nil {
+					return err
+				}
+				defer mem.Close()
+				ag.Tools = append(ag.Tools, builtin.MemoryTools(mem, memNS)...)
+				background, err := builtin.RecallMemories(ctx, mem, memNS, prompt, recall)
+				if err != nil {
+					return cli.MemoryFail("recall", err)
+				}
+				opts = append(opts, agent.Background(background))
+			}
 			out := app.NewRunOutput()
 			app.Notef("session %s", s.ID())
 			res, err := s.Run(ctx, prompt, append(opts, out.Options()...)...)
 			out.Finish(res)
 			app.ReportWarnings(res)
 			if app.Flags.JSON && res != nil {
-				if jerr := cli.WriteJSON(app.Stdout, runJSON(s.ID(), res)); jerr != nil {
+				if jerr := cli.WriteJSON(app.Stdout, runJSON(s, res)); jerr != nil {
 					return jerr
 				}
 			}
@@ -121,6 +154,8 @@ lines.`,
 	c.Flags().BoolVar(&cont, "continue", false, "continue the most recently updated session")
 	c.Flags().BoolVar(&reset, "reset", false, "start the session's memory fresh")
 	c.Flags().BoolVar(&detach, "detach", false, "queue the run for `cairn worker` and print the session ID at once")
+	c.Flags().StringVar(&memNS, "memory-ns", "", "give the agent long-term memory in this namespace (users/ada): memory_save, memory_search, recall")
+	c.Flags().IntVar(&recall, "recall", 5, "with --memory-ns: put this many memories that match the prompt into the context at the start")
 	c.Flags().BoolVar(&force, "force", false, "take the session over from the process that runs it (its writes are refused from then on)")
 	return c
 }
@@ -164,21 +199,41 @@ func openRunStore(c *cobra.Command, app *cli.App) (cairn.Store, string, error) {
 	return app.OpenStore(c.Context())
 }
 
+// openRunAgent opens the store runs write to (openRunStore) and builds the
+// configured agent on it. The caller closes the store.
+func openRunAgent(c *cobra.Command, app *cli.App) (cairn.Store, *agent.Agent, error) {
+	store, _, err := openRunStore(c, app)
+	if err != nil {
+		return nil, nil, err
+	}
+	ag, err := traced(app.NewAgent)(store)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return store, ag, nil
+}
+
 func mostRecent(c *cobra.Command, store cairn.Store) (string, error) {
 	return mostRecentIn(c.Context(), store)
 }
 
+// runResult is what `cairn --json run` and `sessions resume` print. Steps
+// means what it means in `sessions list` and `sessions show`: the session's
+// model responses and tool results over its life. Responses is the model
+// responses of this run, the count agent.max_steps bounds.
 type runResult struct {
-	Session string           `json:"session"`
-	Run     string           `json:"run"`
-	Status  cairn.Status     `json:"status"`
-	Output  string           `json:"output"`
-	Error   *cairn.ErrorInfo `json:"error,omitempty"`
-	Steps   int              `json:"steps"`
-	Usage   cairn.Usage      `json:"usage"`
-	Unsaved int              `json:"unsaved"`
+	Session   string           `json:"session"`
+	Run       string           `json:"run"`
+	Status    cairn.Status     `json:"status"`
+	Output    string           `json:"output"`
+	Error     *cairn.ErrorInfo `json:"error,omitempty"`
+	Steps     int              `json:"steps"`
+	Responses int              `json:"responses"`
+	Usage     cairn.Usage      `json:"usage"`
+	Unsaved   int              `json:"unsaved"`
 }
 
-func runJSON(id string, res *agent.Result) runResult {
-	return runResult{id, res.RunID, res.Status, res.Output, res.Error, res.Steps, res.Usage, res.Unsaved}
+func runJSON(s *agent.Session, res *agent.Result) runResult {
+	return runResult{s.ID(), res.RunID, res.Status, res.Output, res.Error, s.State().Steps, res.Steps, res.Usage, res.Unsaved}
 }

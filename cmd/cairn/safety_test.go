@@ -5,30 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
 )
-
-// safetyStore returns the flags that name a fresh store of backend for c
-// (a namespace of its own on a server), erasing its sessions at the end.
-func safetyStore(t *testing.T, c *cliEnv, backend string, ids ...string) []string {
-	t.Helper()
-	switch backend {
-	case "sqlite":
-		return []string{"--store", "sqlite://" + filepath.Join(c.dir, "c.db")}
-	case "file":
-		return []string{"--store", "file://" + filepath.Join(c.dir, "sessions")}
-	}
-	env := map[string]string{"postgres": testenv.Postgres, "redis": testenv.Redis, "mongodb": testenv.MongoDB}[backend]
-	store := []string{"--store", testenv.URL(t, env), "--namespace", "safe_" + cairn.NewID()[:8]}
-	t.Cleanup(func() {
-		for _, id := range ids {
-			c.run(append(store, "sessions", "delete", id, "--yes")...)
-		}
-	})
-	return store
-}
 
 // TestOperatorSafety_EveryBackend runs the operator's mistakes through the
 // binary on every backend they apply to (the scripts in testdata/script
@@ -41,7 +18,7 @@ func TestOperatorSafety_EveryBackend(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			c := newCLIEnv(t)
-			store := safetyStore(t, c, backend, "user-1", "user-12", "ops-1", "e1", "copy")
+			store := testStore(t, c, backend, "safe_", "user-1", "user-12", "ops-1", "e1", "copy")
 			cli := func(args ...string) (string, string, int) {
 				t.Helper()
 				return c.run(append(append([]string{}, store...), args...)...)

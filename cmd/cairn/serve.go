@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/server"
 )
 
@@ -41,7 +41,9 @@ address, a new access token and a one-time link that signs a browser in.
 Every request needs the token (Authorization: Bearer TOKEN). With
 --token-file the tokens are read from a file instead (one per line, at
 least 16 characters, # comments), for a deployment shared by several
-people or programs; CAIRN_SERVE_TOKEN_FILE names the same file.
+people or programs; CAIRN_SERVE_TOKEN_FILE names the same file. A token
+that is easy to guess (a character or a part repeated, few different
+characters, a run such as abcdef…) is refused.
 
 --read-only refuses every change to the store. The [serve] table of
 cairn.toml sets addr, token_file and read_only for a deployment that
@@ -98,9 +100,9 @@ and can be resumed.`,
 				Store:    store,
 				Tokens:   tokens,
 				ReadOnly: readOnly,
-				Agent:    app.NewAgent,
+				Agent:    traced(app.NewAgent),
 				Claim: func(ctx context.Context, s *agent.Session) (*agent.Claim, error) {
-					return claimSession(ctx, app, s, store, false, "cairn sessions resume "+s.ID()+" --force")
+					return claimSession(ctx, app, s, false, "cairn sessions resume "+s.ID()+" --force")
 				},
 				AllowedHosts:   allowed,
 				PollInterval:   poll,
@@ -127,7 +129,7 @@ and can be resumed.`,
 					return err
 				}
 			} else {
-				app.Printf("cairn serve: %s (store %s)\n", base, cairn.RedactURL(storeURL))
+				app.Printf("cairn serve: %s (store %s)\n", base, text.RedactURL(storeURL))
 				if generated {
 					app.Printf("token: %s\n", tokens[0])
 				} else {
@@ -165,8 +167,12 @@ and can be resumed.`,
 	return c
 }
 
-// serveTokens returns the access tokens: those of the file, or a new one
-// (generated true).
+// tokenHint says how to make a token for a token file.
+var tokenHint = fmt.Sprintf("put a random token of at least %d characters on that line instead: `head -c 32 /dev/urandom | base64` makes one, "+
+	"and so does cairn serve started without a token file (the line token: …)", server.MinTokenLength)
+
+// serveTokens returns the access tokens: those of the file, each checked
+// with server.CheckToken, or a new one (generated true).
 func serveTokens(path string) (tokens []string, generated bool, err error) {
 	if path == "" {
 		return []string{server.NewToken()}, true, nil
@@ -181,9 +187,8 @@ func serveTokens(path string) (tokens []string, generated bool, err error) {
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		if len(t) < server.MinTokenLength || strings.ContainsAny(t, " \t") {
-			return nil, false, cli.Fail(fmt.Errorf("token file %s:%d: a token is one word of at least %d characters", path, line, server.MinTokenLength),
-				"make tokens with `head -c 32 /dev/urandom | base64`")
+		if err := server.CheckToken(t); err != nil {
+			return nil, false, cli.Fail(fmt.Errorf("token file %s:%d: the token %w", path, line, err), tokenHint)
 		}
 		tokens = append(tokens, t)
 	}

@@ -21,21 +21,19 @@ func newShowCmd(app *cli.App) *cobra.Command {
 		Use:   "show ID",
 		Short: "Show the state (or transcript) of a session",
 		Long: `Show the state of a session, rebuilt from its events. ID may be a unique
-prefix; the project's store is searched first, then the user-global store.
+prefix; the project's store is searched first, then the user-global store
+(a store named with --store, CAIRN_STORE or a config file given with
+--config is the only one searched).
 
 With --json: {"info", "state", "events"}; with --json --transcript:
 {"session", "transcript": [{"seq", "at", "who", "text"}]}.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			loc, err := app.Locate(c.Context(), a[0], cli.LocateOptions{Global: true})
+			loc, rec, err := locateRecord(c, app, a[0])
 			if err != nil {
 				return err
 			}
 			defer loc.Store.Close()
-			rec, err := loc.Store.Load(c.Context(), loc.ID, 0)
-			if err != nil {
-				return cli.StoreFail(loc.ID, fmt.Errorf("load %s: %w", loc.ID, err))
-			}
 			events := rec.Events
 			if at < 0 || at > rec.Info.LastSeq {
 				return cli.Usage("give a seq from 0 to the last one", "--at %d is outside the session's events 1..%d", at, rec.Info.LastSeq)
@@ -71,7 +69,7 @@ With --json: {"info", "state", "events"}; with --json --transcript:
 			if transcript {
 				return cli.Transcript(app.Stdout, events)
 			}
-			return showState(app.Stdout, rec.Info, st)
+			return showState(app.Stdout, rec.Info, st, "see --transcript")
 		},
 	}
 	c.Flags().BoolVar(&transcript, "transcript", false, "print the conversation as a readable transcript")
@@ -79,7 +77,26 @@ With --json: {"info", "state", "events"}; with --json --transcript:
 	return c
 }
 
-func showState(w io.Writer, info cairn.SessionInfo, st *cairn.State) error {
+// locateRecord finds the session ref names, as the commands that only read
+// do (a unique prefix; the user-global store too), and reads all of it.
+// The caller closes loc.Store.
+func locateRecord(c *cobra.Command, app *cli.App, ref string) (*cli.Located, *cairn.Record, error) {
+	loc, err := app.Locate(c.Context(), ref, cli.LocateOptions{Global: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := loc.Store.Load(c.Context(), loc.ID, 0)
+	if err != nil {
+		loc.Store.Close()
+		return nil, nil, cli.StoreFail(loc.ID, fmt.Errorf("load %s: %w", loc.ID, err))
+	}
+	return loc, rec, nil
+}
+
+// showState prints a session's state; more says where its messages are
+// shown ("see --transcript" in `sessions show`, the chat's own command in
+// chat).
+func showState(w io.Writer, info cairn.SessionInfo, st *cairn.State, more string) error {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("session   %s\n", info.ID)
 	p("status    %s\n", st.Status)
@@ -125,7 +142,7 @@ func showState(w io.Writer, info cairn.SessionInfo, st *cairn.State) error {
 	if st.Error != nil {
 		p("error     %s: %s\n", st.Error.Code, st.Error.Message)
 	}
-	p("messages  %d (see --transcript)\n", len(st.Messages))
+	p("messages  %d (%s)\n", len(st.Messages), more)
 	for _, m := range st.Messages {
 		if m.IsSummary() {
 			p("summary   %s (older messages compacted at #%d)\n", cli.OneLine(m.Content, 200), m.Seq)

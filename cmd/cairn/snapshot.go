@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/store/crypt"
 )
 
 // snapshotReport is what `cairn sessions snapshot` prints under --json.
@@ -63,7 +64,7 @@ writes a new one. ID is the whole ID, never a prefix, except for --check.`,
 			if err != nil {
 				return cli.StoreFail(loc.ID, fmt.Errorf("load %s: %w", loc.ID, err))
 			}
-			if err := cairn.CheckUnsealed(loc.ID, r.Events); err != nil {
+			if err := crypt.CheckUnsealed(loc.ID, r.Events); err != nil {
 				return cli.StoreFail(loc.ID, err)
 			}
 			rep.Had = r.Base > 0 || r.Ignored != nil
@@ -107,7 +108,7 @@ writes a new one. ID is the whole ID, never a prefix, except for --check.`,
 				if err != nil {
 					return cli.StoreFail(loc.ID, fmt.Errorf("fold %s: %w", loc.ID, err))
 				}
-				snap, err := cairn.EncodeSnapshot(state, rec.Events[len(rec.Events)-1])
+				snap, err := state.Encode(rec.Events[len(rec.Events)-1])
 				if err != nil {
 					return cli.Fail(err, "")
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/worker"
 )
 
@@ -48,10 +49,10 @@ or memory.`,
 			}
 			defer store.Close()
 			if _, ok := store.(cairn.Leaser); !ok {
-				return cli.Fail(fmt.Errorf("the store %s has no leases", cairn.RedactURL(storeURL)),
+				return cli.Fail(fmt.Errorf("the store %s has no leases", text.RedactURL(storeURL)),
 					"run workers on a store with leases: postgres, redis, mongodb, sqlite or file (see docs/SCALING.md)")
 			}
-			ag, err := app.NewAgent(store)
+			ag, err := traced(app.NewAgent)(store)
 			if err != nil {
 				return err
 			}

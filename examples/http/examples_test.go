@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/fault"
+	"github.com/cairnhq/cairn/internal/testing/fault"
 )
 
 func TestMain(m *testing.M) {
@@ -199,7 +199,7 @@ func TestServe_TokenFile(t *testing.T) {
 	file := filepath.Join(dir, "tokens")
 	os.WriteFile(file, []byte("# the team's tokens\nalice-0123456789abcdef\n\nshort\n"), 0o600)
 	p := start(t, dir, "serve", "--addr", "127.0.0.1:0", "--token-file", file)
-	if e := p.Wait(); e.Code != 1 || !strings.Contains(e.Stderr, file+":4: a token is one word of at least 16 characters") {
+	if e := p.Wait(); e.Code != 1 || !strings.Contains(e.Stderr, file+":4: the token is 5 characters long, the minimum is 16") {
 		t.Fatalf("a short token in the file: %s", e)
 	}
 	os.WriteFile(file, []byte("# the team's tokens\nalice-0123456789abcdef\nbob-0123456789abcdef00\n"), 0o600)
@@ -314,7 +314,7 @@ func TestServe_ApprovalWithTheConfiguredAgent(t *testing.T) {
 		{"tool_calls":[{"name":"append_file","arguments":{"path":"`+notes+`","line":"approved"}}]},
 		{"text":"Noted."}]}`), 0o600)
 	os.WriteFile(filepath.Join(dir, "cairn.toml"), []byte("[model]\nprovider = \"script\"\nname = \"script.json\"\n\n[agent]\nrequire_approval = [\"append_file\"]\n"), 0o600)
-	if e := start(t, dir, "run", "--session", "s1", "note it").Wait(); e.Code != 1 || !strings.Contains(e.Stderr, "waiting for approval") {
+	if e := start(t, dir, "run", "--session", "s1", "note it").Wait(); e.Code != 4 || !strings.Contains(e.Stderr, "waiting for approval") {
 		t.Fatalf("cairn run: %s", e)
 	}
 	s := serveIn(t, dir)

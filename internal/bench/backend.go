@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/config"
+	"github.com/cairnhq/cairn/internal/realpath"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store/file"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/postgres"
@@ -43,7 +46,10 @@ type Skip struct {
 
 // discover is Discover, with the server backends it left out.
 func discover(ctx context.Context, dir string) ([]string, []Skip) {
-	urls := []string{"memory:", "file://" + filepath.Join(dir, "file"), "sqlite://" + filepath.Join(dir, "sqlite", "cairn.db")}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // a URL names an absolute path
+	}
+	urls := []string{"memory:", realpath.URL("file", filepath.Join(dir, "file")), realpath.URL("sqlite", filepath.Join(dir, "sqlite", "cairn.db"))}
 	var skipped []Skip
 	for _, s := range []struct{ env, def string }{
 		{"CAIRN_TEST_POSTGRES", DefaultPostgres},
@@ -79,17 +85,11 @@ func reachable(ctx context.Context, raw string) bool {
 	return true
 }
 
+// backendName names the backend of a store URL: postgres for a
+// postgresql:// URL, say.
 func backendName(raw string) string {
 	scheme, _, _ := strings.Cut(raw, ":")
-	switch scheme {
-	case "postgresql":
-		return "postgres"
-	case "rediss":
-		return "redis"
-	case "mongodb+srv":
-		return "mongodb"
-	}
-	return scheme
+	return config.SchemeBackend(scheme)
 }
 
 // backend is a store under measurement with the floor of its kind.
@@ -159,13 +159,13 @@ func openBackend(ctx context.Context, raw, dir string) (*backend, error) {
 	case "mongodb":
 		err = openMongo(ctx, b, raw, opts)
 	default:
-		return nil, fmt.Errorf("no benchmark for store %s", cairn.RedactURL(raw))
+		return nil, fmt.Errorf("no benchmark for store %s", text.RedactURL(raw))
 	}
 	if err != nil {
 		if b.store != nil {
 			b.store.Close()
 		}
-		return nil, fmt.Errorf("open %s: %w", cairn.RedactURL(raw), err)
+		return nil, fmt.Errorf("open %s: %w", text.RedactURL(raw), err)
 	}
 	closeStore := b.close
 	b.close = func() {
@@ -191,7 +191,7 @@ func urlPath(raw string) (string, error) {
 	if u.Opaque != "" {
 		return u.Opaque, nil
 	}
-	return u.Path, nil
+	return realpath.FromURL(u.Path), nil
 }
 
 func openFile(ctx context.Context, b *backend, raw string, opts cairn.StoreOptions) error {

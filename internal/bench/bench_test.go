@@ -11,13 +11,13 @@ import (
 
 	"github.com/cairnhq/cairn"
 
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 )
 
 // tiny are settings small enough for a test: every measurement runs, on
 // short histories.
 var tiny = settings{lengths: []int{10, 30}, samples: 25, resume: []int{20, 40}, resumeRep: 1, cpuOps: 30, perWriter: 5, rounds: 1, steps: 20,
-	longTurns: 30, openTurns: []int{3, 30}, openRep: 1}
+	longTurns: 30, openTurns: []int{3, 30}, openRep: 1, bytesTurns: 12}
 
 // measureTiny measures the store at url, with dir for its files, at the
 // tiny sizes.
@@ -55,7 +55,7 @@ func TestMeasure_LocalBackends(t *testing.T) {
 				t.Errorf("8 vs 1 = %v, event JSON %d bytes; want > 0 and about 1 KB", res.Concurrent8vs1, res.EventJSONBytes)
 			}
 			checkCost(t, res)
-			checkLong(t, res)
+			checkLong(t, name, res)
 			if name == "memory" {
 				if res.BytesPerEvent != nil {
 					t.Errorf("bytes per event %v in memory, want none", *res.BytesPerEvent)
@@ -153,7 +153,7 @@ func TestBackendName(t *testing.T) {
 
 // checkLong checks the long-conversation figures: a turn's time early and
 // late, the largest request, and the opens.
-func checkLong(t *testing.T, res Result) {
+func checkLong(t *testing.T, name string, res Result) {
 	t.Helper()
 	for _, k := range []string{"10", "30"} {
 		if res.AgentTurnUS[k] <= 0 {
@@ -163,10 +163,13 @@ func checkLong(t *testing.T, res Result) {
 	if res.RequestTokensMax["30"] < res.RequestTokensMax["10"] || res.RequestTokensMax["10"] <= 0 {
 		t.Errorf("largest requests %v, want > 0 and not shrinking", res.RequestTokensMax)
 	}
-	for _, k := range []string{"3", "30"} {
+	for _, k := range []string{"3", "30", "reopened"} {
 		if res.OpenMS[k] <= 0 {
 			t.Errorf("open of %s turns: %v ms, want > 0", k, res.OpenMS[k])
 		}
+	}
+	if name != "memory" && (res.SessionBytes["one_process"] <= 0 || res.SessionBytes["reopened"] <= 0) {
+		t.Errorf("session bytes %v, want both > 0", res.SessionBytes)
 	}
 }
 

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // cost is what a loop of calls took from the process, per call: user and
@@ -18,15 +15,6 @@ import (
 type cost struct {
 	cpuUS  float64
 	allocs float64
-}
-
-// processCPU is the user and system CPU time the process has used.
-func processCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // costOf runs f(0) … f(n-1) and returns their cost per call.

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 )
 
 // BenchmarkAppendCPU appends the realistic event of `cairn bench` to one

@@ -142,6 +142,16 @@ func (f *sqlFloor) get(ctx context.Context, name string) ([][]byte, error) {
 		return nil, err
 	}
 	defer rows.Close()
+	return scanBodies(rows)
+}
+
+// scanBodies reads the rows of a query of one column, of *sql.Rows or
+// pgx.Rows.
+func scanBodies(rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}) ([][]byte, error) {
 	var out [][]byte
 	for rows.Next() {
 		var b []byte
@@ -196,7 +206,7 @@ func pgFloor(ctx context.Context, b *backend, s *postgres.Store) error {
 		var n int64
 		err := s.Pool().QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
 			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname IN ('sessions', 'events')`, s.Schema()).Scan(&n)
+			WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname IN ('sessions', 'events', 'snapshots')`, s.Schema()).Scan(&n)
 		return n, err == nil, err
 	}
 	return nil
@@ -229,15 +239,7 @@ func (f *pgSQLFloor) get(ctx context.Context, name string) ([][]byte, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out [][]byte
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return scanBodies(rows)
 }
 
 // close drops the namespace's schema, the store's tables with the floor's.

@@ -24,10 +24,28 @@ const (
 	longToolEvery = 3
 )
 
-// longText returns n bytes of text that say which turn they belong to.
+// longWords are what longText draws from: word salad, so that a store that
+// compresses what it keeps (PostgreSQL, over 2 KB) finds what it would in
+// prose, no more (bench/longconv's conversation draws the same way).
+var longWords = strings.Fields(`the of and to in a is that for it as was with be by on not he this are
+	or his from at which but have an had they you were their one all we can her has there been if more
+	when will would who so model agent memory store session event tool answer question turn state
+	thread write read long short`)
+
+// longText returns n bytes of text that say which turn they belong to,
+// then words drawn by a linear congruential generator seeded with the
+// kind and the turn.
 func longText(kind string, turn, n int) string {
-	head := fmt.Sprintf("%s %d: ", kind, turn)
-	return head + strings.Repeat("lorem ipsum dolor sit amet ", n/27+1)[:max(0, n-len(head))]
+	var b strings.Builder
+	b.Grow(n + 16)
+	fmt.Fprintf(&b, "%s %d:", kind, turn)
+	x := uint32(turn)*4 + uint32(len(kind))
+	for b.Len() < n {
+		x = x*1664525 + 1013904223
+		b.WriteByte(' ')
+		b.WriteString(longWords[int(x>>26)%len(longWords)])
+	}
+	return b.String()[:n]
 }
 
 // longModel answers the long conversation deterministically, with the
@@ -77,40 +95,15 @@ func longAgent(st cairn.Store, m *longModel) *agent.Agent {
 }
 
 // measureLong measures the agent on long conversations: a turn's time in
-// one process early and late in a conversation, and the time to open a
-// session of 10, 1,000 and 10,000 turns and run one more turn.
+// one process early and late in a conversation, taken in turn; the time to
+// open a session of 10, 1,000 and 10,000 turns and run one more turn; and
+// the bytes a conversation leaves in the store when one process runs it
+// and when an agent is opened anew for every turn.
 func measureLong(ctx context.Context, b *backend, cfg settings, res *Result, progress func(string)) error {
 	res.AgentTurnUS, res.OpenMS, res.RequestTokensMax = map[string]float64{}, map[string]float64{}, map[string]int{}
-	progress(fmt.Sprintf("a turn at turn 10 and %d", cfg.longTurns))
-	m := &longModel{}
-	a := longAgent(b.store, m)
-	id, err := b.session(ctx)
-	if err != nil {
+	if err := measureTurns(ctx, b, cfg, res, progress); err != nil {
 		return err
 	}
-	s, err := a.Resume(ctx, id)
-	if err != nil {
-		return err
-	}
-	last := cfg.longTurns + 10
-	var times []time.Duration
-	for turn := 1; turn <= last; turn++ {
-		t0 := time.Now()
-		if _, err := s.Run(ctx, longText("user", turn, longTurnBytes), agent.Continue()); err != nil {
-			return fmt.Errorf("turn %d: %w", turn, err)
-		}
-		times = append(times, time.Since(t0))
-		switch turn {
-		case min(20, cfg.longTurns/2):
-			res.RequestTokensMax["10"] = m.maxSeen
-		case last:
-			res.RequestTokensMax[fmt.Sprint(cfg.longTurns)] = m.maxSeen
-		}
-	}
-	w := min(20, cfg.longTurns/2)
-	res.AgentTurnUS["10"] = percentile(times[:w], 50)
-	res.AgentTurnUS[fmt.Sprint(cfg.longTurns)] = percentile(times[last-w:], 50)
-
 	for _, n := range cfg.openTurns {
 		progress(fmt.Sprintf("open a %d-turn session", n))
 		id, err := longSession(ctx, b, n)
@@ -131,6 +124,113 @@ func measureLong(ctx context.Context, b *backend, cfg settings, res *Result, pro
 			open = append(open, time.Since(t0))
 		}
 		res.OpenMS[fmt.Sprint(n)] = round(percentile(open, 50) / 1e3)
+	}
+	return measureBytes(ctx, b, cfg, res, progress)
+}
+
+// turnWindow is how many turns each side of the turn measurement takes.
+const turnWindow = 20
+
+// measureTurns times the agent's turns in one process on a young session
+// (its turns 1 to 20: "10") and on one of cfg.longTurns turns (its next 20),
+// one turn of each in turn, so that a change in the machine's load falls
+// on both alike. The long session is made as longSession makes it.
+func measureTurns(ctx context.Context, b *backend, cfg settings, res *Result, progress func(string)) error {
+	progress(fmt.Sprintf("a turn at turn 10 and at turn %d, in turn", cfg.longTurns))
+	oldID, err := longSession(ctx, b, cfg.longTurns)
+	if err != nil {
+		return fmt.Errorf("a %d-turn session: %w", cfg.longTurns, err)
+	}
+	youngID, err := b.session(ctx)
+	if err != nil {
+		return err
+	}
+	ym, om := &longModel{}, &longModel{}
+	young, err := longAgent(b.store, ym).Resume(ctx, youngID)
+	if err != nil {
+		return err
+	}
+	old, err := longAgent(b.store, om).Resume(ctx, oldID)
+	if err != nil {
+		return err
+	}
+	w := min(turnWindow, cfg.longTurns/2)
+	var yt, ot []time.Duration
+	for turn := 1; turn <= w; turn++ {
+		for _, side := range []struct {
+			s     *agent.Session
+			turn  int
+			times *[]time.Duration
+		}{{young, turn, &yt}, {old, cfg.longTurns + turn, &ot}} {
+			t0 := time.Now()
+			if _, err := side.s.Run(ctx, longText("user", side.turn, longTurnBytes), agent.Continue()); err != nil {
+				return fmt.Errorf("turn %d: %w", side.turn, err)
+			}
+			*side.times = append(*side.times, time.Since(t0))
+		}
+	}
+	res.AgentTurnUS["10"] = percentile(yt, 50)
+	res.AgentTurnUS[fmt.Sprint(cfg.longTurns)] = percentile(ot, 50)
+	res.RequestTokensMax["10"] = ym.maxSeen
+	res.RequestTokensMax[fmt.Sprint(cfg.longTurns)] = om.maxSeen
+	return nil
+}
+
+// measureBytes runs a conversation of cfg.bytesTurns turns twice on the
+// store, with compaction off, in one process and with an agent opened anew
+// for every turn (as a server or a worker runs it), and reports the bytes each left in the
+// store (what the store grew by, snapshots included: Result.SessionBytes)
+// and the time of the reopened agent's Open and turn near the end
+// (OpenMS["reopened"]).
+func measureBytes(ctx context.Context, b *backend, cfg settings, res *Result, progress func(string)) error {
+	if cfg.bytesTurns == 0 {
+		return nil
+	}
+	res.SessionBytes = map[string]int64{}
+	for _, reopen := range []bool{false, true} {
+		name := map[bool]string{false: "one_process", true: "reopened"}[reopen]
+		progress(fmt.Sprintf("a %d-turn conversation, %s", cfg.bytesTurns, strings.ReplaceAll(name, "_", " ")))
+		id, err := b.session(ctx)
+		if err != nil {
+			return err
+		}
+		// The store's size is its whole namespace's, or the session's
+		// (file): what it grew by is the conversation's either way.
+		before, sized, err := b.size(ctx, []string{id})
+		if err != nil {
+			return err
+		}
+		var s *agent.Session
+		var last []time.Duration
+		for turn := 1; turn <= cfg.bytesTurns; turn++ {
+			t0 := time.Now()
+			if s == nil || reopen {
+				a := longAgent(b.store, &longModel{})
+				// Without compaction the state grows with the history, as
+				// LangGraph's messages reducer keeps every message: the case
+				// where snapshots written too often cost the square of it.
+				a.Compaction = agent.CompactOff
+				if s, err = a.Open(ctx, id); err != nil {
+					return err
+				}
+			}
+			if _, err := s.Run(ctx, longText("user", turn, longTurnBytes), agent.Continue()); err != nil {
+				return fmt.Errorf("turn %d: %w", turn, err)
+			}
+			if turn > cfg.bytesTurns-turnWindow {
+				last = append(last, time.Since(t0))
+			}
+		}
+		if sized {
+			after, _, err := b.size(ctx, []string{id})
+			if err != nil {
+				return err
+			}
+			res.SessionBytes[name] = after - before
+		}
+		if reopen {
+			res.OpenMS["reopened"] = round(percentile(last, 50) / 1e3)
+		}
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func openMongo(ctx context.Context, b *backend, raw string, opts cairn.StoreOpti
 	b.atomicName, b.atomic = "InsertOne of 1 KB, then a compare-and-set UpdateOne of a counter document", &mongoCASFloor{f: f}
 	b.size = func(ctx context.Context, _ []string) (int64, bool, error) {
 		var n int64
-		for _, c := range []string{opts.Namespace + ".sessions", opts.Namespace + ".events"} {
+		for _, c := range []string{opts.Namespace + ".sessions", opts.Namespace + ".events", opts.Namespace + ".snapshots"} {
 			var st struct {
 				Size int64 `bson:"size"`
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store/postgres"
 )
 
@@ -137,7 +138,7 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			res := ScaleResult{Backend: backendName(u), Store: cairn.RedactURL(u), Sessions: n,
+			res := ScaleResult{Backend: backendName(u), Store: text.RedactURL(u), Sessions: n,
 				Namespace: fmt.Sprintf("%sbench_scale_%d", opts.nsPrefix, n), Ops: []ScaleOp{}}
 			if err := scaleStore(ctx, u, opts, &res); err != nil {
 				res.Error = err.Error()
@@ -178,13 +179,13 @@ func scaleStore(ctx context.Context, u string, opts ScaleOptions, res *ScaleResu
 	so := cairn.StoreOptions{Namespace: res.Namespace, TTL: scaleTTL, Now: clock.now}
 	s, err := cairn.Open(ctx, u, so)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", cairn.RedactURL(u), err)
+		return fmt.Errorf("open %s: %w", text.RedactURL(u), err)
 	}
 	defer func() { s.Close() }()
 	var ms cairn.Store // the marker's store; none in memory, which keeps nothing
 	if res.Backend != "memory" {
 		if ms, err = cairn.Open(ctx, u, cairn.StoreOptions{Namespace: markerNamespace(res.Namespace)}); err != nil {
-			return fmt.Errorf("open %s: %w", cairn.RedactURL(u), err)
+			return fmt.Errorf("open %s: %w", text.RedactURL(u), err)
 		}
 		defer ms.Close()
 	}
@@ -197,7 +198,7 @@ func scaleStore(ctx context.Context, u string, opts ScaleOptions, res *ScaleResu
 		// opened afresh, with a cold cache, as a command would.
 		s.Close()
 		if s, err = cairn.Open(ctx, u, so); err != nil {
-			return fmt.Errorf("open %s: %w", cairn.RedactURL(u), err)
+			return fmt.Errorf("open %s: %w", text.RedactURL(u), err)
 		}
 	}
 	if ps, ok := s.(*postgres.Store); ok {
@@ -299,7 +300,7 @@ func prepare(ctx context.Context, u string, s, ms cairn.Store, clock *scaleClock
 	fs := s
 	if fu := fillURL(u); fu != u {
 		if fs, err = cairn.Open(ctx, fu, cairn.StoreOptions{Namespace: res.Namespace, TTL: scaleTTL, Now: clock.now}); err != nil {
-			return p, fmt.Errorf("open %s: %w", cairn.RedactURL(fu), err)
+			return p, fmt.Errorf("open %s: %w", text.RedactURL(fu), err)
 		}
 		defer fs.Close()
 	}

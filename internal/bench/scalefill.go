@@ -146,10 +146,10 @@ func turn(st cairn.Status, at time.Time, i int) []cairn.Event {
 		return nil
 	}
 	run := fmt.Sprintf("run-%d", i)
-	end := cairn.MustEvent(cairn.KindRunFinished, run, cairn.RunFinished{Status: cairn.RunStatus(st), Output: answer[:80]})
+	end := cairn.MustEvent(cairn.KindRunFinished, run, cairn.RunFinished{Status: cairn.Status(st), Output: answer[:80]})
 	switch st {
 	case cairn.StatusFailed:
-		end = cairn.MustEvent(cairn.KindRunFinished, run, cairn.RunFinished{Status: cairn.RunFailed,
+		end = cairn.MustEvent(cairn.KindRunFinished, run, cairn.RunFinished{Status: cairn.StatusFailed,
 			Error: &cairn.ErrorInfo{Code: "provider_error", Message: "the model provider answered 503 three times"}})
 	case cairn.StatusInterrupted:
 		end = cairn.MustEvent(cairn.KindRunInterrupted, run, cairn.RunInterrupted{Reason: cairn.InterruptCancelled})
@@ -246,8 +246,8 @@ func writeSession(ctx context.Context, s cairn.Store, ses session) error {
 	if errors.Is(err, cairn.ErrExists) && len(ses.events) > 0 {
 		// Written by an earlier fill, which may have stopped before the
 		// session's Append.
-		rec, err := s.Load(ctx, ses.meta.ID, 1<<62)
-		if err != nil || rec.Info.LastSeq > 0 {
+		rec, err := s.Stat(ctx, ses.meta.ID)
+		if err != nil || rec.LastSeq > 0 {
 			return err
 		}
 	} else if errors.Is(err, cairn.ErrExists) {

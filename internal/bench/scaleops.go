@@ -207,7 +207,7 @@ func (r *scaleRun) show(ctx context.Context) (int, string, error) {
 func (r *scaleRun) missing(ctx context.Context) (int, string, error) {
 	id := r.live()
 	ref := id[:len(id)-1] + "z" // not a hex digit: no session has it
-	if _, err := r.s.Load(ctx, ref, 1<<62); !errors.Is(err, cairn.ErrNotFound) {
+	if _, err := r.s.Stat(ctx, ref); !errors.Is(err, cairn.ErrNotFound) {
 		return 0, "", fmt.Errorf("load of missing session %s: got %v, want cairn.ErrNotFound", ref, err)
 	}
 	page, err := r.s.List(ctx, cairn.ListOptions{Prefix: ref, Limit: prefixLimit})

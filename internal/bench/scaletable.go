@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 )
 
 // WriteScaleTable writes the scale report as a table per store: each
@@ -44,7 +43,7 @@ func writeStoreTable(w io.Writer, store string, rs []ScaleResult) error {
 	if len(ok) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(w)
 	head := []string{store + " (ms: p50 / max)"}
 	for _, r := range ok {
 		head = append(head, thousands(r.Sessions))

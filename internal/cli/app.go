@@ -18,8 +18,8 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/config"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store/crypt"
-	"golang.org/x/sys/unix"
 )
 
 // Flags are the global flags of every command.
@@ -43,6 +43,9 @@ type App struct {
 	Project config.Project
 
 	cfg *config.Config
+	// storeNamed says how the store was named for this command ("" when
+	// it is the project's, found or by default); see StoreNamed.
+	storeNamed string
 
 	logOnce sync.Once
 	logger  *slog.Logger
@@ -75,19 +78,25 @@ func (a *App) Config() (*config.Config, error) {
 	if err != nil {
 		return nil, Fail(err, "fix the config file; the keys are documented in the README")
 	}
-	origin := fromDefault
+	origin, named := fromDefault, ""
 	if cfg.Persistence.URL != "" || cfg.Persistence.Connection != "" {
 		origin = fromFile
+		switch {
+		case a.Flags.Config != "":
+			named = "--config " + proj.File
+		case explicit != "":
+			named = "CAIRN_CONFIG=" + proj.File
+		}
 	}
 	if err := cfg.ApplyEnv(a.Getenv); err != nil {
 		return nil, Fail(err, "fix the environment variable")
 	}
 	if a.Getenv("CAIRN_STORE") != "" {
-		origin = fromCommand
+		origin, named = fromCommand, "CAIRN_STORE"
 	}
 	if a.Flags.Store != "" {
 		cfg.SetStore(a.Flags.Store)
-		origin = fromCommand
+		origin, named = fromCommand, "--store"
 	}
 	if a.Flags.Namespace != "" {
 		cfg.Persistence.Namespace = a.Flags.Namespace
@@ -103,7 +112,22 @@ func (a *App) Config() (*config.Config, error) {
 	}
 	a.Project = proj
 	a.cfg = cfg
+	a.storeNamed = named
 	return cfg, nil
+}
+
+// StoreNamed says how the configured store was named for this command:
+// "--store", "CAIRN_STORE", or the config file given with --config or
+// CAIRN_CONFIG when that file sets the store (url or connection); "" when
+// the store is the project's, from a cairn.toml found from the working
+// directory (or the user's config dir) or the default. A store named so
+// is the only one a lookup of a session searches: the user-global store
+// is searched only after the project's.
+func (a *App) StoreNamed() string {
+	if _, err := a.Config(); err != nil {
+		return ""
+	}
+	return a.storeNamed
 }
 
 // StoreOptions returns the options stores are opened with.
@@ -145,9 +169,9 @@ func (a *App) OpenURL(ctx context.Context, rawURL string) (cairn.Store, error) {
 	s, err := crypt.Open(ctx, withTimeouts(rawURL), opts, ring)
 	if err != nil {
 		if errors.Is(err, crypt.ErrEncrypted) {
-			return nil, Fail(fmt.Errorf("open store %s: %w", cairn.RedactURL(rawURL), err), EncryptedHint(err))
+			return nil, Fail(fmt.Errorf("open store %s: %w", text.RedactURL(rawURL), err), EncryptedHint(err))
 		}
-		return nil, Fail(fmt.Errorf("open store %s: %w", cairn.RedactURL(rawURL), err), storeHint(rawURL, err))
+		return nil, Fail(fmt.Errorf("open store %s: %w", text.RedactURL(rawURL), err), storeHint(rawURL, err))
 	}
 	return s, nil
 }
@@ -283,17 +307,6 @@ func (a *App) Notef(format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(a.Stderr, format+"\n", args...)
-}
-
-// IsTerminal reports whether w is a terminal: a file whose terminal
-// attributes can be read (a character device such as /dev/null is not).
-func IsTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // Interactive reports whether output for people (colour, progress,

@@ -17,7 +17,10 @@ const (
 	// store does not hold, because the store was unavailable: the
 	// message names the cause and how many. Nothing that needed to be
 	// stored first (the start of a side effect) ran unstored.
-	ExitUnsaved     = 3
+	ExitUnsaved = 3
+	// ExitAwaiting: the run stopped waiting for a person to approve or
+	// deny tool calls (status awaiting_approval); nothing failed.
+	ExitAwaiting    = 4
 	ExitInterrupted = 130
 )
 

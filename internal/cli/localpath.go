@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/cairnhq/cairn/internal/realpath"
 )
 
 // LocalPath returns the path on this machine of a local store (the SQLite
@@ -29,7 +31,7 @@ func LocalPath(storeURL string) string {
 	if u.Host != "" && u.Host != "localhost" {
 		return ""
 	}
-	p := u.Path
+	p := realpath.FromURL(u.Path)
 	if rest, ok := strings.CutPrefix(p, "/"); ok && strings.HasPrefix(rest, ".") {
 		p = rest
 	}

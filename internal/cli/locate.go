@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store/crypt"
 )
 
@@ -22,7 +23,8 @@ type Located struct {
 // LocateOptions say where Locate looks and what a reference may be.
 type LocateOptions struct {
 	// Global also looks in the user-global store when the project's store
-	// does not hold the session.
+	// does not hold the session, unless the store was named for the
+	// command (App.StoreNamed): then only that store is searched.
 	Global bool
 	// Exact takes the reference as a whole ID only: for the commands that
 	// change or erase a session. A reference that is only the start of
@@ -39,7 +41,11 @@ const maxCandidates = 10
 
 // Locate finds a session by ID (or, without opts.Exact, by unique ID
 // prefix) in the project's store and, with opts.Global, in the user-global
-// store when it is not there. The caller closes loc.Store.
+// store when it is not there. A store named for the command (--store,
+// CAIRN_STORE, a config file given with --config or CAIRN_CONFIG that sets
+// the store) is the only one searched: a session not there is not found,
+// and the hint names that store and, when the user-global store holds the
+// session, says so without using it. The caller closes loc.Store.
 func (a *App) Locate(ctx context.Context, ref string, opts LocateOptions) (*Located, error) {
 	if err := cairn.ValidateID(ref); err != nil {
 		return nil, BadID(err)
@@ -57,7 +63,8 @@ func (a *App) Locate(ctx context.Context, ref string, opts LocateOptions) (*Loca
 		return nil, err
 	}
 	gu := a.GlobalStoreURL()
-	global := opts.Global && gu != "" && gu != u
+	named := a.StoreNamed()
+	global := opts.Global && gu != "" && gu != u && named == ""
 	// The user-global store: for a whole ID always, for a prefix only when
 	// the project's store has no session it starts.
 	if global && (opts.Exact || len(cands) == 0) && a.globalExists(gu) {
@@ -75,9 +82,9 @@ func (a *App) Locate(ctx context.Context, ref string, opts LocateOptions) (*Loca
 		}
 		cands = append(cands, gc...)
 	}
-	where := cairn.RedactURL(u)
+	where := text.RedactURL(u)
 	if global {
-		where += " or " + cairn.RedactURL(gu)
+		where += " or " + text.RedactURL(gu)
 	}
 	if len(cands) > 0 {
 		cmd := opts.Command
@@ -91,8 +98,33 @@ func (a *App) Locate(ctx context.Context, ref string, opts LocateOptions) (*Loca
 		return nil, Fail(&notFoundError{fmt.Sprintf("session %q not found in %s; sessions whose ID starts with it:\n  %s", ref, where, list)},
 			"`"+cmd+"` changes or erases a session, so it takes the whole ID, never a prefix: give the ID in full")
 	}
+	if named != "" {
+		return nil, Fail(&notFoundError{fmt.Sprintf("session %q not found in %s", ref, where)}, a.namedHint(ctx, ref, u, named, opts))
+	}
 	return nil, Fail(&notFoundError{fmt.Sprintf("session %q not found in %s", ref, where)},
 		"`cairn sessions list` shows the saved sessions; check --store and --namespace")
+}
+
+// namedHint is the hint of a session not found in the store named by
+// named: the store searched, and the user-global store when it holds the
+// session (looked at, not used).
+func (a *App) namedHint(ctx context.Context, ref, u, named string, opts LocateOptions) string {
+	cfg, _ := a.Config()
+	ns := ""
+	if cfg != nil {
+		ns = ", namespace " + cfg.Persistence.Namespace
+	}
+	hint := fmt.Sprintf("only the store named by %s was searched: %s%s (`cairn sessions list` with it shows its sessions)", named, text.RedactURL(u), ns)
+	if gu := a.GlobalStoreURL(); opts.Global && gu != "" && gu != u && a.globalExists(gu) {
+		if gs, err := a.OpenURL(ctx, gu); err == nil {
+			id, _, err := findIn(ctx, gs, ref, opts.Exact)
+			gs.Close()
+			if err == nil {
+				hint += fmt.Sprintf("; the user-global store %s holds session %s: give --store %s to use it", text.RedactURL(gu), id, text.RedactURL(gu))
+			}
+		}
+	}
+	return hint
 }
 
 // located notes a prefix resolved to a session, so that nobody mistakes
@@ -102,7 +134,7 @@ func (a *App) located(loc *Located, ref string) *Located {
 		a.Notef("note: no session is called %s; %s is the one whose ID starts with it", ref, loc.ID)
 	}
 	if loc.Global {
-		a.Notef("found %s in the user-global store %s", loc.ID, cairn.RedactURL(loc.URL))
+		a.Notef("found %s in the user-global store %s", loc.ID, text.RedactURL(loc.URL))
 	}
 	return loc
 }
@@ -125,7 +157,7 @@ func (a *App) globalExists(u string) bool {
 // IDs that start with it (for an exact lookup; for a prefix lookup, when
 // there are several it is an ambiguity error).
 func findIn(ctx context.Context, store cairn.Store, ref string, exact bool) (string, []string, error) {
-	if _, err := store.Load(ctx, ref, 1<<62); err == nil || unreadable(err) {
+	if _, err := store.Stat(ctx, ref); err == nil || unreadable(err) {
 		return ref, nil, nil // there, readable or not: the command says why not
 	} else if !errors.Is(err, cairn.ErrNotFound) {
 		return "", nil, StoreFail(ref, fmt.Errorf("load session %s: %w", ref, err))

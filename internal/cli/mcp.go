@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,8 +21,37 @@ import (
 // Defaults of an [mcp.servers.NAME] table.
 const (
 	DefaultMCPStartup = 60 * time.Second
-	DefaultMCPTimeout = mcp.DefaultCallTimeout
+	// DefaultMCPDownloadStartup is the startup timeout of a server whose
+	// command fetches it before it starts (npx, uvx, bunx, pipx): the
+	// first start downloads the server and its dependencies.
+	DefaultMCPDownloadStartup = 5 * time.Minute
+	DefaultMCPTimeout         = mcp.DefaultCallTimeout
 )
+
+// downloaders are the commands that fetch a package before they run it.
+var downloaders = []string{"npx", "uvx", "bunx", "pipx", "pnpx"}
+
+// downloads reports whether the server's command fetches it before it
+// starts (its base name is npx, uvx, …; a Windows .cmd or .exe too).
+func downloads(s config.MCPServer) bool {
+	base := filepath.Base(s.Command)
+	base = strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(base), ".cmd"), ".exe")
+	return s.URL == "" && slices.Contains(downloaders, base)
+}
+
+// MCPStartupTimeout returns the time a server has to start and list its
+// tools: startup_timeout_seconds if set, else DefaultMCPDownloadStartup for
+// a command that downloads the server first (npx, uvx, …) and
+// DefaultMCPStartup for any other.
+func MCPStartupTimeout(s config.MCPServer) time.Duration {
+	switch {
+	case s.StartupTimeoutSeconds > 0:
+		return time.Duration(s.StartupTimeoutSeconds) * time.Second
+	case downloads(s):
+		return DefaultMCPDownloadStartup
+	}
+	return DefaultMCPStartup
+}
 
 // mcpSet is the MCP servers one App started, once, for its commands.
 type mcpSet struct {
@@ -38,7 +69,8 @@ var (
 
 // MCPConfig returns the mcp.Config of the configured server name: its
 // transport with the ${VAR}s of its env and headers read from getenv, its
-// policy, timeout, output limit and the blob folder.
+// policy, timeouts (a start again within its startup timeout), output
+// limit and the blob folder.
 func MCPConfig(cfg *config.Config, name string, getenv func(string) string, logger *slog.Logger) (mcp.Config, error) {
 	s, ok := cfg.MCP.Servers[name]
 	if !ok {
@@ -49,6 +81,7 @@ func MCPConfig(cfg *config.Config, name string, getenv func(string) string, logg
 		PolicySource: "config",
 		Policy:       mcp.Policy{Idempotent: s.Idempotent, Approval: s.Approval},
 		CallTimeout:  time.Duration(s.TimeoutSeconds) * time.Second,
+		StartTimeout: MCPStartupTimeout(s),
 		MaxOutput:    s.MaxOutputBytes,
 		Logger:       logger,
 	}
@@ -59,7 +92,8 @@ func MCPConfig(cfg *config.Config, name string, getenv func(string) string, logg
 		if c.Policy.Tools == nil {
 			c.Policy.Tools = map[string]mcp.ToolPolicy{}
 		}
-		c.Policy.Tools[tool] = mcp.ToolPolicy{Disabled: t.Enabled != nil && !*t.Enabled, Idempotent: t.Idempotent, Approval: t.Approval}
+		c.Policy.Tools[tool] = mcp.ToolPolicy{Disabled: t.Enabled != nil && !*t.Enabled, Idempotent: t.Idempotent, Approval: t.Approval,
+			Timeout: time.Duration(t.TimeoutSeconds) * time.Second}
 	}
 	expand := func(what string, m map[string]string) (map[string]string, error) {
 		out := make(map[string]string, len(m))
@@ -105,16 +139,19 @@ func (a *App) StartMCP(ctx context.Context, name string) (*mcp.Server, error) {
 	if err != nil {
 		return nil, Fail(err, "set the variable, or change [mcp.servers."+name+"]")
 	}
-	d := time.Duration(cfg.MCP.Servers[name].StartupTimeoutSeconds) * time.Second
-	if d == 0 {
-		d = DefaultMCPStartup
-	}
+	sc := cfg.MCP.Servers[name]
+	d := MCPStartupTimeout(sc)
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	s, err := mcp.Connect(sctx, c)
 	if err != nil {
 		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (it did not start within %s: startup_timeout_seconds)", err, d)
+			if downloads(sc) {
+				err = fmt.Errorf("%w; %s downloads the server on its first start, which can take minutes: "+
+					"raise startup_timeout_seconds, or run the command once in a shell so that the next start finds it downloaded",
+					err, filepath.Base(sc.Command))
+			}
 		}
 		return nil, Fail(err, mcpHint(cfg, name))
 	}

@@ -157,8 +157,8 @@ func RunError(id string, res *agent.Result, err error) error {
 		for _, c := range res.Awaiting {
 			calls = append(calls, fmt.Sprintf("%s(%s) [%s]", c.Name, c.Args, c.ID))
 		}
-		return Fail(fmt.Errorf("session %s is waiting for approval of: %s", id, strings.Join(calls, ", ")),
-			"approve with `cairn sessions resume "+id+" --approve CALL_ID` (or --deny CALL_ID)")
+		return &Error{Err: fmt.Errorf("session %s is waiting for approval of: %s", id, strings.Join(calls, ", ")),
+			Hint: "approve with `cairn sessions resume " + id + " --approve CALL_ID` (or --deny CALL_ID)", Code: ExitAwaiting}
 	case cairn.StatusMaxSteps:
 		return Fail(fmt.Errorf("session %s stopped after the maximum number of steps", id), "continue it with `cairn sessions resume "+id+"`, or raise agent.max_steps")
 	case cairn.StatusFailed:

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/steps"
 )
 
 // WriteJSON writes v as indented JSON.
@@ -199,7 +200,7 @@ func OneLine(s string, n int) string {
 type TranscriptLine struct {
 	Seq  int64     `json:"seq"`
 	At   time.Time `json:"at"`
-	Who  string    `json:"who"` // run, system, user, assistant, tool, state, approval, memory, custom
+	Who  string    `json:"who"` // run, system, user, assistant, tool, state, approval, memory, step, custom
 	Text string    `json:"text"`
 }
 
@@ -289,10 +290,44 @@ func TranscriptLines(events []cairn.Event) ([]TranscriptLine, error) {
 		case *cairn.MemoryCompacted:
 			line("memory", fmt.Sprintf("compacted up to #%d: %s", d.UpTo, d.Summary))
 		case *cairn.Custom:
-			line("custom", d.Type+" "+compact(d.Payload))
+			if text, ok := stepText(d); ok {
+				line("step", text)
+			} else {
+				line("custom", d.Type+" "+compact(d.Payload))
+			}
 		}
 	}
 	return out, nil
+}
+
+// stepText renders the record of a durable step (package steps): its
+// position and name, then its start, its result or its error. ok is false
+// for any other custom type, or a record that does not decode, which are
+// shown as custom events.
+func stepText(d *cairn.Custom) (string, bool) {
+	if d.Type != steps.TypeStep && d.Type != steps.TypeStarted {
+		return "", false
+	}
+	r, err := steps.DecodeRecord(d.Payload)
+	if err != nil {
+		return "", false
+	}
+	text := fmt.Sprintf("%d %s", r.Step, r.Name)
+	switch {
+	case d.Type == steps.TypeStarted:
+		return text + " started", true
+	case r.Error != nil:
+		text += fmt.Sprintf(" failed (%s): %s", r.Error.Code, r.Error.Message)
+		if r.Retry {
+			text += " [retryable]"
+		}
+	default:
+		text += " → " + compact(r.Result)
+	}
+	if r.Resolved {
+		text += " [resolved by the caller]"
+	}
+	return text, true
 }
 
 func compact(raw json.RawMessage) string {

@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/steps"
 	"github.com/cairnhq/cairn/store/memory"
 )
 
@@ -98,4 +103,56 @@ func shortIDs(ids []string) map[string]string {
 		out[id] = shortAt(id, max(minShort, n+1))
 	}
 	return out
+}
+
+// TestTranscriptLines_Steps: the records of durable steps read as steps
+// in a transcript: position, name, start, result or error, and whether
+// the caller resolved them; other custom types stay custom.
+func TestTranscriptLines_Steps(t *testing.T) {
+	ctx := t.Context()
+	store, err := memory.New(cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := steps.Open(ctx, store, "t", steps.Options{Name: "loop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := steps.Run(ctx, s, "fetch", func(context.Context) (map[string]int, error) { return map[string]int{"n": 3}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := steps.Run(ctx, s, "send", func(context.Context) (bool, error) { return false, errors.New("refused") }, steps.NotIdempotent()); err == nil {
+		t.Fatal("no error")
+	}
+	if err := s.Finish(ctx, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.Load(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := cairn.MustEvent(cairn.KindCustom, "r", cairn.Custom{Type: "myapp.note", Payload: json.RawMessage(`{"a":1}`)})
+	other.Seq = int64(len(rec.Events) + 1)
+	lines, err := TranscriptLines(append(rec.Events, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines[1:] {
+		got = append(got, l.Who+": "+l.Text)
+	}
+	want := []string{
+		`step: 1 fetch → {"n":3}`,
+		`step: 2 send started`,
+		`step: 2 send failed (error): refused`,
+		`run: finished completed`,
+		`custom: myapp.note {"a":1}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("transcript\n got %q\nwant %q", got, want)
+	}
+	if !strings.HasPrefix(lines[0].Text, "started ") || !strings.Contains(lines[0].Text, "agent loop") {
+		t.Errorf("first line %q", lines[0].Text)
+	}
 }

@@ -19,6 +19,8 @@ func StoreHint(id string, err error) string {
 	switch {
 	case errors.Is(err, crypt.ErrEncrypted):
 		return EncryptedHint(err)
+	case errors.Is(err, crypt.ErrWrongKey):
+		return "configure the namespace's key (persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE); to move the namespace to this key, run `cairn sessions rekey --new-key FILE` with its key configured (docs/SECURITY.md)"
 	case errors.Is(err, crypt.ErrUnknownKey):
 		return "configure the key named above (persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE); `cairn sessions rekey` moves sessions to a new key"
 	case errors.Is(err, crypt.ErrPlaintext):

@@ -39,13 +39,14 @@ func StoreArg(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p := filepath.ToSlash(filepath.Clean(s))
-	if !filepath.IsAbs(s) {
-		if !strings.HasPrefix(p, ".") {
-			p = "./" + p
-		}
-		p = "/" + p // sqlite:///./x.db: relative, as the backends read it
+	if filepath.IsAbs(s) {
+		return realpath.URL(kind, filepath.Clean(s)), nil
 	}
+	p := filepath.ToSlash(filepath.Clean(s))
+	if !strings.HasPrefix(p, ".") {
+		p = "./" + p
+	}
+	p = "/" + p // sqlite:///./x.db: relative, as the backends read it
 	return (&url.URL{Scheme: kind, Path: p}).String(), nil
 }
 

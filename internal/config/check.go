@@ -118,7 +118,7 @@ func urlBackend(u string) string {
 	if !ok {
 		return ""
 	}
-	switch b := backendOf(strings.ToLower(scheme)); b {
+	switch b := SchemeBackend(strings.ToLower(scheme)); b {
 	case "memory", "file", "sqlite", "postgres", "redis", "mongodb":
 		return b
 	}

@@ -364,7 +364,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 func (c *Config) SetStore(url string) {
 	c.Persistence.URL, c.Persistence.Connection = url, ""
 	if scheme, _, ok := strings.Cut(url, ":"); ok {
-		switch b := backendOf(scheme); b {
+		switch b := SchemeBackend(scheme); b {
 		case "memory", "file", "sqlite", "postgres", "redis", "mongodb":
 			c.Persistence.Backend = b
 		default:
@@ -384,7 +384,10 @@ func (c *Config) SetModel(spec string) {
 	c.Model.Provider, c.Model.Name = p, n
 }
 
-func backendOf(scheme string) string {
+// SchemeBackend names the backend of a store URL's scheme: postgresql is
+// postgres, rediss redis and mongodb+srv mongodb; any other scheme is the
+// name of its own.
+func SchemeBackend(scheme string) string {
 	switch scheme {
 	case "postgresql":
 		return "postgres"

@@ -50,6 +50,18 @@ func TestParse_Full(t *testing.T) {
 	}
 }
 
+// parseError parses src as cairn.toml over the defaults, which must fail
+// with a *Error: it returns that and the error Parse returned.
+func parseError(t *testing.T, src string) (*Error, error) {
+	t.Helper()
+	err := Parse(Default(), "cairn.toml", []byte(src))
+	ce, ok := errors.AsType[*Error](err)
+	if !ok {
+		t.Fatalf("got %v, want a *config.Error", err)
+	}
+	return ce, err
+}
+
 func TestParse_Errors(t *testing.T) {
 	cases := []struct {
 		name, src, key, msg string
@@ -72,11 +84,7 @@ func TestParse_Errors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := Parse(Default(), "cairn.toml", []byte(c.src))
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("got %v, want a *config.Error", err)
-			}
+			ce, err := parseError(t, c.src)
 			if ce.Key != c.key || ce.Line != c.line || !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("got key %q line %d: %v\nwant key %q line %d containing %q", ce.Key, ce.Line, err, c.key, c.line, c.msg)
 			}
@@ -109,11 +117,7 @@ func TestParse_Contradictions(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := Parse(Default(), "cairn.toml", []byte(c.src))
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("got %v, want a *config.Error", err)
-			}
+			ce, err := parseError(t, c.src)
 			if ce.File != "cairn.toml" || ce.Line != c.line {
 				t.Errorf("error at %s:%d, want cairn.toml:%d: %v", ce.File, ce.Line, c.line, err)
 			}

@@ -41,7 +41,7 @@ type MCPServer struct {
 	Approval *bool `toml:"approval"`
 
 	TimeoutSeconds        int `toml:"timeout_seconds"`         // per call; 0: 120
-	StartupTimeoutSeconds int `toml:"startup_timeout_seconds"` // to start and list tools; 0: 60
+	StartupTimeoutSeconds int `toml:"startup_timeout_seconds"` // to start and list tools; 0: 60 (300 for npx, uvx, …)
 	MaxOutputBytes        int `toml:"max_output_bytes"`        // of a result's text; 0: 100000
 
 	// Tools holds per-tool settings, by the tool's name on the server.
@@ -51,9 +51,10 @@ type MCPServer struct {
 // MCPTool pins how one tool of a server is treated, over the server's
 // settings and the tool's annotations.
 type MCPTool struct {
-	Enabled    *bool `toml:"enabled"` // false: the model never sees the tool
-	Idempotent *bool `toml:"idempotent"`
-	Approval   *bool `toml:"approval"`
+	Enabled        *bool `toml:"enabled"` // false: the model never sees the tool
+	Idempotent     *bool `toml:"idempotent"`
+	Approval       *bool `toml:"approval"`
+	TimeoutSeconds int   `toml:"timeout_seconds"` // per call of this tool; 0: the server's
 }
 
 // On reports whether the server is to be started.
@@ -156,6 +157,11 @@ func validateMCPServer(file, name string, s MCPServer) error {
 	for k, n := range map[string]int{"timeout_seconds": s.TimeoutSeconds, "startup_timeout_seconds": s.StartupTimeoutSeconds, "max_output_bytes": s.MaxOutputBytes} {
 		if n < 0 {
 			return bad(k, "must not be negative")
+		}
+	}
+	for tool, t := range s.Tools {
+		if t.TimeoutSeconds < 0 {
+			return bad("tools."+tool+".timeout_seconds", "must not be negative")
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -22,6 +21,9 @@ approval = false
 
 [mcp.servers.fs.tools.move_file]
 enabled = false
+
+[mcp.servers.fs.tools.search_files]
+timeout_seconds = 600
 
 [mcp.servers.web]
 url = "https://mcp.example.com/mcp"
@@ -45,6 +47,9 @@ enabled = false
 	}
 	if e := fs.Tools["move_file"].Enabled; e == nil || *e {
 		t.Errorf("fs move_file enabled = %v", e)
+	}
+	if n := fs.Tools["search_files"].TimeoutSeconds; n != 600 {
+		t.Errorf("fs search_files timeout_seconds = %d, want 600", n)
 	}
 	if web := cfg.MCP.Servers["web"]; web.URL == "" || web.Idempotent == nil || *web.Idempotent {
 		t.Errorf("web = %+v", web)
@@ -72,16 +77,13 @@ func TestParse_MCPErrors(t *testing.T) {
 		{"name with _", "[mcp.servers.my_fs]\ncommand = \"x\"\n", "mcp.servers.my_fs", "no '_'", 1},
 		{"bad reference", "[mcp.servers.web]\nurl = \"http://h/mcp\"\nheaders = { A = \"${not a var}\" }\n", "mcp.servers.web.headers", "does not name an environment variable", 3},
 		{"negative timeout", "[mcp.servers.fs]\ncommand = \"x\"\ntimeout_seconds = -1\n", "mcp.servers.fs.timeout_seconds", "must not be negative", 3},
+		{"negative tool timeout", "[mcp.servers.fs]\ncommand = \"x\"\n[mcp.servers.fs.tools.t]\ntimeout_seconds = -5\n", "mcp.servers.fs.tools.t.timeout_seconds", "must not be negative", 4},
 		{"wrong type", "[mcp.servers.fs]\ncommand = \"x\"\nargs = \"-y\"\n", "mcp.servers.fs.args", "", 3},
 		{"require_approval of an MCP tool", "[agent]\nrequire_approval = [\"fs_write_file\"]\n[mcp.servers.fs]\ncommand = \"x\"\n", "agent.require_approval", "[mcp.servers.fs.tools.write_file]", 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := Parse(Default(), "cairn.toml", []byte(c.src))
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want a *config.Error", err)
-			}
+			ce, _ := parseError(t, c.src)
 			if ce.Key != c.key || !strings.Contains(ce.Msg, c.msg) || ce.Line != c.line {
 				t.Errorf("got key %q line %d msg %q; want key %q line %d msg containing %q", ce.Key, ce.Line, ce.Msg, c.key, c.line, c.msg)
 			}

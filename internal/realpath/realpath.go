@@ -4,7 +4,10 @@
 package realpath
 
 import (
+	"net/url"
 	"path/filepath"
+	"runtime"
+	"strings"
 
 	"github.com/cairnhq/cairn"
 )
@@ -41,4 +44,28 @@ func LockFile(path, ns, id string) string {
 		return ""
 	}
 	return filepath.Join(Of(path)+".locks", ns, id+".lock")
+}
+
+// URL returns the URL of scheme (sqlite, file) for the absolute path p:
+// "sqlite:///abs/cairn.db", and on Windows "sqlite:///C:/dir/cairn.db"
+// (not "sqlite://C:\\dir\\cairn.db", whose "C:" would read as a host).
+func URL(scheme, p string) string {
+	s := filepath.ToSlash(p)
+	if !strings.HasPrefix(s, "/") {
+		s = "/" + s
+	}
+	return (&url.URL{Scheme: scheme, Path: s}).String()
+}
+
+// FromURL returns the path that the path of a local store's URL names:
+// p, except on Windows, where "/C:/dir/cairn.db" (from
+// sqlite:///C:/dir/cairn.db, as URL writes it) is "C:/dir/cairn.db".
+func FromURL(p string) string { return fromURL(p, runtime.GOOS == "windows") }
+
+func fromURL(p string, windows bool) string {
+	if windows && len(p) >= 3 && p[0] == '/' && p[2] == ':' &&
+		('a' <= p[1] && p[1] <= 'z' || 'A' <= p[1] && p[1] <= 'Z') {
+		return p[1:]
+	}
+	return p
 }

@@ -22,3 +22,20 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	cases := map[string]string{
+		"postgres://u:s3cret@h/db":       "postgres://u:xxxxx@h/db",
+		"postgres://u:s3cret@h:bad/db":   "postgres://u:xxxxx@h:bad/db",
+		"redis://:s3cret@h:6379:7/0?x=1": "redis://:xxxxx@h:6379:7/0?x=1",
+		"mongodb://u:p@ss@h:x/db":        "mongodb://u:xxxxx@h:x/db",
+		"sqlite:///a.db":                 "sqlite:///a.db",
+		"postgres://h:bad/db":            "postgres://h:bad/db",
+		"%zz":                            "%zz",
+	}
+	for in, want := range cases {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

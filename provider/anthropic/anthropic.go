@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"sync/atomic"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/cairnhq/cairn/provider"
+	"github.com/cairnhq/cairn/provider/internal/adapter"
 )
 
 // Environment variables read by New when Config leaves the field empty.
@@ -73,17 +73,10 @@ func New(cfg Config) (*Model, error) {
 	if key == "" {
 		return nil, fmt.Errorf("anthropic: new model %s: %w: set %s or Config.APIKey", cfg.Model, ErrNoAPIKey, EnvAPIKey)
 	}
-	retries := cfg.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
 	opts := []option.RequestOption{
 		option.WithAPIKey(key),
-		option.WithMaxRetries(retries),
-		option.WithMiddleware(countAttempts),
+		option.WithMaxRetries(adapter.Retries(cfg.MaxRetries, DefaultMaxRetries)),
+		option.WithMiddleware(adapter.CountAttempts),
 	}
 	if base := cmp.Or(cfg.BaseURL, os.Getenv(EnvBaseURL)); base != "" {
 		if _, err := url.Parse(base); err != nil {
@@ -114,8 +107,7 @@ func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.
 	if err != nil {
 		return nil, fmt.Errorf("anthropic %s: %w", m.name, err)
 	}
-	var attempts atomic.Int32
-	ctx = context.WithValue(ctx, attemptsKey{}, &attempts)
+	ctx = adapter.WithAttempts(ctx)
 	stream := m.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
 
@@ -126,7 +118,7 @@ func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, m.failure(ctx, err, int(attempts.Load()))
+		return nil, adapter.Failure(ctx, "anthropic "+m.name, err, status)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("anthropic %s: %w", m.name, err)
@@ -138,39 +130,18 @@ func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.
 	return resp, nil
 }
 
-// failure turns what ended a call into the error Generate returns.
-func (m *Model) failure(ctx context.Context, err error, attempts int) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("anthropic %s: %w", m.name, ctxErr)
+// status is the StatusError of an error answer, or of an error event in
+// the stream (which the SDK gives a status below 400).
+func status(e *sdk.Error) *StatusError {
+	return &StatusError{
+		StatusCode: e.StatusCode,
+		Type:       string(e.Type()),
+		Message:    e.Message,
+		RequestID:  e.RequestID,
+		InStream:   e.StatusCode < 400,
 	}
-	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		return fmt.Errorf("anthropic %s: %w", m.name, &StatusError{
-			StatusCode: apiErr.StatusCode,
-			Type:       string(apiErr.Type()),
-			Message:    apiErr.Message,
-			RequestID:  apiErr.RequestID,
-			InStream:   apiErr.StatusCode < 400,
-			Attempts:   attempts,
-			Err:        err,
-		})
-	}
-	if attempts > 1 {
-		return fmt.Errorf("anthropic %s: after %d attempts: %w", m.name, attempts, err)
-	}
-	return fmt.Errorf("anthropic %s: %w", m.name, err)
 }
 
 // StatusError is an HTTP error status that ended a call; see
 // provider.StatusError.
 type StatusError = provider.StatusError
-
-type attemptsKey struct{}
-
-// countAttempts counts the requests of one Generate call, retries included.
-func countAttempts(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
-		n.Add(1)
-	}
-	return next(req)
-}

@@ -1,21 +1,18 @@
 package anthropic
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/providertest"
+	"github.com/cairnhq/cairn/internal/testing/providertest"
 	"github.com/cairnhq/cairn/provider"
 )
 
-func newModel(t *testing.T, s *server, cfg Config) *Model {
+func newModel(t *testing.T, s *providertest.Server, cfg Config) *Model {
 	t.Helper()
 	if cfg.Model == "" {
 		cfg.Model = "claude-test"
@@ -31,10 +28,6 @@ func newModel(t *testing.T, s *server, cfg Config) *Model {
 	return m
 }
 
-func userRequest(text string) *provider.Request {
-	return &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleUser, Content: text}}}
-}
-
 // sentKey is the API key a request carries. The SDK sends it as a bearer
 // token (earlier versions used x-api-key; either will do).
 func sentKey(h http.Header) string {
@@ -42,16 +35,6 @@ func sentKey(h http.Header) string {
 		return k
 	}
 	return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
-}
-
-// body decodes the request body the server providertest.Received.
-func body(t *testing.T, r providertest.Received) map[string]json.RawMessage {
-	t.Helper()
-	var b map[string]json.RawMessage
-	if err := json.Unmarshal(r.Body, &b); err != nil {
-		t.Fatalf("request body %s: %v", r.Body, err)
-	}
-	return b
 }
 
 func TestModel_ID(t *testing.T) {
@@ -65,34 +48,18 @@ func TestModel_ID(t *testing.T) {
 }
 
 func TestModel_GenerateText(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, messageStart(25), textStart(0), ping,
 			textDelta(0, "Hel"), textDelta(0, "lo, "), textDelta(0, "world"),
 			blockStop(0), messageDelta("end_turn", 15), messageStop)
 	})
 	m := newModel(t, s, Config{})
-	var deltas []string
-	req := userRequest("Hi")
-	req.OnText = func(d string) { deltas = append(deltas, d) }
-	resp, err := m.Generate(t.Context(), req)
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	if want := []string{"Hel", "lo, ", "world"}; !slices.Equal(deltas, want) {
-		t.Errorf("OnText got %q, want %q", deltas, want)
-	}
-	if resp.Text != "Hello, world" {
-		t.Errorf("Text = %q, want %q", resp.Text, "Hello, world")
-	}
-	if resp.FinishReason != "stop" {
-		t.Errorf("FinishReason = %q, want stop (from end_turn)", resp.FinishReason)
-	}
-	if want := (cairn.Usage{InputTokens: 25, OutputTokens: 15}); resp.Usage != want {
-		t.Errorf("Usage = %+v, want %+v", resp.Usage, want)
-	}
-	if resp.Model != "claude-test" {
-		t.Errorf("Model = %q, want claude-test", resp.Model)
-	}
+	providertest.CheckStream(t, m, []string{"Hel", "lo, ", "world"}, provider.Response{
+		Text:         "Hello, world",
+		FinishReason: "stop", // from end_turn
+		Usage:        cairn.Usage{InputTokens: 25, OutputTokens: 15},
+		Model:        "claude-test",
+	})
 	reqs := s.Requests()
 	if len(reqs) != 1 || reqs[0].Path != "/v1/messages" {
 		t.Fatalf("server got %d requests, want 1 to /v1/messages", len(reqs))
@@ -103,13 +70,13 @@ func TestModel_GenerateText(t *testing.T) {
 	if reqs[0].Header.Get("Anthropic-Version") == "" {
 		t.Error("request has no anthropic-version header")
 	}
-	if got := string(body(t, reqs[0])["max_tokens"]); got != "4096" {
+	if got := string(reqs[0].Object(t)["max_tokens"]); got != "4096" {
 		t.Errorf("max_tokens = %s, want the default 4096", got)
 	}
 }
 
 func TestModel_GenerateToolCalls(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, messageStart(400),
 			textStart(0), textDelta(0, "Let me compute."), blockStop(0),
 			toolStart(1, "toolu_01A", "calc"),
@@ -122,45 +89,27 @@ func TestModel_GenerateToolCalls(t *testing.T) {
 			messageDelta("tool_use", 89), messageStop)
 	})
 	m := newModel(t, s, Config{})
-	var deltas []string
-	req := userRequest("compute")
-	req.OnText = func(d string) { deltas = append(deltas, d) }
-	resp, err := m.Generate(t.Context(), req)
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	want := []cairn.ToolCall{
-		{ID: "toolu_01A", Name: "calc", Args: json.RawMessage(`{"expression": "2*(3+4)"}`)},
-		{ID: "toolu_01B", Name: "remember", Args: json.RawMessage(`{"key": "k", "value": [1, 2]}`)},
-		{ID: "toolu_01C", Name: "clock", Args: json.RawMessage(`{}`)},
-	}
-	if len(resp.ToolCalls) != len(want) {
-		t.Fatalf("ToolCalls = %+v, want %d calls", resp.ToolCalls, len(want))
-	}
-	for i, c := range resp.ToolCalls {
-		if c.ID != want[i].ID || c.Name != want[i].Name || string(c.Args) != string(want[i].Args) {
-			t.Errorf("ToolCalls[%d] = {%s %s %s}, want {%s %s %s}", i, c.ID, c.Name, c.Args, want[i].ID, want[i].Name, want[i].Args)
-		}
-	}
-	if resp.Text != "Let me compute." || !slices.Equal(deltas, []string{"Let me compute."}) {
-		t.Errorf("Text = %q, OnText got %q; want the text block alone", resp.Text, deltas)
-	}
-	if resp.FinishReason != "tool_calls" {
-		t.Errorf("FinishReason = %q, want tool_calls (from tool_use)", resp.FinishReason)
-	}
-	if want := (cairn.Usage{InputTokens: 400, OutputTokens: 89}); resp.Usage != want {
-		t.Errorf("Usage = %+v, want %+v", resp.Usage, want)
-	}
+	providertest.CheckStream(t, m, []string{"Let me compute."}, provider.Response{
+		Text:         "Let me compute.",
+		FinishReason: "tool_calls", // from tool_use
+		Usage:        cairn.Usage{InputTokens: 400, OutputTokens: 89},
+		Model:        "claude-test",
+		ToolCalls: []cairn.ToolCall{
+			{ID: "toolu_01A", Name: "calc", Args: json.RawMessage(`{"expression": "2*(3+4)"}`)},
+			{ID: "toolu_01B", Name: "remember", Args: json.RawMessage(`{"key": "k", "value": [1, 2]}`)},
+			{ID: "toolu_01C", Name: "clock", Args: json.RawMessage(`{}`)},
+		},
+	})
 }
 
 func TestModel_GenerateMalformedInput(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, messageStart(10),
 			toolStart(0, "toolu_01A", "calc"), inputDelta(0, `{"expression": "2*`), blockStop(0),
 			messageDelta("max_tokens", 5), messageStop)
 	})
 	m := newModel(t, s, Config{})
-	resp, err := m.Generate(t.Context(), userRequest("compute"))
+	resp, err := m.Generate(t.Context(), providertest.UserRequest("compute"))
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -188,42 +137,23 @@ func TestFinishReason(t *testing.T) {
 }
 
 func TestModel_GenerateRequest(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "De rien."), blockStop(0), messageDelta("end_turn", 3), messageStop)
 	})
 	m := newModel(t, s, Config{Model: "claude-sonnet-4-5", MaxTokens: 256})
+	// providertest.Conversation, then a user message, a call whose ID the API
+	// would refuse and whose arguments the model sent malformed, its error
+	// result, and a user message that joins it.
 	req := &provider.Request{
-		Messages: []cairn.Message{
-			{Seq: 1, Role: cairn.RoleSystem, Content: "You are terse."},
-			{Seq: 2, Role: cairn.RoleUser, Content: "What is 2*(3+4)? And the time?", Parts: []cairn.Part{{Type: "image", MIME: "image/png", Data: []byte{1, 2, 3}}}},
-			{Seq: 3, Role: cairn.RoleAssistant, Content: "Let me check.", ToolCalls: []cairn.ToolCall{
-				{ID: "call_1", Name: "calc", Args: json.RawMessage(`{"expression":"2*(3+4)"}`)},
-				{ID: "call_2", Name: "clock", Args: json.RawMessage(`{}`)},
-			}},
-			{Seq: 4, Role: cairn.RoleTool, ToolCallID: "call_1", Name: "calc", Content: "14"},
-			{Seq: 5, Role: cairn.RoleTool, ToolCallID: "call_2", Name: "clock", Content: "clock unavailable", IsError: true},
-			{Seq: 6, Role: cairn.RoleAssistant, Content: "14; the clock failed."},
-			{Seq: 7, Role: cairn.RoleSystem, Content: "Answer in French."},
-			{Seq: 8, Role: cairn.RoleUser, Content: "Encore?"},
-			{Seq: 9, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call.3", Name: "calc", Args: json.RawMessage(`"{\"expression\": \"2*"`)}}},
-			{Seq: 10, Role: cairn.RoleTool, ToolCallID: "call.3", Name: "calc", Content: "arguments are not valid JSON", IsError: true},
-			{Seq: 11, Role: cairn.RoleUser, Content: "Merci"},
-		},
-		Tools: []provider.Tool{
-			{Name: "calc", Description: "Evaluates arithmetic.", Schema: json.RawMessage(`{"type":"object","properties":{"expression":{"type":"string","maxLength":200}},"required":["expression"],"additionalProperties":false}`)},
-			{Name: "clock", Schema: json.RawMessage(`{"type":"object","properties":{}}`)},
-			{Name: "noop"},
-		},
+		Messages: append(providertest.Conversation(),
+			cairn.Message{Seq: 8, Role: cairn.RoleUser, Content: "Encore?"},
+			cairn.Message{Seq: 9, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call.3", Name: "calc", Args: json.RawMessage(`"{\"expression\": \"2*"`)}}},
+			cairn.Message{Seq: 10, Role: cairn.RoleTool, ToolCallID: "call.3", Name: "calc", Content: "arguments are not valid JSON", IsError: true},
+			cairn.Message{Seq: 11, Role: cairn.RoleUser, Content: "Merci"},
+		),
+		Tools: providertest.Tools(),
 	}
-	if _, err := m.Generate(t.Context(), req); err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	reqs := s.Requests()
-	if len(reqs) != 1 {
-		t.Fatalf("server got %d requests, want 1", len(reqs))
-	}
-	got := body(t, reqs[0])
-	want := map[string]string{
+	providertest.CheckBody(t, s.Send(t, m, req), map[string]string{
 		"model":      `"claude-sonnet-4-5"`,
 		"max_tokens": `256`,
 		"stream":     `true`,
@@ -250,78 +180,25 @@ func TestModel_GenerateRequest(t *testing.T) {
 				"input_schema":{"type":"object","properties":{"expression":{"type":"string","maxLength":200}},"required":["expression"],"additionalProperties":false}},
 			{"name":"clock","input_schema":{"type":"object","properties":{}}},
 			{"name":"noop","input_schema":{"type":"object","properties":{}}}]`,
-	}
-	for key, w := range want {
-		g, ok := got[key]
-		if !ok {
-			t.Errorf("request body has no %q: %s", key, reqs[0].Body)
-			continue
-		}
-		if !jsonEqual(t, g, []byte(w)) {
-			t.Errorf("request %s:\n got %s\nwant %s", key, g, w)
-		}
-	}
+	})
 }
 
 func TestModel_GenerateRetryAfter(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		if n == 0 {
-			writeError(w, http.StatusTooManyRequests, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", map[string]string{"Retry-After": "1"})
-			return
-		}
-		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "ok"), blockStop(0), messageDelta("end_turn", 1), messageStop)
-	})
-	m := newModel(t, s, Config{})
-	resp, err := m.Generate(t.Context(), userRequest("Hi"))
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	if resp.Text != "ok" {
-		t.Errorf("Text = %q, want ok", resp.Text)
-	}
-	reqs := s.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("server got %d requests, want 2 (one retry)", len(reqs))
-	}
-	if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
-		t.Errorf("retry came %v after the 429, want at least the Retry-After of 1s", gap)
-	}
+	providertest.RetryAfter(t, api, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit")
 }
 
 func TestModel_GenerateServerErrors(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		writeError(w, http.StatusInternalServerError, "api_error", "Internal server error", map[string]string{"Retry-After": "0"})
-	})
-	m := newModel(t, s, Config{})
-	_, err := m.Generate(t.Context(), userRequest("Hi"))
-	if err == nil {
-		t.Fatal("Generate succeeded against a failing server")
-	}
-	if got, want := len(s.Requests()), 1+DefaultMaxRetries; got != want {
-		t.Errorf("server got %d requests, want %d (1 + %d retries)", got, want, DefaultMaxRetries)
-	}
-	var se *StatusError
-	if !errors.As(err, &se) {
-		t.Fatalf("error %v is not a *StatusError", err)
-	}
-	if se.StatusCode != 500 || se.Type != "api_error" || se.Message != "Internal server error" || se.Attempts != 1+DefaultMaxRetries {
-		t.Errorf("StatusError = %+v, want 500 api_error with the server's message and %d attempts", se, 1+DefaultMaxRetries)
-	}
-	for _, part := range []string{"anthropic claude-test", "500", "Internal server error", "4 attempts", "req_test"} {
-		if !strings.Contains(err.Error(), part) {
-			t.Errorf("error %q does not contain %q", err, part)
-		}
-	}
+	providertest.ServerErrors(t, api, DefaultMaxRetries, "api_error", "Internal server error", "anthropic claude-test", "req_test")
 }
 
 // TestModel_GenerateBackoff lets the SDK's own backoff run once (it is not
 // configurable: about half a second).
 func TestModel_GenerateBackoff(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeError(w, http.StatusServiceUnavailable, "overloaded_error", "Overloaded", nil)
 	})
 	m := newModel(t, s, Config{MaxRetries: 1})
-	_, err := m.Generate(t.Context(), userRequest("Hi"))
+	_, err := m.Generate(t.Context(), providertest.UserRequest("Hi"))
 	var se *StatusError
 	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("error %v, want a 503 *StatusError", err)
@@ -332,46 +209,20 @@ func TestModel_GenerateBackoff(t *testing.T) {
 }
 
 func TestModel_GenerateNoRetries(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		writeError(w, http.StatusServiceUnavailable, "overloaded_error", "Overloaded", nil)
-	})
-	m := newModel(t, s, Config{MaxRetries: -1})
-	if _, err := m.Generate(t.Context(), userRequest("Hi")); err == nil {
-		t.Fatal("Generate succeeded against a failing server")
-	}
-	if got := len(s.Requests()); got != 1 {
-		t.Errorf("server got %d requests with retries off, want 1", got)
-	}
+	providertest.NoRetries(t, api, "overloaded_error", "Overloaded")
 }
 
 func TestModel_GenerateUnauthorized(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		writeError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key", nil)
-	})
-	m := newModel(t, s, Config{})
-	_, err := m.Generate(t.Context(), userRequest("Hi"))
-	var se *StatusError
-	if !errors.As(err, &se) {
-		t.Fatalf("error %v is not a *StatusError", err)
-	}
-	if se.StatusCode != http.StatusUnauthorized || se.Type != "authentication_error" {
-		t.Errorf("StatusError = %+v, want 401 authentication_error", se)
-	}
-	if !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "invalid x-api-key") {
-		t.Errorf("error %q does not name the status and the server's message", err)
-	}
-	if got := len(s.Requests()); got != 1 {
-		t.Errorf("server got %d requests, want 1 (no retry on 401)", got)
-	}
+	providertest.Unauthorized(t, api, "authentication_error", "invalid x-api-key")
 }
 
 func TestModel_GenerateStreamError(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "Hi"),
-			event{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
+			event{Name: "error", Data: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
 	})
 	m := newModel(t, s, Config{})
-	_, err := m.Generate(t.Context(), userRequest("Hi"))
+	_, err := m.Generate(t.Context(), providertest.UserRequest("Hi"))
 	var se *StatusError
 	if !errors.As(err, &se) || !se.InStream || se.Type != "overloaded_error" {
 		t.Fatalf("error %v, want an in-stream overloaded_error *StatusError", err)
@@ -382,14 +233,7 @@ func TestModel_GenerateStreamError(t *testing.T) {
 }
 
 func TestModel_GenerateTruncated(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "Half an ans"))
-	})
-	m := newModel(t, s, Config{})
-	_, err := m.Generate(t.Context(), userRequest("Hi"))
-	if err == nil || !strings.Contains(err.Error(), "stop reason") {
-		t.Errorf("Generate on a stream cut short: error %v, want one about the missing stop reason", err)
-	}
+	providertest.Truncated(t, api, "stop reason")
 }
 
 func TestNew_MissingKey(t *testing.T) {
@@ -407,7 +251,7 @@ func TestNew_MissingKey(t *testing.T) {
 }
 
 func TestNew_Environment(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, messageStart(1), messageDelta("end_turn", 1), messageStop)
 	})
 	t.Setenv(EnvAPIKey, "sk-ant-env")
@@ -416,7 +260,7 @@ func TestNew_Environment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if _, err := m.Generate(t.Context(), userRequest("Hi")); err != nil {
+	if _, err := m.Generate(t.Context(), providertest.UserRequest("Hi")); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
 	reqs := s.Requests()
@@ -429,34 +273,7 @@ func TestNew_Environment(t *testing.T) {
 }
 
 func TestModel_GenerateCancel(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, done <-chan struct{}) {
-		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "partial"))
-		select { // hold the stream open until the client goes away
-		case <-r.Context().Done():
-		case <-done:
-		}
-	})
-	m := newModel(t, s, Config{})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	req := userRequest("Hi")
-	req.OnText = func(string) { cancel() }
-	errc := make(chan error, 1)
-	go func() {
-		_, err := m.Generate(ctx, req)
-		errc <- err
-	}()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Generate after cancel: error %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Generate did not return after its context was cancelled mid-stream")
-	}
-	if got := len(s.Requests()); got != 1 {
-		t.Errorf("server got %d requests, want 1 (no retry after cancel)", got)
-	}
+	providertest.Cancel(t, api)
 }
 
 func TestModel_GenerateBadInput(t *testing.T) {
@@ -486,26 +303,15 @@ func TestModel_GenerateBadInput(t *testing.T) {
 // transcript; no tools. In a chat call, a compaction's summary joins the
 // system prompt, introduced as one.
 func TestModel_GenerateSummary(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "The user computed 14."), blockStop(0), messageDelta("end_turn", 3), messageStop)
 	})
 	m := newModel(t, s, Config{})
-	summary := cairn.Message{Seq: 9, Role: cairn.RoleSystem, Name: cairn.SummaryName, Content: "The user is Ada."}
-	req := &provider.Request{
-		Purpose: provider.PurposeSummary,
-		Messages: []cairn.Message{
-			summary,
-			{Seq: 10, Role: cairn.RoleUser, Content: "What is 2*(3+4)?"},
-			{Seq: 11, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call_1", Name: "calc", Args: json.RawMessage(`{"expression":"2*(3+4)"}`)}}},
-			{Seq: 12, Role: cairn.RoleTool, ToolCallID: "call_1", Name: "calc", Content: "14"},
-		},
-		Tools: []provider.Tool{{Name: "calc"}},
-	}
-	resp, err := m.Generate(t.Context(), req)
+	resp, err := m.Generate(t.Context(), providertest.SummaryRequest())
 	if err != nil || resp.Text != "The user computed 14." {
 		t.Fatalf("Generate = %+v, %v", resp, err)
 	}
-	got := body(t, s.Requests()[0])
+	got := s.Requests()[0].Object(t)
 	var system []struct{ Text string }
 	var msgs []struct {
 		Role    string
@@ -525,19 +331,14 @@ func TestModel_GenerateSummary(t *testing.T) {
 	if !strings.HasPrefix(system[0].Text, "You compact a long conversation") {
 		t.Errorf("instruction %q", system[0].Text)
 	}
-	for _, want := range []string{"<earlier_summary>\nThe user is Ada.\n</earlier_summary>", "[user]: What is 2*(3+4)?",
-		`[assistant calls calc, call call_1]: {"expression":"2*(3+4)"}`, "[tool calc result, call call_1]: 14"} {
-		if !strings.Contains(msgs[0].Content[0].Text, want) {
-			t.Errorf("summary input lacks %q:\n%s", want, msgs[0].Content[0].Text)
-		}
-	}
+	providertest.CheckSummaryInput(t, msgs[0].Content[0].Text)
 
-	chat := &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleSystem, Content: "Be terse."}, summary, {Role: cairn.RoleUser, Content: "Hi"}}}
+	chat := &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleSystem, Content: "Be terse."}, providertest.Summary, {Role: cairn.RoleUser, Content: "Hi"}}}
 	if _, err := m.Generate(t.Context(), chat); err != nil {
 		t.Fatal(err)
 	}
 	want := `[{"type":"text","text":"Be terse."},{"type":"text","text":` + strconvQuote(provider.SummaryPreamble+"The user is Ada.") + `}]`
-	if g := body(t, s.Requests()[1])["system"]; !jsonEqual(t, g, []byte(want)) {
+	if g := s.Requests()[1].Object(t)["system"]; !providertest.JSONEqual(t, g, []byte(want)) {
 		t.Errorf("chat system %s, want %s", g, want)
 	}
 }
@@ -551,7 +352,7 @@ func strconvQuote(s string) string {
 // cut fell among tool calls) gets a user message first: the API refuses
 // one that does not start with the user.
 func TestModel_GenerateStartsWithAssistant(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, messageStart(1), textStart(0), textDelta(0, "Done."), blockStop(0), messageDelta("end_turn", 3), messageStop)
 	})
 	m := newModel(t, s, Config{})
@@ -567,7 +368,7 @@ func TestModel_GenerateStartsWithAssistant(t *testing.T) {
 	want := `[{"role":"user","content":[{"type":"text","text":"(The conversation continues from the summary above.)"}]},
 		{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"calc","input":{}}]},
 		{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":[{"type":"text","text":"3"}]}]}]`
-	if got := body(t, s.Requests()[0])["messages"]; !jsonEqual(t, got, []byte(want)) {
+	if got := s.Requests()[0].Object(t)["messages"]; !providertest.JSONEqual(t, got, []byte(want)) {
 		t.Errorf("messages\n got %s\nwant %s", got, want)
 	}
 }

@@ -14,15 +14,13 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/provider"
+	"github.com/cairnhq/cairn/provider/internal/adapter"
 )
 
 // params builds the request body of one call. A summary request is an
 // ordinary call of provider.SummaryPrompt, without tools.
 func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
-	in, offered := req.Messages, req.Tools
-	if req.Purpose == provider.PurposeSummary {
-		in, offered = provider.SummaryPrompt(req), nil
-	}
+	in, offered := adapter.ChatInput(req)
 	system, msgs, err := messages(in)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
@@ -191,7 +189,7 @@ func toolResult(m cairn.Message) sdk.ContentBlockParamUnion {
 
 // inputObject is a recorded tool call's arguments as a tool_use input,
 // which must be a JSON object: arguments a model sent malformed (kept as a
-// JSON string, see arguments) go back as an empty object.
+// JSON string, see adapter.Arguments) go back as an empty object.
 func inputObject(args json.RawMessage) json.RawMessage {
 	t := bytes.TrimSpace(args)
 	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {

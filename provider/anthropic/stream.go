@@ -1,9 +1,6 @@
 package anthropic
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/provider"
+	"github.com/cairnhq/cairn/provider/internal/adapter"
 )
 
 // accumulator assembles a streamed message from its events. It keeps tool
@@ -120,9 +118,9 @@ func (a *accumulator) response() (*provider.Response, error) {
 			}
 			id := b.id
 			if id == "" {
-				id = newCallID()
+				id = adapter.NewCallID("toolu_")
 			}
-			resp.ToolCalls = append(resp.ToolCalls, cairn.ToolCall{ID: id, Name: b.name, Args: arguments(input)})
+			resp.ToolCalls = append(resp.ToolCalls, cairn.ToolCall{ID: id, Name: b.name, Args: adapter.Arguments(input)})
 		}
 	}
 	resp.Text = text.String()
@@ -144,28 +142,4 @@ func finishReason(stop string) string {
 	default:
 		return stop
 	}
-}
-
-// arguments turns the input a model sent into a tool call's JSON
-// arguments. Empty input is an empty object. Input that is not valid JSON is
-// passed on as a JSON string holding that text: decoding it into a tool's
-// argument object then fails with a clear error that the model can read,
-// instead of the call being lost.
-func arguments(text string) json.RawMessage {
-	t := strings.TrimSpace(text)
-	if t == "" {
-		return json.RawMessage(`{}`)
-	}
-	if json.Valid([]byte(t)) {
-		return json.RawMessage(t)
-	}
-	b, _ := json.Marshal(text) // a string always encodes
-	return b
-}
-
-// newCallID names a tool call that came without an ID.
-func newCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "toolu_" + hex.EncodeToString(b[:])
 }

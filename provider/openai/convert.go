@@ -3,9 +3,7 @@ package openai
 import (
 	"bytes"
 	"cmp"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,15 +15,13 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/provider"
+	"github.com/cairnhq/cairn/provider/internal/adapter"
 )
 
 // params builds the request body of one call. A summary request is an
 // ordinary chat call of provider.SummaryPrompt, without tools.
 func (m *Model) params(req *provider.Request) (sdk.ChatCompletionNewParams, error) {
-	in, offered := req.Messages, req.Tools
-	if req.Purpose == provider.PurposeSummary {
-		in, offered = provider.SummaryPrompt(req), nil
-	}
+	in, offered := adapter.ChatInput(req)
 	msgs, err := messages(in)
 	if err != nil {
 		return sdk.ChatCompletionNewParams{}, err
@@ -203,9 +199,9 @@ func response(cc *sdk.ChatCompletion) (*provider.Response, error) {
 	for _, c := range choice.Message.ToolCalls {
 		id := c.ID
 		if id == "" {
-			id = newCallID()
+			id = adapter.NewCallID("call_")
 		}
-		resp.ToolCalls = append(resp.ToolCalls, cairn.ToolCall{ID: id, Name: c.Function.Name, Args: arguments(c.Function.Arguments)})
+		resp.ToolCalls = append(resp.ToolCalls, cairn.ToolCall{ID: id, Name: c.Function.Name, Args: adapter.Arguments(c.Function.Arguments)})
 	}
 	// Some OpenAI-compatible servers end a turn that calls tools with "stop".
 	if len(resp.ToolCalls) > 0 && resp.FinishReason == "stop" {
@@ -214,24 +210,7 @@ func response(cc *sdk.ChatCompletion) (*provider.Response, error) {
 	return resp, nil
 }
 
-// arguments turns the arguments text a model sent into a tool call's JSON
-// arguments. Empty text is an empty object. Text that is not valid JSON is
-// passed on as a JSON string holding that text: decoding it into a tool's
-// argument object then fails with a clear error that the model can read,
-// instead of the call being lost.
-func arguments(text string) json.RawMessage {
-	t := strings.TrimSpace(text)
-	if t == "" {
-		return json.RawMessage(`{}`)
-	}
-	if json.Valid([]byte(t)) {
-		return json.RawMessage(t)
-	}
-	b, _ := json.Marshal(text) // a string always encodes
-	return b
-}
-
-// argumentsText is the inverse of arguments: the text to send back to the
+// argumentsText is the inverse of adapter.Arguments: the text to send back to the
 // model for a recorded tool call.
 func argumentsText(args json.RawMessage) string {
 	t := bytes.TrimSpace(args)
@@ -245,11 +224,4 @@ func argumentsText(args json.RawMessage) string {
 		}
 	}
 	return string(t)
-}
-
-// newCallID names a tool call that the server sent without an ID.
-func newCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
 }

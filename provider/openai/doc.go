@@ -42,6 +42,21 @@
 // lost. A stream that ends without a finish reason is an error, never a
 // silently truncated answer.
 //
+// # Embeddings
+//
+// Embedder is a longterm.Embedder on the Embeddings API, for semantic
+// search in long-term memory:
+//
+//	e, err := openai.NewEmbedder(openai.EmbedderConfig{Model: "text-embedding-3-small"})
+//	mem, err := longterm.Open(ctx, "sqlite:///.cairn/cairn.db", longterm.Options{Embedder: e})
+//
+// It sends the texts in batches (EmbedderConfig.BatchSize), asks for float
+// vectors of EmbedderConfig.Dimensions when set, and checks the answer:
+// one vector per text, in place, all of one length. Its Name,
+// "openai:MODEL" (with "@DIMENSIONS" when asked), is stored with each
+// vector, so that vectors of another model are never compared with its
+// own. Errors and retries are as for Generate.
+//
 // # Errors and retries
 //
 // Requests that fail with 408, 409, 429, a 5xx status or a connection error

@@ -9,12 +9,12 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync/atomic"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/cairnhq/cairn/provider"
+	"github.com/cairnhq/cairn/provider/internal/adapter"
 )
 
 // Environment variables read by New when Config leaves the field empty.
@@ -70,33 +70,37 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: new model: Config.Model is empty")
 	}
-	key := cmp.Or(cfg.APIKey, os.Getenv(EnvAPIKey))
-	base := cmp.Or(cfg.BaseURL, os.Getenv(EnvBaseURL))
-	if key == "" && isOpenAI(base) {
-		return nil, fmt.Errorf("openai: new model %s: %w: set %s or Config.APIKey", cfg.Model, ErrNoAPIKey, EnvAPIKey)
+	client, err := newClient("Config", cfg.APIKey, cfg.BaseURL, cfg.MaxRetries, cfg.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("openai: new model %s: %w", cfg.Model, err)
 	}
-	retries := cfg.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
+	return &Model{name: cfg.Model, tokens: cfg.MaxTokens, client: client}, nil
+}
+
+// newClient returns an SDK client for a key, a base URL, a number of
+// retries and an HTTP client, each empty for its default (see Config), as
+// the fields of the config type cfg say.
+func newClient(cfg, apiKey, baseURL string, maxRetries int, hc *http.Client) (sdk.Client, error) {
+	key := cmp.Or(apiKey, os.Getenv(EnvAPIKey))
+	base := cmp.Or(baseURL, os.Getenv(EnvBaseURL))
+	if key == "" && isOpenAI(base) {
+		return sdk.Client{}, fmt.Errorf("%w: set %s or %s.APIKey", ErrNoAPIKey, EnvAPIKey, cfg)
 	}
 	opts := []option.RequestOption{
 		option.WithAPIKey(key),
-		option.WithMaxRetries(retries),
-		option.WithMiddleware(countAttempts),
+		option.WithMaxRetries(adapter.Retries(maxRetries, DefaultMaxRetries)),
+		option.WithMiddleware(adapter.CountAttempts),
 	}
 	if base != "" {
 		if _, err := url.Parse(base); err != nil {
-			return nil, fmt.Errorf("openai: new model %s: base URL: %w", cfg.Model, err)
+			return sdk.Client{}, fmt.Errorf("base URL: %w", err)
 		}
 		opts = append(opts, option.WithBaseURL(base))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	if hc != nil {
+		opts = append(opts, option.WithHTTPClient(hc))
 	}
-	return &Model{name: cfg.Model, tokens: cfg.MaxTokens, client: sdk.NewClient(opts...)}, nil
+	return sdk.NewClient(opts...), nil
 }
 
 // isOpenAI reports whether base addresses the OpenAI API itself.
@@ -121,8 +125,7 @@ func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.
 	if err != nil {
 		return nil, fmt.Errorf("openai %s: %w", m.name, err)
 	}
-	var attempts atomic.Int32
-	ctx = context.WithValue(ctx, attemptsKey{}, &attempts)
+	ctx = adapter.WithAttempts(ctx)
 	stream := m.client.Chat.Completions.NewStreaming(ctx, params)
 	defer stream.Close()
 
@@ -148,7 +151,7 @@ func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, m.failure(ctx, err, int(attempts.Load()))
+		return nil, adapter.Failure(ctx, "openai "+m.name, err, status)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("openai %s: %w", m.name, err)
@@ -160,37 +163,11 @@ func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.
 	return resp, nil
 }
 
-// failure turns what ended a call into the error Generate returns.
-func (m *Model) failure(ctx context.Context, err error, attempts int) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("openai %s: %w", m.name, ctxErr)
-	}
-	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		return fmt.Errorf("openai %s: %w", m.name, &StatusError{
-			StatusCode: apiErr.StatusCode,
-			Type:       cmp.Or(apiErr.Code, apiErr.Type),
-			Message:    apiErr.Message,
-			Attempts:   attempts,
-			Err:        err,
-		})
-	}
-	if attempts > 1 {
-		return fmt.Errorf("openai %s: after %d attempts: %w", m.name, attempts, err)
-	}
-	return fmt.Errorf("openai %s: %w", m.name, err)
+// status is the StatusError of an error answer.
+func status(e *sdk.Error) *StatusError {
+	return &StatusError{StatusCode: e.StatusCode, Type: cmp.Or(e.Code, e.Type), Message: e.Message}
 }
 
 // StatusError is an HTTP error status that ended a call; see
 // provider.StatusError.
 type StatusError = provider.StatusError
-
-type attemptsKey struct{}
-
-// countAttempts counts the requests of one Generate call, retries included.
-func countAttempts(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
-		n.Add(1)
-	}
-	return next(req)
-}

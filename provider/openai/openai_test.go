@@ -1,20 +1,18 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/providertest"
 	"github.com/cairnhq/cairn/provider"
 )
 
-func newModel(t *testing.T, s *server, cfg Config) *Model {
+func newModel(t *testing.T, s *providertest.Server, cfg Config) *Model {
 	t.Helper()
 	if cfg.Model == "" {
 		cfg.Model = "gpt-test"
@@ -30,10 +28,6 @@ func newModel(t *testing.T, s *server, cfg Config) *Model {
 	return m
 }
 
-func userRequest(text string) *provider.Request {
-	return &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleUser, Content: text}}}
-}
-
 func TestModel_ID(t *testing.T) {
 	m, err := New(Config{Model: "gpt-4o-mini", APIKey: "sk-test"})
 	if err != nil {
@@ -45,38 +39,19 @@ func TestModel_ID(t *testing.T) {
 }
 
 func TestModel_GenerateText(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, true,
 			chunk(`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]`),
 			textChunk("Hel"), textChunk("lo, "), textChunk("world"),
 			finishChunk("stop"), usageChunk(12, 3))
 	})
 	m := newModel(t, s, Config{})
-	var deltas []string
-	req := userRequest("Hi")
-	req.OnText = func(d string) { deltas = append(deltas, d) }
-	resp, err := m.Generate(t.Context(), req)
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	if want := []string{"Hel", "lo, ", "world"}; !slices.Equal(deltas, want) {
-		t.Errorf("OnText got %q, want %q", deltas, want)
-	}
-	if resp.Text != "Hello, world" {
-		t.Errorf("Text = %q, want %q", resp.Text, "Hello, world")
-	}
-	if resp.FinishReason != "stop" {
-		t.Errorf("FinishReason = %q, want stop", resp.FinishReason)
-	}
-	if want := (cairn.Usage{InputTokens: 12, OutputTokens: 3}); resp.Usage != want {
-		t.Errorf("Usage = %+v, want %+v", resp.Usage, want)
-	}
-	if resp.Model != "gpt-test" {
-		t.Errorf("Model = %q, want gpt-test", resp.Model)
-	}
-	if len(resp.ToolCalls) != 0 {
-		t.Errorf("ToolCalls = %+v, want none", resp.ToolCalls)
-	}
+	providertest.CheckStream(t, m, []string{"Hel", "lo, ", "world"}, provider.Response{
+		Text:         "Hello, world",
+		FinishReason: "stop",
+		Usage:        cairn.Usage{InputTokens: 12, OutputTokens: 3},
+		Model:        "gpt-test",
+	})
 	reqs := s.Requests()
 	if len(reqs) != 1 || reqs[0].Path != "/v1/chat/completions" {
 		t.Fatalf("server got %d requests (first path %q), want 1 to /v1/chat/completions", len(reqs), reqs[0].Path)
@@ -87,7 +62,7 @@ func TestModel_GenerateText(t *testing.T) {
 }
 
 func TestModel_GenerateToolCalls(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, true,
 			chunk(`[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_abc","type":"function","function":{"name":"calc","arguments":""}}]},"finish_reason":null}]`),
 			chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"expr"}}]},"finish_reason":null}]`),
@@ -98,45 +73,29 @@ func TestModel_GenerateToolCalls(t *testing.T) {
 			finishChunk("tool_calls"), usageChunk(40, 22))
 	})
 	m := newModel(t, s, Config{})
-	resp, err := m.Generate(t.Context(), userRequest("compute"))
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	want := []cairn.ToolCall{
-		{ID: "call_abc", Name: "calc", Args: json.RawMessage(`{"expression": "2*(3+4)"}`)},
-		{ID: "call_def", Name: "remember", Args: json.RawMessage(`{"key": "k", "value": [1, 2]}`)},
-	}
-	if len(resp.ToolCalls) != len(want) {
-		t.Fatalf("ToolCalls = %+v, want %d calls", resp.ToolCalls, len(want))
-	}
-	for i, c := range resp.ToolCalls {
-		if c.ID != want[i].ID || c.Name != want[i].Name || string(c.Args) != string(want[i].Args) {
-			t.Errorf("ToolCalls[%d] = {%s %s %s}, want {%s %s %s}", i, c.ID, c.Name, c.Args, want[i].ID, want[i].Name, want[i].Args)
-		}
-	}
-	if resp.FinishReason != "tool_calls" {
-		t.Errorf("FinishReason = %q, want tool_calls", resp.FinishReason)
-	}
-	if want := (cairn.Usage{InputTokens: 40, OutputTokens: 22}); resp.Usage != want {
-		t.Errorf("Usage = %+v, want %+v", resp.Usage, want)
-	}
-	if resp.Text != "" {
-		t.Errorf("Text = %q, want empty", resp.Text)
-	}
+	providertest.CheckStream(t, m, nil, provider.Response{
+		FinishReason: "tool_calls",
+		Usage:        cairn.Usage{InputTokens: 40, OutputTokens: 22},
+		Model:        "gpt-test",
+		ToolCalls: []cairn.ToolCall{
+			{ID: "call_abc", Name: "calc", Args: json.RawMessage(`{"expression": "2*(3+4)"}`)},
+			{ID: "call_def", Name: "remember", Args: json.RawMessage(`{"key": "k", "value": [1, 2]}`)},
+		},
+	})
 }
 
 // TestModel_GenerateArguments covers what compatible servers send: malformed
 // and empty arguments, a call without an ID, and "stop" ending a turn that
 // calls tools.
 func TestModel_GenerateArguments(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, true,
 			chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"calc","arguments":"{\"expression\": \"2*"}}]},"finish_reason":null}]`),
 			chunk(`[{"index":0,"delta":{"tool_calls":[{"index":1,"type":"function","function":{"name":"clock","arguments":""}}]},"finish_reason":null}]`),
 			finishChunk("stop"))
 	})
 	m := newModel(t, s, Config{})
-	resp, err := m.Generate(t.Context(), userRequest("compute"))
+	resp, err := m.Generate(t.Context(), providertest.UserRequest("compute"))
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -170,44 +129,21 @@ func TestModel_GenerateArguments(t *testing.T) {
 }
 
 func TestModel_GenerateRequest(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, true, textChunk("De rien."), finishChunk("stop"), usageChunk(1, 1))
 	})
 	m := newModel(t, s, Config{Model: "gpt-4o-mini", MaxTokens: 256})
+	// providertest.Conversation, then a call whose arguments the model sent
+	// malformed, its error result, and a user message.
 	req := &provider.Request{
-		Messages: []cairn.Message{
-			{Seq: 1, Role: cairn.RoleSystem, Content: "You are terse."},
-			{Seq: 2, Role: cairn.RoleUser, Content: "What is 2*(3+4)? And the time?", Parts: []cairn.Part{{Type: "image", MIME: "image/png", Data: []byte{1, 2, 3}}}},
-			{Seq: 3, Role: cairn.RoleAssistant, Content: "Let me check.", ToolCalls: []cairn.ToolCall{
-				{ID: "call_1", Name: "calc", Args: json.RawMessage(`{"expression":"2*(3+4)"}`)},
-				{ID: "call_2", Name: "clock", Args: json.RawMessage(`{}`)},
-			}},
-			{Seq: 4, Role: cairn.RoleTool, ToolCallID: "call_1", Name: "calc", Content: "14"},
-			{Seq: 5, Role: cairn.RoleTool, ToolCallID: "call_2", Name: "clock", Content: "clock unavailable", IsError: true},
-			{Seq: 6, Role: cairn.RoleAssistant, Content: "14; the clock failed."},
-			{Seq: 7, Role: cairn.RoleSystem, Content: "Answer in French."},
-			{Seq: 8, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call_3", Name: "calc", Args: json.RawMessage(`"{\"expression\": \"2*"`)}}},
-			{Seq: 9, Role: cairn.RoleTool, ToolCallID: "call_3", Name: "calc", Content: "error: arguments are not valid JSON", IsError: true},
-			{Seq: 10, Role: cairn.RoleUser, Content: "Merci"},
-		},
-		Tools: []provider.Tool{
-			{Name: "calc", Description: "Evaluates arithmetic.", Schema: json.RawMessage(`{"type":"object","properties":{"expression":{"type":"string","maxLength":200}},"required":["expression"],"additionalProperties":false}`)},
-			{Name: "clock", Schema: json.RawMessage(`{"type":"object","properties":{}}`)},
-			{Name: "noop"},
-		},
+		Messages: append(providertest.Conversation(),
+			cairn.Message{Seq: 8, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call_3", Name: "calc", Args: json.RawMessage(`"{\"expression\": \"2*"`)}}},
+			cairn.Message{Seq: 9, Role: cairn.RoleTool, ToolCallID: "call_3", Name: "calc", Content: "error: arguments are not valid JSON", IsError: true},
+			cairn.Message{Seq: 10, Role: cairn.RoleUser, Content: "Merci"},
+		),
+		Tools: providertest.Tools(),
 	}
-	if _, err := m.Generate(t.Context(), req); err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	reqs := s.Requests()
-	if len(reqs) != 1 {
-		t.Fatalf("server got %d requests, want 1", len(reqs))
-	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(reqs[0].Body, &body); err != nil {
-		t.Fatalf("request body %s: %v", reqs[0].Body, err)
-	}
-	want := map[string]string{
+	providertest.CheckBody(t, s.Send(t, m, req), map[string]string{
 		"model":                 `"gpt-4o-mini"`,
 		"stream":                `true`,
 		"stream_options":        `{"include_usage":true}`,
@@ -233,102 +169,23 @@ func TestModel_GenerateRequest(t *testing.T) {
 				"parameters":{"type":"object","properties":{"expression":{"type":"string","maxLength":200}},"required":["expression"],"additionalProperties":false}}},
 			{"type":"function","function":{"name":"clock","parameters":{"type":"object","properties":{}}}},
 			{"type":"function","function":{"name":"noop","parameters":{"type":"object","properties":{}}}}]`,
-	}
-	for key, w := range want {
-		got, ok := body[key]
-		if !ok {
-			t.Errorf("request body has no %q: %s", key, reqs[0].Body)
-			continue
-		}
-		if !jsonEqual(t, got, []byte(w)) {
-			t.Errorf("request %s:\n got %s\nwant %s", key, got, w)
-		}
-	}
+	})
 }
 
 func TestModel_GenerateRetryAfter(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		if n == 0 {
-			writeError(w, http.StatusTooManyRequests, "rate_limit_exceeded", "Rate limit reached", map[string]string{"Retry-After": "1"})
-			return
-		}
-		writeSSE(w, true, textChunk("ok"), finishChunk("stop"))
-	})
-	m := newModel(t, s, Config{})
-	resp, err := m.Generate(t.Context(), userRequest("Hi"))
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	if resp.Text != "ok" {
-		t.Errorf("Text = %q, want ok", resp.Text)
-	}
-	reqs := s.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("server got %d requests, want 2 (one retry)", len(reqs))
-	}
-	if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
-		t.Errorf("retry came %v after the 429, want at least the Retry-After of 1s", gap)
-	}
+	providertest.RetryAfter(t, api, "rate_limit_exceeded", "Rate limit reached")
 }
 
 func TestModel_GenerateServerErrors(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		writeError(w, http.StatusInternalServerError, "server_error", "The server had an error", map[string]string{"Retry-After": "0"})
-	})
-	m := newModel(t, s, Config{})
-	_, err := m.Generate(t.Context(), userRequest("Hi"))
-	if err == nil {
-		t.Fatal("Generate succeeded against a failing server")
-	}
-	if got, want := len(s.Requests()), 1+DefaultMaxRetries; got != want {
-		t.Errorf("server got %d requests, want %d (1 + %d retries)", got, want, DefaultMaxRetries)
-	}
-	var se *StatusError
-	if !errors.As(err, &se) {
-		t.Fatalf("error %v is not a *StatusError", err)
-	}
-	if se.StatusCode != 500 || se.Message != "The server had an error" || se.Attempts != 1+DefaultMaxRetries {
-		t.Errorf("StatusError = %+v, want status 500, the server's message, %d attempts", se, 1+DefaultMaxRetries)
-	}
-	for _, part := range []string{"openai gpt-test", "500", "The server had an error", "4 attempts"} {
-		if !strings.Contains(err.Error(), part) {
-			t.Errorf("error %q does not contain %q", err, part)
-		}
-	}
+	providertest.ServerErrors(t, api, DefaultMaxRetries, "server_error", "The server had an error", "openai gpt-test")
 }
 
 func TestModel_GenerateNoRetries(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		writeError(w, http.StatusServiceUnavailable, "", "overloaded", nil)
-	})
-	m := newModel(t, s, Config{MaxRetries: -1})
-	if _, err := m.Generate(t.Context(), userRequest("Hi")); err == nil {
-		t.Fatal("Generate succeeded against a failing server")
-	}
-	if got := len(s.Requests()); got != 1 {
-		t.Errorf("server got %d requests with retries off, want 1", got)
-	}
+	providertest.NoRetries(t, api, "", "overloaded")
 }
 
 func TestModel_GenerateUnauthorized(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		writeError(w, http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided: sk-test.", nil)
-	})
-	m := newModel(t, s, Config{})
-	_, err := m.Generate(t.Context(), userRequest("Hi"))
-	var se *StatusError
-	if !errors.As(err, &se) {
-		t.Fatalf("error %v is not a *StatusError", err)
-	}
-	if se.StatusCode != http.StatusUnauthorized || se.Type != "invalid_api_key" {
-		t.Errorf("StatusError = %+v, want 401 invalid_api_key", se)
-	}
-	if !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "Incorrect API key provided") {
-		t.Errorf("error %q does not name the status and the server's message", err)
-	}
-	if got := len(s.Requests()); got != 1 {
-		t.Errorf("server got %d requests, want 1 (no retry on 401)", got)
-	}
+	providertest.Unauthorized(t, api, "invalid_api_key", "Incorrect API key provided: sk-test.")
 }
 
 func TestNew_MissingKey(t *testing.T) {
@@ -353,7 +210,7 @@ func TestNew_MissingKey(t *testing.T) {
 // used when Config leaves them empty, and that a compatible server needs no
 // key.
 func TestNew_Environment(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, true, textChunk("ok"), finishChunk("stop"))
 	})
 	t.Setenv(EnvBaseURL, s.URL+"/v1")
@@ -362,7 +219,7 @@ func TestNew_Environment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if _, err := m.Generate(t.Context(), userRequest("Hi")); err != nil {
+	if _, err := m.Generate(t.Context(), providertest.UserRequest("Hi")); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
 	t.Setenv(EnvAPIKey, "")
@@ -370,7 +227,7 @@ func TestNew_Environment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New for a compatible server without a key: %v", err)
 	}
-	if _, err := m.Generate(t.Context(), userRequest("Hi")); err != nil {
+	if _, err := m.Generate(t.Context(), providertest.UserRequest("Hi")); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
 	reqs := s.Requests()
@@ -386,53 +243,19 @@ func TestNew_Environment(t *testing.T) {
 }
 
 func TestModel_GenerateCancel(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, done <-chan struct{}) {
-		writeSSE(w, false, textChunk("partial"))
-		select { // hold the stream open until the client goes away
-		case <-r.Context().Done():
-		case <-done:
-		}
-	})
-	m := newModel(t, s, Config{})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	req := userRequest("Hi")
-	req.OnText = func(string) { cancel() }
-	errc := make(chan error, 1)
-	go func() {
-		_, err := m.Generate(ctx, req)
-		errc <- err
-	}()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Generate after cancel: error %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Generate did not return after its context was cancelled mid-stream")
-	}
-	if got := len(s.Requests()); got != 1 {
-		t.Errorf("server got %d requests, want 1 (no retry after cancel)", got)
-	}
+	providertest.Cancel(t, api)
 }
 
 func TestModel_GenerateTruncated(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
-		writeSSE(w, false, textChunk("Half an ans"))
-	})
-	m := newModel(t, s, Config{})
-	_, err := m.Generate(t.Context(), userRequest("Hi"))
-	if err == nil || !strings.Contains(err.Error(), "finish reason") {
-		t.Errorf("Generate on a stream cut short: error %v, want one about the missing finish reason", err)
-	}
+	providertest.Truncated(t, api, "finish reason")
 }
 
 func TestModel_GenerateStreamError(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, false, textChunk("Hi"), `{"error":{"message":"model overloaded","type":"server_error"}}`)
 	})
 	m := newModel(t, s, Config{})
-	_, err := m.Generate(t.Context(), userRequest("Hi"))
+	_, err := m.Generate(t.Context(), providertest.UserRequest("Hi"))
 	if err == nil || !strings.Contains(err.Error(), "model overloaded") {
 		t.Errorf("Generate on a stream that reports an error: %v, want the server's message", err)
 	}
@@ -458,23 +281,11 @@ func TestModel_GenerateBadInput(t *testing.T) {
 // instruction, then the earlier summary and a transcript; no tools. In a
 // chat call, a compaction's summary is introduced as one.
 func TestModel_GenerateSummary(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
+	s := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ <-chan struct{}) {
 		writeSSE(w, true, textChunk("The user computed 14."), finishChunk("stop"), usageChunk(40, 6))
 	})
 	m := newModel(t, s, Config{})
-	summary := cairn.Message{Seq: 9, Role: cairn.RoleSystem, Name: cairn.SummaryName, Content: "The user is Ada."}
-	req := &provider.Request{
-		Purpose:       provider.PurposeSummary,
-		SummaryTokens: 400,
-		Messages: []cairn.Message{
-			summary,
-			{Seq: 10, Role: cairn.RoleUser, Content: "What is 2*(3+4)?"},
-			{Seq: 11, Role: cairn.RoleAssistant, ToolCalls: []cairn.ToolCall{{ID: "call_1", Name: "calc", Args: json.RawMessage(`{"expression":"2*(3+4)"}`)}}},
-			{Seq: 12, Role: cairn.RoleTool, ToolCallID: "call_1", Name: "calc", Content: "14"},
-		},
-		Tools: []provider.Tool{{Name: "calc"}},
-	}
-	resp, err := m.Generate(t.Context(), req)
+	resp, err := m.Generate(t.Context(), providertest.SummaryRequest())
 	if err != nil || resp.Text != "The user computed 14." {
 		t.Fatalf("Generate = %+v, %v", resp, err)
 	}
@@ -491,14 +302,9 @@ func TestModel_GenerateSummary(t *testing.T) {
 	if !strings.HasPrefix(body.Messages[0].Content, "You compact a long conversation") || !strings.Contains(body.Messages[0].Content, "at most about 300 words") {
 		t.Errorf("instruction %q", body.Messages[0].Content)
 	}
-	for _, want := range []string{"<earlier_summary>\nThe user is Ada.\n</earlier_summary>", "[user]: What is 2*(3+4)?",
-		`[assistant calls calc, call call_1]: {"expression":"2*(3+4)"}`, "[tool calc result, call call_1]: 14"} {
-		if !strings.Contains(body.Messages[1].Content, want) {
-			t.Errorf("summary input lacks %q:\n%s", want, body.Messages[1].Content)
-		}
-	}
+	providertest.CheckSummaryInput(t, body.Messages[1].Content)
 
-	chat := &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleSystem, Content: "Be terse."}, summary, {Role: cairn.RoleUser, Content: "Hi"}}}
+	chat := &provider.Request{Messages: []cairn.Message{{Role: cairn.RoleSystem, Content: "Be terse."}, providertest.Summary, {Role: cairn.RoleUser, Content: "Hi"}}}
 	if _, err := m.Generate(t.Context(), chat); err != nil {
 		t.Fatal(err)
 	}

@@ -4,35 +4,34 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"reflect"
 	"testing"
 
-	"github.com/cairnhq/cairn/internal/providertest"
+	"github.com/cairnhq/cairn/internal/testing/providertest"
+	"github.com/cairnhq/cairn/provider"
 )
 
-// server is a local Chat Completions endpoint (see providertest).
-type server = providertest.Server
-
-func newServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int, done <-chan struct{})) *server {
-	t.Helper()
-	return providertest.NewServer(t, handle)
+// api tells the scenarios of providertest how the Chat Completions API
+// answers.
+var api = providertest.API{
+	Model: func(t *testing.T, s *providertest.Server, retries int) provider.Model {
+		return newModel(t, s, Config{MaxRetries: retries})
+	},
+	Text:  func(w http.ResponseWriter, text string) { writeSSE(w, true, textChunk(text), finishChunk("stop")) },
+	Begin: func(w http.ResponseWriter, text string) { writeSSE(w, false, textChunk(text)) },
+	Error: writeError,
 }
 
 // writeSSE writes each chunk as one server-sent event, flushing after each,
 // and ends the stream with [DONE] when done is true.
 func writeSSE(w http.ResponseWriter, done bool, chunks ...string) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	f, _ := w.(http.Flusher)
+	events := make([]providertest.Event, 0, len(chunks)+1)
 	for _, c := range chunks {
-		fmt.Fprintf(w, "data: %s\n\n", c)
-		if f != nil {
-			f.Flush()
-		}
+		events = append(events, providertest.Event{Data: c})
 	}
 	if done {
-		fmt.Fprint(w, "data: [DONE]\n\n")
+		events = append(events, providertest.Event{Data: "[DONE]"})
 	}
+	providertest.WriteEvents(w, events...)
 }
 
 // chunk is one chat.completion.chunk with the given choices JSON.
@@ -55,23 +54,5 @@ func usageChunk(in, out int) string {
 
 // writeError answers with an OpenAI error body.
 func writeError(w http.ResponseWriter, status int, code, msg string, header map[string]string) {
-	for k, v := range header {
-		w.Header().Set(k, v)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":%q}}`, msg, code)
-}
-
-// jsonEqual reports whether two JSON documents hold the same value.
-func jsonEqual(t *testing.T, got, want []byte) bool {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("got invalid JSON %s: %v", got, err)
-	}
-	if err := json.Unmarshal(want, &w); err != nil {
-		t.Fatalf("want invalid JSON %s: %v", want, err)
-	}
-	return reflect.DeepEqual(g, w)
+	providertest.WriteError(w, status, header, fmt.Sprintf(`{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":%q}}`, msg, code))
 }

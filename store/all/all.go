@@ -1,5 +1,7 @@
-// Package all registers every cairn store backend's URL scheme. Import it
-// for its side effect when a program should reach any store by URL:
+// Package all registers every cairn store backend's URL scheme, for
+// cairn.Open and, where the backend has long-term memory, longterm.Open.
+// Import it for its side effect when a program should reach any store by
+// URL:
 //
 //	import _ "github.com/cairnhq/cairn/store/all"
 package all

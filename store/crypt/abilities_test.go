@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/store/crypt"
+	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/memory"
 )
 
@@ -124,7 +125,7 @@ func TestWrap_Abilities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring := newKeyring(t)
+	ring := crypttest.NewKeyring(t)
 	tests := []struct {
 		name  string
 		inner cairn.Store

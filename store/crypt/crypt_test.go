@@ -1,27 +1,14 @@
 package crypt_test
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/store/crypt"
+	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/storetest"
 )
-
-func newKeyring(t *testing.T) *crypt.Keyring {
-	t.Helper()
-	k, err := crypt.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := crypt.NewKeyring(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
 
 // wrapMemory opens an encrypting store over db with ring.
 func wrapMemory(t testing.TB, db *memory.DB, ring *crypt.Keyring, opts cairn.StoreOptions) crypt.Store {
@@ -48,17 +35,9 @@ func wrapMemory(t testing.TB, db *memory.DB, ring *crypt.Keyring, opts cairn.Sto
 }
 
 func TestStore_Conformance(t *testing.T) {
-	var mu sync.Mutex
-	dbs := map[*testing.T]*memory.DB{}
-	ring := newKeyring(t)
+	db := storetest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
+	ring := crypttest.NewKeyring(t)
 	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
-		mu.Lock()
-		db := dbs[t]
-		if db == nil {
-			db = memory.NewDB()
-			dbs[t] = db
-		}
-		mu.Unlock()
-		return wrapMemory(t, db, ring, opts)
+		return wrapMemory(t, db(t), ring, opts)
 	})
 }

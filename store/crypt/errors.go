@@ -14,6 +14,12 @@ var (
 	// key that was dropped before `cairn sessions rekey` ran.
 	ErrUnknownKey = errors.New("master key not in the keyring")
 
+	// ErrWrongKey is returned by a write through a store whose current
+	// master key is not one of its namespace's (a *WrongKeyError, naming
+	// the namespace and the keys): the wrong key file. A namespace gains a
+	// key only by Rekey (`cairn sessions rekey`), run with one of its keys.
+	ErrWrongKey = errors.New("master key is not the namespace's")
+
 	// ErrTampered is returned when a sealed value does not authenticate:
 	// it was changed, moved to another session or position, or sealed
 	// under another data key.

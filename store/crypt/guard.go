@@ -43,7 +43,7 @@ func (s *store) guardNamespace(ctx context.Context) error {
 // sealed session it meets, for a namespace encrypted since it was opened,
 // or whose marker is gone.
 func (s *store) guard(id string, rec *cairn.Record) error {
-	if err := cairn.CheckUnsealed(id, rec.Events); err != nil {
+	if err := CheckUnsealed(id, rec.Events); err != nil {
 		return fmt.Errorf("load %s: %w", id, err)
 	}
 	if isToken(rec.Info.FirstMessage) {
@@ -73,7 +73,7 @@ func (s *store) guardAppend(ctx context.Context, id string, expectSeq int64) err
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
-	if err := cairn.CheckUnsealed(id, rec.Events); err != nil {
+	if err := CheckUnsealed(id, rec.Events); err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
 	s.markChecked(id)

@@ -46,6 +46,18 @@ func NewKey(id string, secret []byte) (Key, error) {
 	return Key{ID: id, secret: slices.Clone(secret)}, nil
 }
 
+// Fingerprint returns a digest of the key's secret that tells two keys
+// apart whatever their IDs: 16 hex digits of a SHA-256 of the secret,
+// distinct from the digest a derived ID is made of. Like the ID, it is not
+// secret; an encrypted namespace's marker records it beside the ID, so
+// that another key given the same ID is not taken for the namespace's.
+func (k Key) Fingerprint() string {
+	h := sha256.New()
+	h.Write([]byte("cairn master key fingerprint\x00"))
+	h.Write(k.secret)
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
 // GenerateKey returns a new random key with a derived ID.
 func GenerateKey() (Key, error) {
 	b := make([]byte, KeySize)

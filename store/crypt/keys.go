@@ -94,10 +94,27 @@ func (s *store) readKey(ctx context.Context, id string) (*sessionKey, []keyRecor
 		return &sessionKey{id: kr.DataKey, dek: dek, kid: recs[len(recs)-1].KID, lastSeq: rec.Info.LastSeq}, recs, nil
 	}
 	slices.Sort(kids)
-	kids = slices.Compact(kids)
-	return nil, nil, fmt.Errorf("%w: session %s: its data key is wrapped by key %s; the keyring holds %s",
-		ErrUnknownKey, id, strings.Join(kids, ", "), strings.Join(s.ring.IDs(), ", "))
+	return nil, nil, &UnknownKeyError{Session: id, KeyIDs: slices.Compact(kids), Held: s.ring.IDs()}
 }
+
+// UnknownKeyError is returned when a session's data key is wrapped only by
+// master keys the keyring does not hold: the session was written under
+// another key. It wraps ErrUnknownKey.
+type UnknownKeyError struct {
+	Session string
+	KeyIDs  []string // the keys the session's data key is wrapped by
+	Held    []string // the keys the keyring holds
+}
+
+// Error names the session, the keys its data key is wrapped by and those
+// the keyring holds.
+func (e *UnknownKeyError) Error() string {
+	return fmt.Sprintf("%v: session %s: its data key is wrapped by key %s; the keyring holds %s",
+		ErrUnknownKey, e.Session, strings.Join(e.KeyIDs, ", "), strings.Join(e.Held, ", "))
+}
+
+// Unwrap returns ErrUnknownKey.
+func (e *UnknownKeyError) Unwrap() error { return ErrUnknownKey }
 
 // dataKey returns a session's data key, from the cache or the key session.
 // With create, a session that has none gets a new one.
@@ -127,7 +144,7 @@ func (s *store) dataKey(ctx context.Context, id string, create bool) (*sessionKe
 
 // newKey makes a session's data key and stores it wrapped.
 func (s *store) newKey(ctx context.Context, id string) (*sessionKey, error) {
-	if err := s.ensureMarked(ctx); err != nil {
+	if err := s.admit(ctx, true); err != nil {
 		return nil, err
 	}
 	dek := make([]byte, KeySize)

@@ -14,13 +14,22 @@ type leasing struct {
 	l cairn.Leaser
 }
 
-// Acquire implements cairn.Leaser.
+// Acquire implements cairn.Leaser. A store whose key is not one of the
+// namespace's refuses it (a *WrongKeyError), as it refuses writes: a
+// holder that cannot read or write the session would only hold it back.
 func (s *leasing) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	if err := s.writable(ctx); err != nil {
+		return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
+	}
 	return s.l.Acquire(ctx, id, holder, ttl)
 }
 
-// Takeover implements cairn.Leaser.
+// Takeover implements cairn.Leaser; a store whose key is not one of the
+// namespace's refuses it, as Acquire.
 func (s *leasing) Takeover(ctx context.Context, id, holder string, ttl time.Duration) (cairn.Lease, error) {
+	if err := s.writable(ctx); err != nil {
+		return cairn.Lease{}, fmt.Errorf("takeover %s: %w", id, err)
+	}
 	return s.l.Takeover(ctx, id, holder, ttl)
 }
 
@@ -62,8 +71,12 @@ type claiming struct {
 }
 
 // ClaimNext implements cairn.Claimer. The filter's status and labels are
-// clear in the inner store, so it filters there.
+// clear in the inner store, so it filters there. A store whose key is not
+// one of the namespace's refuses it, as Acquire.
 func (s *claiming) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
+	if err := s.writable(ctx); err != nil {
+		return cairn.Lease{}, fmt.Errorf("claim: %w", err)
+	}
 	return s.c.ClaimNext(ctx, holder, ttl, filter)
 }
 

@@ -21,6 +21,13 @@ type RekeyResult struct {
 // the data keys are wrapped by now. progress, if not nil, is called after
 // each session with the count done and the total.
 //
+// Rekey is the one way a key joins a namespace: before any data key, it
+// records the current key in the namespace's marker, and it refuses (a
+// *WrongKeyError) a keyring that holds none of the keys the marker names.
+// Every other write through a store whose key the marker does not name is
+// refused, so that a wrong key file cannot seal sessions that the
+// namespace's own key does not open.
+//
 // Rekey is safe to run while other processes write: a wrapping is one
 // append to the key session, retried on a conflict. Running it again
 // resumes where an interrupted run stopped. Earlier wrappings stay in the
@@ -31,15 +38,15 @@ func (s *store) Rekey(ctx context.Context, progress func(done, total int)) (Reke
 	if s.ring == nil {
 		return res, errors.New("rekey: no keyring")
 	}
+	// The new key joins the namespace's marker first, so that readers
+	// without a key are told of it and writers with it are admitted; the
+	// keyring must hold one of the namespace's keys (see markForRekey).
+	if err := s.markForRekey(ctx); err != nil {
+		return res, fmt.Errorf("rekey: %w", err)
+	}
 	ids, err := keyIDs(ctx, s.keys)
 	if err != nil {
 		return res, fmt.Errorf("rekey: list data keys: %w", err)
-	}
-	if len(ids) > 0 {
-		// Readers without a key are told of the new key too.
-		if err := s.ensureMarked(ctx); err != nil {
-			return res, fmt.Errorf("rekey: %w", err)
-		}
 	}
 	res.Sessions = len(ids)
 	for i, id := range ids {

@@ -8,6 +8,7 @@ import (
 	"maps"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
 // Inspection is a session as it is stored, seen with the key.
@@ -99,7 +100,7 @@ func (s *store) inspect(ctx context.Context, id string) (*Inspection, []cairn.Ev
 // A session to repair is one that holds plaintext. A process without the
 // key, or a program that opened the backend directly, may have appended
 // events in clear after a session's sealed ones (the core now refuses
-// that; see cairn.CheckUnsealed). With the key, such a session does not
+// that; see CheckUnsealed). With the key, such a session does not
 // load (ErrPlaintext). Inspect says which events are in clear; Repair
 // rewrites the session with every event sealed, or cuts the clear ones off
 // (RepairOptions.Cut).
@@ -108,6 +109,9 @@ func (s *store) inspect(ctx context.Context, id string) (*Inspection, []cairn.Ev
 // not valid once opened, and one that changed while it ran. Run it while
 // nothing else writes the session.
 func (s *store) Repair(ctx context.Context, id string, opts RepairOptions) (*RepairResult, error) {
+	if err := s.writable(ctx); err != nil {
+		return nil, fmt.Errorf("repair %s: %w", id, err)
+	}
 	ins, events, info, err := s.inspect(ctx, id)
 	if err != nil {
 		return nil, err
@@ -141,10 +145,10 @@ func (s *store) Repair(ctx context.Context, id string, opts RepairOptions) (*Rep
 	if err := s.rewrite(ctx, cairn.SessionMeta{ID: backup, Labels: labels}, events); err != nil {
 		return nil, fmt.Errorf("repair %s: write the backup %s: %w", id, backup, err)
 	}
-	now, err := s.inner.Load(ctx, id, 1<<62)
-	if err != nil || now.Info.LastSeq != info.LastSeq {
+	now, err := s.inner.Stat(ctx, id)
+	if err != nil || now.LastSeq != info.LastSeq {
 		if err == nil {
-			err = fmt.Errorf("%w: the session changed while it was repaired (last seq %d, now %d)", cairn.ErrConflict, info.LastSeq, now.Info.LastSeq)
+			err = fmt.Errorf("%w: the session changed while it was repaired (last seq %d, now %d)", cairn.ErrConflict, info.LastSeq, now.LastSeq)
 		}
 		_ = s.Delete(context.WithoutCancel(ctx), backup)
 		return nil, fmt.Errorf("repair %s: %w; nothing was changed", id, err)
@@ -202,7 +206,7 @@ func (s *store) rewrite(ctx context.Context, meta cairn.SessionMeta, events []ca
 }
 
 func canonical(b []byte) []byte {
-	c, err := cairn.Canonical(b)
+	c, err := wire.Canonical(b)
 	if err != nil {
 		return b
 	}

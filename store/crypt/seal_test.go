@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/wire"
 	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/memory"
@@ -314,7 +315,7 @@ func TestStore_RekeyAndDelete(t *testing.T) {
 func clone(evs []cairn.Event) []cairn.Event { return append([]cairn.Event(nil), evs...) }
 
 func sameJSON(a, b []byte) bool {
-	ca, err1 := cairn.Canonical(a)
-	cb, err2 := cairn.Canonical(b)
+	ca, err1 := wire.Canonical(a)
+	cb, err2 := wire.Canonical(b)
 	return err1 == nil && err2 == nil && string(ca) == string(cb)
 }

@@ -5,16 +5,17 @@ import (
 	"encoding/json"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
 // hintsOf returns the clear words a listing needs from an event's
 // plaintext data.
-func hintsOf(kind cairn.Kind, plain []byte) cairn.SealedHints {
-	var h cairn.SealedHints
+func hintsOf(kind cairn.Kind, plain []byte) sealedHints {
+	var h sealedHints
 	switch kind {
 	case cairn.KindRunFinished:
 		var d struct {
-			Status cairn.RunStatus `json:"status"`
+			Status cairn.Status `json:"status"`
 		}
 		_ = json.Unmarshal(plain, &d)
 		h.Status = d.Status
@@ -32,7 +33,7 @@ func hintsOf(kind cairn.Kind, plain []byte) cairn.SealedHints {
 }
 
 // shapeOf returns the sealed data of an event of kind; see
-// cairn.SealedData.
+// sealedData.
 //
 // A sealed event keeps its kind, and its data keeps the shape of that
 // kind, so that every backend validates and summarises it as it does any
@@ -42,21 +43,21 @@ func hintsOf(kind cairn.Kind, plain []byte) cairn.SealedHints {
 // approval. A sealed message.user carries a second token, the encrypted
 // first characters of its text, which listings decrypt to show the
 // session's first message.
-func shapeOf(kind cairn.Kind, tok, first string, h cairn.SealedHints) ([]byte, bool) {
-	return cairn.SealedData(kind, tok, first, h)
+func shapeOf(kind cairn.Kind, tok, first string, h sealedHints) ([]byte, bool) {
+	return sealedData(kind, tok, first, h)
 }
 
 // tokensOf finds the tokens in the data of a stored event whose carrier
-// field holds one; see cairn.SealedParts. The caller checks the shape
+// field holds one; see sealedParts. The caller checks the shape
 // exactly by rebuilding it once the ciphertext has opened.
-func tokensOf(kind cairn.Kind, data []byte) (tok, first string, h cairn.SealedHints, ok bool) {
-	return cairn.SealedParts(kind, data)
+func tokensOf(kind cairn.Kind, data []byte) (tok, first string, h sealedHints, ok bool) {
+	return sealedParts(kind, data)
 }
 
 // sameJSON reports whether a and b are the same JSON value.
 func sameJSON(a, b []byte) bool {
-	ca, err1 := cairn.Canonical(a)
-	cb, err2 := cairn.Canonical(b)
+	ca, err1 := wire.Canonical(a)
+	cb, err2 := wire.Canonical(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }
 

@@ -14,7 +14,7 @@ import (
 // that has it: a snapshot's data is sealed with the session's data key,
 // as its events are, and bound to the namespace, the session and the
 // snapshot's seq (snapshotAAD). What the inner store holds is a token
-// (cairn.SealToken) as bytes.
+// (sealToken) as bytes.
 type snapshotter struct {
 	s  *store
 	sn cairn.Snapshotter
@@ -28,7 +28,8 @@ func snapshotAAD(ns, id string, seq int64) []byte {
 
 // PutSnapshot implements cairn.Snapshotter: it seals the snapshot's data
 // and puts the sealed snapshot in the inner store. A guard (no keyring)
-// puts it as it is, unless the session's events are sealed.
+// puts it as it is, unless the session's events are sealed. A store
+// whose key is not one of the namespace's refuses it, as Append.
 func (p snapshotter) PutSnapshot(ctx context.Context, id string, snap cairn.Snapshot) error {
 	s := p.s
 	if id == markerID {
@@ -46,6 +47,9 @@ func (p snapshotter) PutSnapshot(ctx context.Context, id string, snap cairn.Snap
 		}
 		return p.sn.PutSnapshot(ctx, id, snap)
 	}
+	if err := s.writable(ctx); err != nil {
+		return fmt.Errorf("put snapshot %s: %w", id, err)
+	}
 	sk, err := s.dataKey(ctx, id, true)
 	if err != nil {
 		return fmt.Errorf("put snapshot %s: %w", id, err)
@@ -58,7 +62,7 @@ func (p snapshotter) PutSnapshot(ctx context.Context, id string, snap cairn.Snap
 	if errors.Is(err, cairn.ErrNotFound) {
 		// No such session: drop a key that this call may have made.
 		s.forget(id)
-		if _, lerr := s.inner.Load(ctx, id, 1<<62); errors.Is(lerr, cairn.ErrNotFound) {
+		if _, lerr := s.inner.Stat(ctx, id); errors.Is(lerr, cairn.ErrNotFound) {
 			_ = s.keys.Delete(ctx, id)
 		}
 	}
@@ -86,7 +90,7 @@ func (s *store) guardSnapshot(ctx context.Context, id string, seq int64) error {
 	if err != nil {
 		return err
 	}
-	if err := cairn.CheckUnsealed(id, rec.Events); err != nil {
+	if err := CheckUnsealed(id, rec.Events); err != nil {
 		return err
 	}
 	s.markChecked(id)

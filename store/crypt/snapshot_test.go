@@ -29,7 +29,7 @@ func TestStore_Snapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			want, _ := st.Snapshot()
-			snap, err := cairn.EncodeSnapshot(st, evs[len(evs)-1])
+			snap, err := st.Encode(evs[len(evs)-1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func TestStore_Snapshot(t *testing.T) {
 			if err != nil || stored == nil {
 				t.Fatalf("inner LoadSnapshot: %v, %v", stored, err)
 			}
-			if bytes.Contains(stored.Data, []byte(marker)) || !bytes.HasPrefix(stored.Data, []byte(cairn.SealedPrefix)) {
+			if bytes.Contains(stored.Data, []byte(marker)) || !bytes.HasPrefix(stored.Data, []byte(crypt.TokenPrefix)) {
 				t.Errorf("the inner store holds the snapshot unsealed: %.80s…", stored.Data)
 			}
 			r, err := cairn.Restore(t.Context(), s, "a")
@@ -152,7 +152,7 @@ func TestStore_Snapshot(t *testing.T) {
 			if r, err := cairn.Restore(t.Context(), s, "a"); err != nil || r.Base != 0 {
 				t.Errorf("Restore with an earlier session's snapshot: %v, base %d", err, r.Base)
 			}
-			if !strings.HasPrefix(string(stored.Data), cairn.SealedPrefix) {
+			if !strings.HasPrefix(string(stored.Data), crypt.TokenPrefix) {
 				t.Errorf("a sealed snapshot is not a token: %.40s", stored.Data)
 			}
 		})

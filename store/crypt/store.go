@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/cairnhq/cairn"
@@ -39,6 +40,11 @@ type Store interface {
 	// Repair rewrites a session whose events are not all sealed so that
 	// every one is; see RepairOptions.
 	Repair(ctx context.Context, id string, opts RepairOptions) (*RepairResult, error)
+
+	// CheckSessions reads up to limit sessions (0: every one) with the
+	// keyring and reports those that do not open or hold events in
+	// clear; see (*store).CheckSessions.
+	CheckSessions(ctx context.Context, limit int) (*cairn.CheckReport, error)
 }
 
 // store is the encrypting store; Wrap returns it, or a type that embeds it
@@ -183,10 +189,14 @@ func (s *store) Inner() cairn.Store { return s.inner }
 // Create implements cairn.Store. It also drops a key left by an earlier
 // session of the same ID (one that expired), so that the new session gets
 // a data key of its own. A guard refuses to create a session in a
-// namespace marked encrypted.
+// namespace marked encrypted, and a store whose key is not one of the
+// namespace's refuses with a *WrongKeyError, as every write of it does.
 func (s *store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 	if meta.ID == markerID {
 		return fmt.Errorf("create %s: %w: the ID is reserved for the marker of an encrypted namespace", meta.ID, cairn.ErrInvalidID)
+	}
+	if err := s.writable(ctx); err != nil {
+		return fmt.Errorf("create %s: %w", meta.ID, err)
 	}
 	if s.ring == nil && s.keys != nil {
 		s.mu.Lock()
@@ -215,7 +225,9 @@ func (s *store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // and appends the sealed events in one call. A retried append (see
 // cairn.Store) is recognised by its plaintext, since sealing the same
 // events again gives other ciphertext. A guard refuses to append to a
-// session whose events are sealed.
+// session whose events are sealed. A store whose key is not one of the
+// namespace's refuses (a *WrongKeyError): the first data key of a
+// namespace records the key in its marker, and only Rekey adds another.
 func (s *store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
 	if s.ring == nil {
 		if err := s.guardNamespace(ctx); err != nil {
@@ -236,8 +248,12 @@ func (s *store) append(ctx context.Context, id string, expectSeq int64, events [
 	if id == markerID {
 		return fmt.Errorf("append %s: %w: the ID is reserved for the marker of an encrypted namespace", id, cairn.ErrInvalidID)
 	}
-	if err := driver.CheckAppend(s.limits, id, expectSeq, events); err != nil {
+	events, err := driver.CheckAppend(s.limits, id, expectSeq, events)
+	if err != nil {
 		return err
+	}
+	if err := s.writable(ctx); err != nil {
+		return fmt.Errorf("append %s: %w", id, err)
 	}
 	sk, err := s.dataKey(ctx, id, true)
 	if err != nil {
@@ -254,7 +270,7 @@ func (s *store) append(ctx context.Context, id string, expectSeq int64, events [
 	case errors.Is(err, cairn.ErrNotFound):
 		// No such session: drop a key that this call may have made.
 		s.forget(id)
-		if _, lerr := s.inner.Load(ctx, id, 1<<62); errors.Is(lerr, cairn.ErrNotFound) {
+		if _, lerr := s.inner.Stat(ctx, id); errors.Is(lerr, cairn.ErrNotFound) {
 			_ = s.keys.Delete(ctx, id)
 		}
 	case errors.Is(err, cairn.ErrConflict) && s.retried(ctx, id, expectSeq, events):
@@ -339,8 +355,13 @@ func (s *store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 // so that whatever the backend keeps of the session afterwards (free
 // pages, a write-ahead log, dead rows, backups) is ciphertext whose key is
 // gone from the live store.
+// A store whose key is not one of the namespace's refuses it (a
+// *WrongKeyError), as a guard does.
 func (s *store) Delete(ctx context.Context, id string) error {
 	if err := s.guardNamespace(ctx); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
+	if err := s.writable(ctx); err != nil {
 		return fmt.Errorf("delete %s: %w", id, err)
 	}
 	if s.ring != nil {
@@ -363,9 +384,13 @@ func (s *store) CountExpired(ctx context.Context) (int, error) {
 
 // Sweep implements cairn.Sweeper: it sweeps the inner store if it can,
 // then deletes the data keys of sessions that no longer exist (expired
-// ones, which backends with native expiry drop without Delete).
+// ones, which backends with native expiry drop without Delete). A store
+// whose key is not one of the namespace's refuses it.
 func (s *store) Sweep(ctx context.Context) (int, error) {
 	if err := s.guardNamespace(ctx); err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	if err := s.writable(ctx); err != nil {
 		return 0, fmt.Errorf("sweep: %w", err)
 	}
 	n := 0
@@ -383,7 +408,7 @@ func (s *store) Sweep(ctx context.Context) (int, error) {
 		return n, fmt.Errorf("sweep data keys: %w", err)
 	}
 	for _, id := range ids {
-		if _, err := s.inner.Load(ctx, id, 1<<62); !errors.Is(err, cairn.ErrNotFound) {
+		if _, err := s.inner.Stat(ctx, id); !errors.Is(err, cairn.ErrNotFound) {
 			continue
 		}
 		s.forget(id)
@@ -392,6 +417,16 @@ func (s *store) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// writable returns nil when the store may write in its namespace: always
+// for a guard (whose checks are its own), and with a keyring when its
+// current key is one of the namespace's (see admit).
+func (s *store) writable(ctx context.Context) error {
+	if s.ring == nil {
+		return nil
+	}
+	return s.admit(ctx, false)
 }
 
 // Close implements cairn.Store.
@@ -423,4 +458,13 @@ func keyIDs(ctx context.Context, keys cairn.Store) ([]string, error) {
 		}
 		opts.Cursor = page.Next
 	}
+}
+
+// Stat implements cairn.Store: Load's info, with no event read.
+func (s *store) Stat(ctx context.Context, id string) (*cairn.SessionInfo, error) {
+	rec, err := s.Load(ctx, id, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	return &rec.Info, nil
 }

@@ -4,15 +4,16 @@ import (
 	"strconv"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // makeToken returns the token of sealed, a value sealed by the data key
 // dkid. A token is one sealed value as text, built and recognised by the
-// core (cairn.SealToken): "cairn1.<data key id>.<base64url of
+// core (sealToken): "cairn1.<data key id>.<base64url of
 // nonce‖ciphertext‖tag>". The data key ID says which data key sealed it.
-func makeToken(dkid string, sealed []byte) string { return cairn.SealToken(dkid, sealed) }
+func makeToken(dkid string, sealed []byte) string { return sealToken(dkid, sealed) }
 
-func parseToken(tok string) (dkid string, sealed []byte, ok bool) { return cairn.ParseSealToken(tok) }
+func parseToken(tok string) (dkid string, sealed []byte, ok bool) { return ParseToken(tok) }
 
 func isToken(s string) bool {
 	_, _, ok := parseToken(s)
@@ -37,5 +38,5 @@ func keyAAD(ns, id, dkid string) []byte {
 }
 
 // maxFirst is how much of the first user message a sealed message.user
-// keeps for listings: its token must fit in cairn.MaxFirstMessage bytes.
-const maxFirst = (cairn.MaxFirstMessage-len(cairn.SealedPrefix)-9)*3/4 - 12 - 16
+// keeps for listings: its token must fit in driver.MaxFirstMessage bytes.
+const maxFirst = (driver.MaxFirstMessage-len(TokenPrefix)-9)*3/4 - 12 - 16

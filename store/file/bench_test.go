@@ -1,6 +1,9 @@
+//go:build linux || darwin
+
 package file_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -40,6 +43,28 @@ func benchmarkLoad(b *testing.B, from int64, want int) {
 		rec, err := s.Load(b.Context(), id, from)
 		if err != nil || len(rec.Events) != want {
 			b.Fatalf("Load from %d: %v, %d events, want %d", from, err, len(rec.Events), want)
+		}
+	}
+}
+
+// BenchmarkList lists a store of 500 sessions of 16 events each, whose
+// files List reads one session at a time: info.json, the log's length,
+// meta.json and ack.json.
+func BenchmarkList(b *testing.B) {
+	s := openIn(b, b.TempDir(), cairn.StoreOptions{})
+	for i := range 500 {
+		id := fmt.Sprintf("s%03d", i)
+		if err := s.Create(b.Context(), cairn.SessionMeta{ID: id}); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Append(b.Context(), id, 0, storetest.Conversation(0, "run", "a question")...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		page, err := s.List(b.Context(), cairn.ListOptions{Limit: 1000})
+		if err != nil || len(page.Sessions) != 500 {
+			b.Fatalf("List: %v, %d sessions, want 500", err, len(page.Sessions))
 		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -11,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // damaged is one session's damage, as the store remembers it.
@@ -19,20 +22,20 @@ import (
 // what the store acknowledged, a meta.json that does not read, a line that
 // fails its checksum, journal records that do not fit the log (see
 // refresh, loadBase, decodeLog and replaySession). It is a
-// *cairn.DamagedError, and the store remembers it for as long as it is
+// *driver.DamagedError, and the store remembers it for as long as it is
 // open, with the session's lock file (a session deleted and created again
 // is another session): the session is then refused to every call but
 // Delete, and List shows it as cairn.StatusDamaged. Another process finds
 // the same damage when it reads the same files.
 type damaged struct {
 	lockID fileID
-	err    *cairn.DamagedError
+	err    *driver.DamagedError
 }
 
 // noteDamage remembers the damage of session id, whose lock file is
 // lockID. Damage without a lock file (a folder without one) is found
 // again by every call, and is not remembered.
-func (s *Store) noteDamage(id string, lockID fileID, d *cairn.DamagedError) {
+func (s *Store) noteDamage(id string, lockID fileID, d *driver.DamagedError) {
 	if lockID == (fileID{}) {
 		return
 	}
@@ -46,7 +49,7 @@ func (s *Store) noteDamage(id string, lockID fileID, d *cairn.DamagedError) {
 
 // damageOf returns the remembered damage of session id, if its lock file
 // is still lockID.
-func (s *Store) damageOf(id string, lockID fileID) *cairn.DamagedError {
+func (s *Store) damageOf(id string, lockID fileID) *driver.DamagedError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d, ok := s.damage[id]; ok && d.lockID == lockID {
@@ -77,7 +80,7 @@ func (s *Store) lockFileID(id string) (fileID, error) {
 	if err := unix.Fstatat(int(s.nsDir.Fd()), id+"/"+lockName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fileID{}, err
 	}
-	return fileID{dev: st.Dev, ino: st.Ino}, nil
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
 }
 
 // damagedInfo is what List shows of a damaged session: as much of its
@@ -165,7 +168,7 @@ func stale(e fs.DirEntry) bool {
 // (not from what the store remembers of them), and returns its damage.
 // live is false for a session deleted meanwhile or expired, which is not
 // checked.
-func (s *Store) checkSession(ctx context.Context, id string) (live bool, d *cairn.DamagedError, err error) {
+func (s *Store) checkSession(ctx context.Context, id string) (live bool, d *driver.DamagedError, err error) {
 	ss := s.acquire(id)
 	defer s.release(id, ss)
 	ss.known = false // read meta.json and info.json again
@@ -173,7 +176,7 @@ func (s *Store) checkSession(ctx context.Context, id string) (live bool, d *cair
 	if errors.Is(err, cairn.ErrNotFound) {
 		return false, nil, nil
 	}
-	if de, ok := errors.AsType[*cairn.DamagedError](err); ok {
+	if de, ok := errors.AsType[*driver.DamagedError](err); ok {
 		return true, de, nil
 	}
 	if err != nil {
@@ -203,11 +206,11 @@ func (s *Store) checkSession(ctx context.Context, id string) (live bool, d *cair
 }
 
 // logDamage is the damage decodeLog found in session id's log.
-func (s *Store) logDamage(id string, err error) *cairn.DamagedError {
+func (s *Store) logDamage(id string, err error) *driver.DamagedError {
 	where := id + "/" + logName
 	if le, ok := errors.AsType[*lineError](err); ok {
 		where += fmt.Sprintf(", seq %d", le.seq)
 		err = le.err
 	}
-	return &cairn.DamagedError{Session: id, Where: where, Msg: strings.TrimPrefix(err.Error(), errCorrupt.Error()+": ")}
+	return &driver.DamagedError{Session: id, Where: where, Msg: strings.TrimPrefix(err.Error(), errCorrupt.Error()+": ")}
 }

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file_test
 
 import (
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/file"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -46,9 +49,9 @@ func assertDamaged(t *testing.T, s *file.Store, dir string, want string) {
 	t.Helper()
 	log := readLog(t, dir, "hit")
 	_, err := s.Load(t.Context(), "hit", 0)
-	d, ok := errors.AsType[*cairn.DamagedError](err)
+	d, ok := errors.AsType[*driver.DamagedError](err)
 	if !ok || d.Session != "hit" || !strings.Contains(err.Error(), want) || cairn.IsUnavailable(err) {
-		t.Fatalf("Load(hit) = %v, want a *cairn.DamagedError for hit saying %q", err, want)
+		t.Fatalf("Load(hit) = %v, want a *driver.DamagedError for hit saying %q", err, want)
 	}
 	for _, expect := range []int64{17, 16, 12} {
 		if err := s.Append(t.Context(), "hit", expect, storetest.Custom(expect+1, "more")); !errors.Is(err, cairn.ErrDamaged) {
@@ -228,9 +231,10 @@ func TestStore_LogWithoutChecksums(t *testing.T) {
 	if err := os.WriteFile(logPath(dir, "hit"), old, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	infoPath := filepath.Join(dir, ns, "hit", "info.json")
-	if err := os.Remove(infoPath); err != nil { // its log size was the log's with checksums
-		t.Fatal(err)
+	for _, name := range []string{"info.json", "ack.json"} { // their log size was the log's with checksums
+		if err := os.Remove(filepath.Join(dir, ns, "hit", name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := openIn(t, dir, cairn.StoreOptions{Namespace: ns})
 	checkSeqs(t, mustLoad(t, s, "hit").Events, 17)
@@ -304,8 +308,8 @@ func TestStore_LoadTail(t *testing.T) {
 			}
 			s := openIn(t, dir, cairn.StoreOptions{Namespace: ns})
 			_, err := s.Load(t.Context(), "hit", 15)
-			if d, ok := errors.AsType[*cairn.DamagedError](err); !ok || d.Session != "hit" || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Load(hit) from seq 15 = %v, want a *cairn.DamagedError at %s", err, c.want)
+			if d, ok := errors.AsType[*driver.DamagedError](err); !ok || d.Session != "hit" || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Load(hit) from seq 15 = %v, want a *driver.DamagedError at %s", err, c.want)
 			}
 			assertDamaged(t, s, dir, c.want)
 		})

@@ -24,6 +24,7 @@
 //	      events.jsonl        the events, one JSON envelope per line
 //	      meta.json           SessionMeta and SessionInfo, durable checkpoint
 //	      info.json           SessionInfo cache, rewritten after each append
+//	      ack.json            log length and last seq acknowledged, rewritten after each append
 //	      lock                the session's token; what flock locks
 //	      lease.json          the session's lease, once one was taken
 //	      snapshot            the session's snapshot, once one was put
@@ -37,9 +38,11 @@
 // through a Root inside it. IDs and namespaces are validated first (A-Z a-z
 // 0-9 _ -, so never "." or "/"), and the Root is a second wall: no ID, and
 // no symbolic link planted in the folder, can make the store read or write
-// outside DIR. Names starting with a dot are never IDs, so the temporary
-// folders cannot collide with sessions; List skips them and anything that
-// is not a folder.
+// outside DIR. (List opens a session's folder through the Root and its
+// small files by name inside it, with O_NOFOLLOW: no link either.) Names
+// starting with a dot are never IDs, so the temporary folders cannot
+// collide with sessions; List skips them and anything that is not a
+// folder.
 //
 // # Design
 //
@@ -50,14 +53,34 @@
 // share a folder: each session has a lock file that flock serialises its
 // writers on, and leases for workers live in the session's folder. A damaged
 // session (a log shorter than acknowledged, a line that fails its checksum,
-// a missing file) is a *cairn.DamagedError: it is listed as damaged, never
-// cut or written over, and every other session goes on. With a TTL, expired
+// a missing file) is a *driver.DamagedError: it is listed as damaged, never
+// cut or written over, and every other session goes on. What an append
+// acknowledged is recorded twice, in info.json and in ack.json, so that a
+// log cut short is found even when one of the two went with it. With a TTL, expired
 // sessions are invisible at once and Sweep removes them. The store keeps
 // each session's latest snapshot (cairn.Snapshotter), and a Load from a
 // seq in the later half of a history reads the end of the log alone, so
 // that opening a long session from its snapshot costs what the events
 // after it cost.
 //
-// How the log, the journal, locking, recovery, damage, leases, snapshots
-// and expiry work, step by step: docs/STORES.md, "The file store".
+// # Platforms
+//
+// The store runs on Linux and macOS, where every sync is F_FULLFSYNC
+// (macOS's fsync leaves the data in the drive's cache) and the journal's
+// half locks are flocks on files of their own. On any other system, such
+// as Windows, the package builds but Open returns an error matched by
+// errors.ErrUnsupported: use the sqlite store there.
+//
+// How the log, the journal, locking, recovery, damage, leases, snapshots,
+// expiry and the platforms work, step by step: docs/STORES.md, "The file
+// store".
+//
+// # Long-term memory
+//
+// LongTerm keeps long-term memory (package longterm) in DIR/.longterm: one
+// file of JSON lines per namespace, in folders that mirror its path, one
+// writer at a time (flock), each write durable before it returns, a new
+// key appended and every other change written whole and renamed into
+// place, so that an erased item is in no file. docs/MEMORY.md, "The file
+// backend".
 package file

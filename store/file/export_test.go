@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -11,6 +13,21 @@ var (
 	JournalDir      = journalDir
 	JournalsHolding = journalsHolding
 )
+
+// DeleteEvent removes the line of seq from session id's log, as a person
+// with an editor would (for storetest.Abilities.DeleteEvent).
+func DeleteEvent(s *Store, id string, seq int64) error {
+	name := id + "/" + logName
+	log, err := s.ns.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	lines := bytes.SplitAfter(log, []byte("\n"))
+	if seq < 1 || seq > int64(len(lines)) {
+		return os.ErrNotExist
+	}
+	return s.ns.WriteFile(name, bytes.Join(append(lines[:seq-1:seq-1], lines[seq:]...), nil), 0o600)
+}
 
 // Opens returns how many times s opened a session's files.
 func Opens(s *Store) int64 { return s.opens.Load() }

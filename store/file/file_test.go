@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file_test
 
 import (
@@ -5,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,8 +27,7 @@ func openIn(t testing.TB, dir string, opts cairn.StoreOptions) *file.Store {
 }
 
 func TestConformance(t *testing.T) {
-	var mu sync.Mutex
-	dirs := map[*testing.T]string{}
+	dir := storetest.PerTest(func(t *testing.T) string { return t.TempDir() })
 	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true, Snapshots: true,
 		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
 			envs, err := file.StoredEnvelopes(s.(*file.Store), id)
@@ -35,16 +35,14 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			return envs
+		},
+		DeleteEvent: func(t *testing.T, s cairn.Store, id string, seq int64) {
+			if err := file.DeleteEvent(s.(*file.Store), id, seq); err != nil {
+				t.Fatal(err)
+			}
 		}}
 	storetest.Run(t, abilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
-		mu.Lock()
-		dir, ok := dirs[t]
-		if !ok {
-			dir = t.TempDir()
-			dirs[t] = dir
-		}
-		mu.Unlock()
-		return openIn(t, dir, opts)
+		return openIn(t, dir(t), opts)
 	})
 }
 

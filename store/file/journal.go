@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -10,8 +12,6 @@ import (
 	"os"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // The journal is the store's group commit. An append writes its lines to
@@ -29,6 +29,7 @@ import (
 const (
 	journalDir      = ".journal" // in the namespace folder
 	journalLockName = "lock"     // in journalDir: held while a store opening replays journals
+	halfLockDir     = ".halves"  // in journalDir: the files of the half locks, where they are files (journal_flock.go)
 	minJournalSize  = 64 << 10   // smaller files are not journals this store made
 	recHeader       = 32         // bytes before a record's ID
 	recAppend       = 1          // a record of an append
@@ -53,8 +54,9 @@ type journal struct {
 
 	// Fields below are the leader's: only the goroutine that set running
 	// (or Close, once no call is under way) touches them.
-	f       *os.File // the journal file, locked; nil until the first append
-	size    int64    // its capacity
+	f       *os.File  // the journal file, locked; nil until the first append
+	locks   halfLocks // the write locks of its halves
+	size    int64     // its capacity
 	halves  [2]half
 	cur     int        // the half being written
 	ckpt    chan error // the other half's checkpoint, while it runs
@@ -188,16 +190,16 @@ func (j *journal) flush(batch []*commit) {
 			j.buf = appendRecord(j.buf, h.gen, recAppend, c.id, c.token, c.off, c.data)
 		}
 	}
-	if err := lockRange(j.f, j.cur); err != nil {
+	if err := j.locks.lock(j.cur); err != nil {
 		j.fail(err)
 		return
 	}
 	j.flushes++
 	_, err := j.f.WriteAt(j.buf, h.base+h.off)
 	if err == nil {
-		err = unix.Fdatasync(int(j.f.Fd()))
+		err = datasync(j.f)
 	}
-	unlockRange(j.f, j.cur)
+	j.locks.unlock(j.cur)
 	result := durable
 	if err != nil {
 		j.fail(fmt.Errorf("journal: %w", err))
@@ -228,8 +230,8 @@ func (j *journal) switchHalves() error {
 	h := j.halves[full]
 	done := make(chan error, 1)
 	j.ckpt = done
-	f := j.f
-	go func() { done <- j.s.checkpoint(f, full, h.base, h.off, h.dirty) }()
+	f, locks := j.f, j.locks
+	go func() { done <- j.s.checkpoint(f, locks, full, h.base, h.off, h.dirty) }()
 	return nil
 }
 
@@ -251,9 +253,9 @@ func (j *journal) waitCheckpoint() error {
 }
 
 // checkpoint fsyncs the log of every session in dirty, then zeroes the
-// used bytes of half i, from base. The fsyncs run side by side, so that
-// the file system commits them together.
-func (s *Store) checkpoint(f *os.File, i int, base, used int64, dirty map[string]bool) error {
+// used bytes of half i of journal f, from base. The fsyncs run side by
+// side, so that the file system commits them together.
+func (s *Store) checkpoint(f *os.File, locks halfLocks, i int, base, used int64, dirty map[string]bool) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -275,10 +277,10 @@ func (s *Store) checkpoint(f *os.File, i int, base, used int64, dirty map[string
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := lockRange(f, i); err != nil {
+	if err := locks.lock(i); err != nil {
 		return err
 	}
-	defer unlockRange(f, i)
+	defer locks.unlock(i)
 	if err := zero(f, base, used); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -295,33 +297,23 @@ func zero(f *os.File, base, n int64) error {
 			return err
 		}
 	}
-	return unix.Fdatasync(int(f.Fd()))
+	return datasync(f)
 }
 
-// The write locks of a journal file, one per half: open-file-description
-// locks on bytes past any journal's end, taken by the store that owns the
-// journal around each write of a half (a batch, a checkpoint's zeroing),
-// and by any store voiding a deleted session's records in it. (The
-// owner's flock on the file is a separate lock.)
-const lockByte = 1 << 40
-
-func lockRange(f *os.File, i int) error {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: lockByte + int64(i), Len: 1}
-	for {
-		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLKW, &lk)
-		if !errors.Is(err, syscall.EINTR) {
-			if err != nil {
-				return fmt.Errorf("lock journal: %w", err)
-			}
-			return nil
-		}
-	}
-}
-
-func unlockRange(f *os.File, i int) {
-	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: lockByte + int64(i), Len: 1}
-	_ = unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
-}
+// A journal file has a write lock per half, taken by the store that owns
+// the journal around each write of a half (a batch, a checkpoint's
+// zeroing), and by any store voiding a deleted session's records in it,
+// in this process or another. A lock belongs to the open file it was
+// taken through, not to the process: two opens of the journal in one
+// process exclude each other, and closing one open releases only its own
+// locks. (The owner's flock on the journal file is a separate lock.) How
+// each system keeps them: journal_ofd.go (Linux), journal_flock.go
+// (macOS).
+//
+// s.openHalfLocks(f, name) returns the half locks of journal f, named
+// name in the journal folder; l.lock(i) waits for the lock of half i,
+// l.unlock(i) releases it, and l.close() lets go of what openHalfLocks
+// opened (not f).
 
 // close checkpoints both halves of the journal and closes it, leaving
 // the file, all zero, for the next store to take. A journal that failed,
@@ -333,7 +325,8 @@ func (j *journal) close() error {
 	}
 	defer func() {
 		j.f.Close()
-		j.f = nil
+		j.locks.close()
+		j.f, j.locks = nil, halfLocks{}
 	}()
 	err := j.waitCheckpoint()
 	j.mu.Lock()
@@ -346,7 +339,7 @@ func (j *journal) close() error {
 		return err
 	}
 	h := j.halves[j.cur]
-	return j.s.checkpoint(j.f, j.cur, h.base, h.off, h.dirty)
+	return j.s.checkpoint(j.f, j.locks, j.cur, h.base, h.off, h.dirty)
 }
 
 // take gives the store a journal of its own: a free one in the
@@ -377,18 +370,19 @@ func (j *journal) take() error {
 		}
 	}
 	var (
-		f   *os.File
-		err error
+		f    *os.File
+		name string
+		err  error
 	)
 	for _, o := range free {
 		if f == nil && len(o.recs) == 0 && o.used == [2]int64{} {
-			f = o.f
+			f, name = o.f, o.name
 			continue
 		}
 		o.f.Close()
 	}
 	if f == nil {
-		if f, err = j.s.newJournal(); err != nil {
+		if f, name, err = j.s.newJournal(); err != nil {
 			return err
 		}
 	}
@@ -397,7 +391,12 @@ func (j *journal) take() error {
 		f.Close()
 		return err
 	}
-	j.f, j.size, j.cur = f, fi.Size(), 0
+	locks, err := j.s.openHalfLocks(f, name)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("journal %s: %w", name, err)
+	}
+	j.f, j.locks, j.size, j.cur = f, locks, fi.Size(), 0
 	for i := range j.halves {
 		j.halves[i] = half{base: int64(i) * (j.size / 2), gen: newGen(), dirty: map[string]bool{}}
 	}
@@ -407,12 +406,13 @@ func (j *journal) take() error {
 // newJournal creates a journal file, zero-filled so that its writes never
 // change its size or allocation and an fdatasync of it is one flush of
 // data. It is made under a dot name and renamed into place whole, locked.
-func (s *Store) newJournal() (*os.File, error) {
+// It returns the file and its name in the journal folder.
+func (s *Store) newJournal() (*os.File, string, error) {
 	name := randName("")
 	tmp := journalDir + "/." + name
 	f, err := s.ns.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, journalFileMode)
 	if err != nil {
-		return nil, fmt.Errorf("new journal: %w", err)
+		return nil, "", fmt.Errorf("new journal: %w", err)
 	}
 	if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
 		zero := make([]byte, 1<<20)
@@ -433,9 +433,9 @@ func (s *Store) newJournal() (*os.File, error) {
 		f.Close()
 		s.ns.Remove(tmp)
 		s.ns.Remove(journalDir + "/" + name)
-		return nil, fmt.Errorf("new journal: %w", err)
+		return nil, "", fmt.Errorf("new journal: %w", err)
 	}
-	return f, nil
+	return f, name, nil
 }
 
 // syncLog fsyncs a session's log, if the session still exists.

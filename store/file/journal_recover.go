@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -18,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Reading journals back: the replay of those a dead store left when a store
@@ -75,9 +78,10 @@ func (s *Store) tryLockJournals() (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// freeJournals locks and reads every journal file no other store holds.
-// With tidy set it also removes what a crash left of making one.
-func (s *Store) freeJournals(tidy bool) ([]orphan, error) {
+// journalNames returns the names in the namespace's journal folder,
+// sorted: the journals, the lock file and what is being made. Its error
+// wraps fs.ErrNotExist when there is no journal folder.
+func (s *Store) journalNames() ([]string, error) {
 	d, err := s.ns.Open(journalDir)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -88,9 +92,19 @@ func (s *Store) freeJournals(tidy bool) ([]orphan, error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	slices.Sort(names)
+	return names, nil
+}
+
+// freeJournals locks and reads every journal file no other store holds.
+// With tidy set it also removes what a crash left of making one.
+func (s *Store) freeJournals(tidy bool) ([]orphan, error) {
+	names, err := s.journalNames()
+	if err != nil {
+		return nil, err
+	}
 	var free []orphan
 	for _, name := range names {
-		if name == journalLockName {
+		if name == journalLockName || name == halfLockDir {
 			continue
 		}
 		if name[0] == '.' {
@@ -197,28 +211,44 @@ func (s *Store) replay(ctx context.Context, free []orphan) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		d, ok := errors.AsType[*cairn.DamagedError](err)
+		d, ok := errors.AsType[*driver.DamagedError](err)
 		if !ok {
-			d = &cairn.DamagedError{Session: id, Where: id + "/" + logName,
+			d = &driver.DamagedError{Session: id, Where: id + "/" + logName,
 				Msg: "the journal's appends could not be written to the log: " + err.Error()}
 		}
 		s.noteDamage(id, lockID, d)
 		damaged[id] = true
 	}
 	for _, o := range free {
-		for i, used := range o.used {
-			if used == 0 {
-				continue
-			}
-			var err error
-			if len(damaged) > 0 && o.holds(i, damaged) {
-				err = voidHalf(o.f, i, func(id string) bool { return !damaged[id] })
-			} else {
-				err = clean(o.f, i, used)
-			}
-			if err != nil {
-				return fmt.Errorf("journal %s: %w", o.name, err)
-			}
+		if err := s.cleanOrphan(o, damaged); err != nil {
+			return fmt.Errorf("journal %s: %w", o.name, err)
+		}
+	}
+	return nil
+}
+
+// cleanOrphan marks each used half of a replayed journal clean, or, if it
+// holds appends of sessions found damaged, voids the others' records.
+func (s *Store) cleanOrphan(o orphan, damaged map[string]bool) error {
+	if o.used == [2]int64{} {
+		return nil
+	}
+	locks, err := s.openHalfLocks(o.f, o.name)
+	if err != nil {
+		return err
+	}
+	defer locks.close()
+	for i, used := range o.used {
+		if used == 0 {
+			continue
+		}
+		if len(damaged) > 0 && o.holds(i, damaged) {
+			err = voidHalf(o.f, locks, i, func(id string) bool { return !damaged[id] })
+		} else {
+			err = clean(o.f, locks, i, used)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -241,15 +271,15 @@ func (o orphan) holds(i int, ids map[string]bool) bool {
 }
 
 // clean zeroes the records of a journal's half i, under its write lock.
-func clean(f *os.File, i int, used int64) error {
+func clean(f *os.File, locks halfLocks, i int, used int64) error {
 	base, _, err := halfBounds(f, i)
 	if err != nil {
 		return err
 	}
-	if err := lockRange(f, i); err != nil {
+	if err := locks.lock(i); err != nil {
 		return err
 	}
-	defer unlockRange(f, i)
+	defer locks.unlock(i)
 	return zero(f, base, used)
 }
 
@@ -259,32 +289,28 @@ func clean(f *os.File, i int, used int64) error {
 // the session. It runs when a session is deleted, after its folder is
 // gone, so that no file of the store holds its events.
 func (s *Store) scrub(id string) error {
-	d, err := s.ns.Open(journalDir)
+	names, err := s.journalNames()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return err
 	}
 	var errs []error
 	for _, name := range names {
 		if name == journalLockName || name[0] == '.' {
 			continue
 		}
-		if err := s.scrubFile(journalDir+"/"+name, id); err != nil {
+		if err := s.scrubFile(name, id); err != nil {
 			errs = append(errs, fmt.Errorf("journal %s: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// scrubFile voids the records of session id in the journal name.
 func (s *Store) scrubFile(name, id string) error {
-	f, err := s.ns.OpenFile(name, os.O_RDWR, 0)
+	f, err := s.ns.OpenFile(journalDir+"/"+name, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -292,26 +318,31 @@ func (s *Store) scrubFile(name, id string) error {
 		return err
 	}
 	defer f.Close()
+	locks, err := s.openHalfLocks(f, name)
+	if err != nil {
+		return err
+	}
+	defer locks.close()
 	var errs []error
 	for i := range 2 {
-		errs = append(errs, scrubHalf(f, i, id))
+		errs = append(errs, scrubHalf(f, locks, i, id))
 	}
 	return errors.Join(errs...)
 }
 
 // scrubHalf voids the records of session id in half i of a journal.
-func scrubHalf(f *os.File, i int, id string) error {
-	return voidHalf(f, i, func(rid string) bool { return rid == id })
+func scrubHalf(f *os.File, locks halfLocks, i int, id string) error {
+	return voidHalf(f, locks, i, func(rid string) bool { return rid == id })
 }
 
 // voidHalf voids the records in half i of a journal whose session match
 // reports, under the half's write lock: each keeps its length, its bytes
 // are zeroed, and it no longer names the session.
-func voidHalf(f *os.File, i int, match func(id string) bool) error {
-	if err := lockRange(f, i); err != nil {
+func voidHalf(f *os.File, locks halfLocks, i int, match func(id string) bool) error {
+	if err := locks.lock(i); err != nil {
 		return err
 	}
-	defer unlockRange(f, i)
+	defer locks.unlock(i)
 	base, _, err := halfBounds(f, i)
 	if err != nil {
 		return err
@@ -336,12 +367,12 @@ func voidHalf(f *os.File, i int, match func(id string) bool) error {
 	if !wrote {
 		return nil
 	}
-	return unix.Fdatasync(int(f.Fd()))
+	return datasync(f)
 }
 
 // replaySession writes one session's records into its log, under the
 // session's exclusive file lock, and returns the session's lock file. A
-// log that ends before a record is damaged (a *cairn.DamagedError), and
+// log that ends before a record is damaged (a *driver.DamagedError), and
 // nothing is written to it.
 func (s *Store) replaySession(ctx context.Context, id string, recs []record) (fileID, error) {
 	lockF, err := s.ns.OpenFile(id+"/"+lockName, os.O_RDWR, 0)
@@ -356,7 +387,7 @@ func (s *Store) replaySession(ctx context.Context, id string, recs []record) (fi
 	if err := unix.Fstat(int(lockF.Fd()), &st); err != nil {
 		return fileID{}, err
 	}
-	lockID := fileID{dev: st.Dev, ino: st.Ino}
+	lockID := fileID{dev: uint64(st.Dev), ino: st.Ino}
 	if err := flock(ctx, lockF, syscall.LOCK_EX); err != nil {
 		return lockID, err
 	}
@@ -392,7 +423,7 @@ func (s *Store) replaySession(ctx context.Context, id string, recs []record) (fi
 			continue
 		}
 		if r.off > end {
-			return lockID, &cairn.DamagedError{Session: id, Where: id + "/" + logName, Msg: fmt.Sprintf(
+			return lockID, &driver.DamagedError{Session: id, Where: id + "/" + logName, Msg: fmt.Sprintf(
 				"the log ends at byte %d, before an acknowledged append at byte %d that the journal %s/%s holds: "+
 					"the log lost events that were durable; the journal keeps that append, and nothing is written to the session",
 				end, r.off, journalDir, r.journal)}
@@ -436,16 +467,10 @@ func (s *Store) keptJournals(ctx context.Context) ([]cairn.Problem, error) {
 		return nil, err
 	}
 	defer unlock()
-	d, err := s.ns.Open(journalDir)
+	names, err := s.journalNames()
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, err
 	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	slices.Sort(names)
 	var out []cairn.Problem
 	for _, name := range names {
 		if name == journalLockName || name[0] == '.' {

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -9,13 +11,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -32,7 +38,8 @@ func crash(t *testing.T, s *Store) {
 	}
 	if s.journal.f != nil {
 		s.journal.f.Close()
-		s.journal.f = nil
+		s.journal.locks.close()
+		s.journal.f, s.journal.locks = nil, halfLocks{}
 	}
 	s.closeFiles()
 }
@@ -59,7 +66,7 @@ func nsPath(dir string, parts ...string) string {
 }
 
 // journalFiles returns the paths of the journal files in a namespace
-// folder.
+// folder (not its lock, nor the folder of the half locks' files).
 func journalFiles(t *testing.T, nsDir string) []string {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(nsDir, journalDir, "*"))
@@ -68,7 +75,7 @@ func journalFiles(t *testing.T, nsDir string) []string {
 	}
 	var out []string
 	for _, n := range names {
-		if filepath.Base(n) != journalLockName {
+		if b := filepath.Base(n); b != journalLockName && b != halfLockDir {
 			out = append(out, n)
 		}
 	}
@@ -236,10 +243,13 @@ func TestJournal_TornRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	truncateLog(t, dir, "b", 0)
-	// b's info.json, written after each append without an fsync, covered
-	// the fifth append, whose Append never returned in this crash: the
-	// crash tears it too.
+	// b's info.json and ack.json, written after each append without an
+	// fsync, covered the fifth append, whose Append never returned in this
+	// crash: the crash tears them too.
 	if err := os.WriteFile(nsPath(dir, "b", infoName), []byte(`{"crc32c":1,"in`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nsPath(dir, "b", ackName), []byte(`{"crc32c":1,"ack":{"log_si`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s2 := openJournaled(t, dir)
@@ -483,7 +493,7 @@ func TestJournal_Damaged(t *testing.T) {
 		s2 := openJournaled(t, dir)
 		checkCustom(t, s2, "y", 3)
 		_, err := s2.Load(t.Context(), "x", 0)
-		if d, ok := errors.AsType[*cairn.DamagedError](err); !ok || d.Session != "x" || !strings.Contains(err.Error(), "lost events") {
+		if d, ok := errors.AsType[*driver.DamagedError](err); !ok || d.Session != "x" || !strings.Contains(err.Error(), "lost events") {
 			t.Fatalf("Load(x) = %v, want x damaged, its log having lost events", err)
 		}
 		if err := s2.Append(t.Context(), "x", 0, payload("x", 1, "")); !errors.Is(err, cairn.ErrDamaged) {
@@ -794,18 +804,109 @@ func TestJournal_ReplayAcrossRecreate(t *testing.T) {
 	}
 }
 
-// fdsNaming counts this process's open descriptors whose path is p.
+// fdsNaming counts this process's open descriptors of the file at p:
+// those /dev/fd lists (Linux and macOS both have it) whose device and
+// inode are p's.
 func fdsNaming(t *testing.T, p string) int {
 	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
+	var want unix.Stat_t
+	if err := unix.Stat(p, &want); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := os.ReadDir("/dev/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, fd := range fds {
-		if l, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && l == p {
+	for _, e := range fds {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Dev == want.Dev && st.Ino == want.Ino {
 			n++
 		}
 	}
 	return n
+}
+
+// TestJournal_HalfLocks checks the write locks of a journal's halves for
+// what the journal relies on, with whichever kind this system has
+// (journal_ofd.go, journal_flock.go): a lock belongs to the open file it
+// was taken through. Another open of the journal, in the same process,
+// cannot take a half that one open holds, but takes the other half, and
+// is not kept out by the owner's flock on the journal; closing an open
+// releases its own locks and no others'.
+func TestJournal_HalfLocks(t *testing.T) {
+	s := openJournaled(t, t.TempDir())
+	if err := s.ns.Mkdir(journalDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, name, err := s.newJournal() // flocked, as its owner holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	open := func() (*os.File, halfLocks) {
+		t.Helper()
+		jf, err := s.ns.OpenFile(journalDir+"/"+name, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.openHalfLocks(jf, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jf, l
+	}
+	owner, err := s.openHalfLocks(f, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.close()
+	bf, b := open()
+	defer bf.Close()
+	defer b.close()
+
+	if err := owner.lock(0); err != nil {
+		t.Fatal(err)
+	}
+	if tryHalf(t, b, 0) {
+		t.Fatal("another open of the journal in this process took half 0 while the owner held it")
+	}
+	if !tryHalf(t, b, 1) {
+		t.Fatal("another open could not take half 1 while the owner held half 0 and its flock on the journal")
+	}
+	b.unlock(1)
+	cf, c := open()
+	c.close()
+	cf.Close()
+	if tryHalf(t, b, 0) {
+		t.Fatal("closing a third open of the journal released the owner's lock of half 0")
+	}
+	owner.unlock(0)
+	if !tryHalf(t, b, 0) {
+		t.Fatal("another open could not take half 0 once the owner released it")
+	}
+	if tryHalf(t, owner, 0) {
+		t.Fatal("the owner took half 0 while another open held it")
+	}
+	b.close()
+	bf.Close()
+	if !tryHalf(t, owner, 0) {
+		t.Fatal("closing the open that held half 0 did not release it")
+	}
+	owner.unlock(0)
+}
+
+// tryHalf takes the lock of half i if no other open holds it, and
+// reports whether it did.
+func tryHalf(t *testing.T, l halfLocks, i int) bool {
+	t.Helper()
+	ok, err := l.tryLock(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
 }

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -204,32 +206,21 @@ func (s *Store) fenced(id string, lease cairn.Lease) error {
 // released.
 func (s *Store) withLease(ctx context.Context, id string, exclusive bool,
 	fn func(cur leaseFile, now time.Time) (*leaseFile, error)) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ss := s.acquire(id)
-	defer s.release(id, ss)
-	if err := s.lock(ctx, ss, id, exclusive); err != nil {
-		return err
-	}
-	defer ss.unlock()
-	now := s.opts.Now().UTC()
-	if s.expired(ss.info, now) {
-		return cairn.ErrNotFound
-	}
-	cur, err := s.readLease(id)
-	if err != nil {
-		return err
-	}
-	next, err := fn(cur, now)
-	if err != nil || next == nil {
-		return err
-	}
-	data, err := json.Marshal(next)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", leaseName, err)
-	}
-	return s.writeFile(id+"/"+leaseName, data, true)
+	return s.withSession(ctx, id, exclusive, func(now time.Time) error {
+		cur, err := s.readLease(id)
+		if err != nil {
+			return err
+		}
+		next, err := fn(cur, now)
+		if err != nil || next == nil {
+			return err
+		}
+		data, err := json.Marshal(next)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", leaseName, err)
+		}
+		return s.writeFile(id+"/"+leaseName, data, true)
+	})
 }
 
 // readLease reads the session's lease.json, with its lock held. A session

@@ -1,6 +1,9 @@
+//go:build linux || darwin
+
 package file_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,30 +169,9 @@ func TestStore_LeaseSharedFolderRace(t *testing.T) {
 	dir := t.TempDir()
 	const id = "race"
 	stores := []*file.Store{newLeased(t, dir, id, cairn.StoreOptions{}), openIn(t, dir, cairn.StoreOptions{Namespace: ns})}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		won  []cairn.Lease
-		errs []error
-	)
-	start := make(chan struct{})
-	for i := range 16 {
-		s := stores[i%2]
-		wg.Go(func() {
-			<-start
-			l, err := s.Acquire(t.Context(), id, fmt.Sprintf("w%d", i), ttl)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				won = append(won, l)
-			case !errors.Is(err, cairn.ErrLeaseHeld):
-				errs = append(errs, err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	won, errs := storetest.Race(16, cairn.ErrLeaseHeld, func(i int) (cairn.Lease, error) {
+		return stores[i%2].Acquire(t.Context(), id, fmt.Sprintf("w%d", i), ttl)
+	})
 	if len(errs) > 0 || len(won) != 1 {
 		t.Fatalf("%d winners (%v) and errors %v; want exactly 1 winner and no errors", len(won), won, errs)
 	}
@@ -198,7 +180,10 @@ func TestStore_LeaseSharedFolderRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var aErr, bErr error
+	var (
+		wg         sync.WaitGroup
+		aErr, bErr error
+	)
 	wg.Go(func() { aErr = stores[0].AppendFenced(t.Context(), id, a, 0, storetest.Custom(1, "x")) })
 	wg.Go(func() { bErr = stores[1].AppendFenced(t.Context(), id, b, 0, storetest.Custom(1, "x")) })
 	wg.Wait()
@@ -247,14 +232,7 @@ func TestStore_LeaseFileDamaged(t *testing.T) {
 			}
 			old := cairn.Lease{Session: id, Holder: "w", Token: 7}
 			ctx := t.Context()
-			calls := map[string]error{}
-			_, calls["Acquire"] = s.Acquire(ctx, id, "w2", ttl)
-			_, calls["Takeover"] = s.Takeover(ctx, id, "w2", ttl)
-			_, calls["Renew"] = s.Renew(ctx, old, ttl)
-			calls["Release"] = s.Release(ctx, old)
-			_, calls["CurrentLease"] = s.CurrentLease(ctx, id)
-			calls["AppendFenced"] = s.AppendFenced(ctx, id, old, 0, storetest.Custom(1, "x"))
-			for name, err := range calls {
+			for name, err := range leaseCalls(ctx, s, id, "w2", old) {
 				if err == nil || errors.Is(err, cairn.ErrLeaseHeld) || errors.Is(err, cairn.ErrLeaseLost) || errors.Is(err, cairn.ErrNotFound) {
 					t.Errorf("%s with a damaged lease file: got %v, want an error of its own", name, err)
 				} else if !strings.Contains(err.Error(), p) {
@@ -313,6 +291,20 @@ func TestStore_LeaseLeftoverTemp(t *testing.T) {
 	}
 }
 
+// leaseCalls makes every lease call of s on session id, the new leases
+// for holder and the others with lease (AppendFenced at seq 0), and
+// returns their errors by name.
+func leaseCalls(ctx context.Context, s *file.Store, id, holder string, lease cairn.Lease) map[string]error {
+	calls := map[string]error{}
+	_, calls["Acquire"] = s.Acquire(ctx, id, holder, ttl)
+	_, calls["Takeover"] = s.Takeover(ctx, id, holder, ttl)
+	_, calls["Renew"] = s.Renew(ctx, lease, ttl)
+	calls["Release"] = s.Release(ctx, lease)
+	_, calls["CurrentLease"] = s.CurrentLease(ctx, id)
+	calls["AppendFenced"] = s.AppendFenced(ctx, id, lease, 0, storetest.Custom(1, "x"))
+	return calls
+}
+
 // TestStore_LeaseBadIDs: IDs that could leave the folder are refused by
 // every lease call, and nothing is written outside the store's folder.
 func TestStore_LeaseBadIDs(t *testing.T) {
@@ -321,14 +313,7 @@ func TestStore_LeaseBadIDs(t *testing.T) {
 	ctx := t.Context()
 	for _, id := range []string{"../x", "..", ".", "a/b", "/abs", "", "x/../../y", `..\x`} {
 		lease := cairn.Lease{Session: id, Holder: "h", Token: 1}
-		calls := map[string]error{}
-		_, calls["Acquire"] = s.Acquire(ctx, id, "h", ttl)
-		_, calls["Takeover"] = s.Takeover(ctx, id, "h", ttl)
-		_, calls["Renew"] = s.Renew(ctx, lease, ttl)
-		calls["Release"] = s.Release(ctx, lease)
-		_, calls["CurrentLease"] = s.CurrentLease(ctx, id)
-		calls["AppendFenced"] = s.AppendFenced(ctx, id, lease, 0, storetest.Custom(1, "x"))
-		for name, err := range calls {
+		for name, err := range leaseCalls(ctx, s, id, "h", lease) {
 			if !errors.Is(err, cairn.ErrInvalidID) {
 				t.Errorf("%s(%q): got %v, want ErrInvalidID", name, id, err)
 			}
@@ -364,14 +349,7 @@ func TestStore_LeaseTTL(t *testing.T) {
 	}
 	clock.Advance(11 * time.Second)
 	ctx := t.Context()
-	calls := map[string]error{}
-	_, calls["Acquire"] = s.Acquire(ctx, id, "w2", ttl)
-	_, calls["Takeover"] = s.Takeover(ctx, id, "w2", ttl)
-	_, calls["Renew"] = s.Renew(ctx, a, ttl)
-	calls["Release"] = s.Release(ctx, a)
-	_, calls["CurrentLease"] = s.CurrentLease(ctx, id)
-	calls["AppendFenced"] = s.AppendFenced(ctx, id, a, 0, storetest.Custom(1, "x"))
-	for name, err := range calls {
+	for name, err := range leaseCalls(ctx, s, id, "w2", a) {
 		if !errors.Is(err, cairn.ErrNotFound) {
 			t.Errorf("%s on an expired session: got %v, want ErrNotFound", name, err)
 		}

@@ -1,49 +1,21 @@
+//go:build linux || darwin
+
 package file_test
 
 import (
-	"os"
-	"path/filepath"
+	"context"
 	"testing"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/store/file"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // TestStore_LockFile: the lock file is beside the folder's real path,
 // whatever name the store is opened by, and per namespace; an ID that
 // breaks the rules has none.
 func TestStore_LockFile(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	real := filepath.Join(dir, "sessions")
-	if err := os.Mkdir(real, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(dir)
-	lock := func(path, ns string) string {
-		t.Helper()
-		s, err := file.Open(t.Context(), path, cairn.StoreOptions{Namespace: ns})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		if s.LockFile("../x") != "" {
-			t.Errorf("LockFile(../x) = %q, want none", s.LockFile("../x"))
-		}
-		return s.LockFile("s1")
-	}
-	want := filepath.Join(dir, "sessions.locks", "default", "s1.lock")
-	for _, p := range []string{real, "link", "./sessions/"} {
-		if got := lock(p, ""); got != want {
-			t.Errorf("LockFile of %s = %q, want %q", p, got, want)
-		}
-	}
-	if got := lock(real, "other"); got != filepath.Join(dir, "sessions.locks", "other", "s1.lock") {
-		t.Errorf("LockFile in namespace other = %q", got)
-	}
+	storetest.LocalLockFiles(t, "sessions", true, func(ctx context.Context, path string, opts cairn.StoreOptions) (cairn.Store, error) {
+		return file.Open(ctx, path, opts)
+	})
 }

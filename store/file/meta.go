@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -128,14 +130,10 @@ func (s *Store) readMeta(id string) (metaFile, error) {
 	return m, nil
 }
 
-// metaReads reports whether the session's meta.json reads, more cheaply
-// than readMeta: it is valid JSON and starts as encodeMeta (and before it
-// json.Marshal) writes the session's.
-func (s *Store) metaReads(id string) bool {
-	data, err := s.ns.ReadFile(id + "/" + metaName)
-	if err != nil {
-		return false
-	}
+// metaReads reports whether data, session id's meta.json, reads, more
+// cheaply than readMeta: it is valid JSON and starts as encodeMeta (and
+// before it json.Marshal) writes the session's.
+func metaReads(data []byte, id string) bool {
 	head := appendString([]byte(`{"format":"`+metaFormat+`","version":1,"id":`), id)
 	return bytes.HasPrefix(data, head) && json.Valid(data)
 }
@@ -146,6 +144,12 @@ func (s *Store) readCache(id string) (metaFile, error) {
 	if err != nil {
 		return metaFile{}, err
 	}
+	return parseCache(data, id)
+}
+
+// parseCache decodes data, session id's info.json, and checks its
+// checksum.
+func parseCache(data []byte, id string) (metaFile, error) {
 	var c cacheFile
 	if err := json.Unmarshal(data, &c); err != nil {
 		return metaFile{}, fmt.Errorf("%s: %w", infoName, err)
@@ -160,8 +164,8 @@ func (s *Store) readCache(id string) (metaFile, error) {
 	return m, nil
 }
 
-// saveInfo writes ss's info to info.json, and first to meta.json when
-// durable is set (a checkpoint).
+// saveInfo writes ss's info to info.json and its log length and last seq
+// to ack.json, and first to meta.json when durable is set (a checkpoint).
 func (s *Store) saveInfo(ss *session, id string, durable bool) error {
 	meta, err := encodeMeta(ss.info, ss.size)
 	if err != nil {
@@ -177,11 +181,13 @@ func (s *Store) saveInfo(ss *session, id string, durable bool) error {
 	if n := ss.infoLen - int64(len(data)); n > 0 {
 		data = append(data, bytes.Repeat([]byte{' '}, int(n))...)
 	}
-	if _, err := ss.infoF.WriteAt(data, 0); err != nil {
-		return fmt.Errorf("write %s: %w", infoName, err)
+	_, err = ss.infoF.WriteAt(data, 0)
+	if err != nil {
+		err = fmt.Errorf("write %s: %w", infoName, err)
+	} else {
+		ss.infoLen = max(ss.infoLen, int64(len(data)))
 	}
-	ss.infoLen = max(ss.infoLen, int64(len(data)))
-	return nil
+	return errors.Join(err, s.saveAck(ss))
 }
 
 // writeFile replaces a file atomically: it writes a temporary file beside

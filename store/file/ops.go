@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -274,7 +276,7 @@ func splitLog(b []byte) [][]byte {
 func (s *Store) load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
 	from := max(fromSeq, 1)
 	rec, first, err := s.loadOnce(ctx, id, from, true)
-	if _, bad := errors.AsType[*cairn.DamagedError](err); bad && first > 1 {
+	if _, bad := errors.AsType[*driver.DamagedError](err); bad && first > 1 {
 		// Whatever readTail landed on, the whole log says what is wrong.
 		rec, _, err = s.loadOnce(ctx, id, from, false)
 	}
@@ -376,24 +378,23 @@ func readTail(f *os.File, size, n int64) (buf []byte, ok bool, err error) {
 }
 
 // info returns a session's info for List. Without locking it reads
-// info.json (or meta.json) and the log's length: when they agree the info
-// is current, since the info is written after the log. Otherwise an append
-// is under way or a crash interrupted one, and the info is taken under the
-// shared lock.
+// info.json and the log's length: when they agree, and ack.json agrees
+// with them, the info is current, since the info is written after the
+// log. Otherwise an append is under way, a crash interrupted one, or the
+// files disagree, and the info is taken under the shared lock, which
+// finds the damage if it is that.
 //
 // A session the store found damaged is listed as such, and so is one whose
-// meta.json does not read (as Load and Append would find).
+// meta.json does not read, or whose log is shorter than one of its records
+// says (as Load and Append would find).
 func (s *Store) info(ctx context.Context, id string) (cairn.SessionInfo, error) {
 	if s.anyDamage() {
 		if lockID, err := s.lockFileID(id); err == nil && s.damageOf(id, lockID) != nil {
 			return s.damagedInfo(id), nil
 		}
 	}
-	if m, err := s.readCache(id); err == nil {
-		if fi, serr := s.ns.Stat(id + "/" + logName); serr == nil && fi.Size() == m.LogSize && s.metaReads(id) {
-			m.Labels = cloneLabels(m.Labels)
-			return m.SessionInfo, nil
-		}
+	if info, ok := s.listed(id); ok {
+		return info, nil
 	}
 	ss := s.acquire(id)
 	defer s.release(id, ss)
@@ -413,7 +414,7 @@ func (s *Store) delete(ctx context.Context, id string) error {
 	ss := s.acquire(id)
 	defer s.release(id, ss)
 	damage, err := s.lockAny(ctx, ss, id, true)
-	if _, ok := errors.AsType[*cairn.DamagedError](err); ok {
+	if _, ok := errors.AsType[*driver.DamagedError](err); ok {
 		return s.removeFolder(id)
 	}
 	if err != nil {

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file_test
 
 import (
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -214,8 +217,8 @@ func TestStore_CorruptLog(t *testing.T) {
 	s.Close()
 	s = openIn(t, dir, cairn.StoreOptions{Namespace: ns})
 	_, err := s.Load(t.Context(), id, 0)
-	if d, ok := errors.AsType[*cairn.DamagedError](err); !ok || d.Session != id || !strings.Contains(d.Where, "seq 2") {
-		t.Fatalf("Load of a log damaged in the middle: got %v, want a *cairn.DamagedError at seq 2", err)
+	if d, ok := errors.AsType[*driver.DamagedError](err); !ok || d.Session != id || !strings.Contains(d.Where, "seq 2") {
+		t.Fatalf("Load of a log damaged in the middle: got %v, want a *driver.DamagedError at seq 2", err)
 	}
 	if err := s.Append(t.Context(), id, 3, storetest.Custom(4, "x")); !errors.Is(err, cairn.ErrDamaged) {
 		t.Errorf("Append to the damaged session: got %v, want ErrDamaged", err)

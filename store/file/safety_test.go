@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file_test
 
 import (
@@ -198,7 +200,7 @@ func TestStore_Delete(t *testing.T) {
 	if where := file.JournalsHolding(t, filepath.Join(dir, ns), "gone"); len(where) > 0 {
 		t.Errorf("after Delete %v still name the session", where)
 	}
-	if got, want := keys(tree(t, filepath.Join(dir, ns))), []string{".", "expired", "expired/events.jsonl",
+	if got, want := keys(tree(t, filepath.Join(dir, ns))), []string{".", "expired", "expired/ack.json", "expired/events.jsonl",
 		"expired/info.json", "expired/lock", "expired/meta.json"}; !slices.Equal(got, want) {
 		t.Errorf("after Delete the namespace folder holds %v, want %v", got, want)
 	}
@@ -233,33 +235,13 @@ func TestStore_TwoStores(t *testing.T) {
 	var winners []string
 	for round := range rounds {
 		expect := int64(round)
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			won  []string
-			errs []error
-		)
-		start := make(chan struct{})
-		for w := range 2 * writers {
+		won, errs := storetest.Race(2*writers, cairn.ErrConflict, func(w int) (string, error) {
 			s, tag := a, fmt.Sprintf("r%d-a%d", round, w)
 			if w%2 == 1 {
 				s, tag = b, fmt.Sprintf("r%d-b%d", round, w)
 			}
-			wg.Go(func() {
-				<-start
-				err := s.Append(t.Context(), id, expect, storetest.Custom(expect+1, tag))
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					won = append(won, tag)
-				case !errors.Is(err, cairn.ErrConflict):
-					errs = append(errs, err)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+			return tag, s.Append(t.Context(), id, expect, storetest.Custom(expect+1, tag))
+		})
 		if len(errs) > 0 {
 			t.Fatalf("round %d: errors other than ErrConflict: %v", round, errs)
 		}

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -37,13 +39,16 @@ type session struct {
 	token  string   // lockF's content: tells this session from others of its ID
 	logF   *os.File // the log, opened after lockF from the same folder
 	infoF  *os.File // info.json, overwritten in place after each append
+	ackF   *os.File // ack.json, overwritten in place after each append
 
 	infoLen int64 // info.json's length, which only grows
+	ackLen  int64 // ack.json's length, which only grows
 
 	known    bool              // whether size, metaSize and info are set
 	size     int64             // the log's committed length: the end of its last whole append
 	metaSize int64             // the log length the durable meta.json covers
 	info     cairn.SessionInfo // the session's info at size
+	ack      ackRecord         // ack.json as loadBase read it: what the log must hold
 }
 
 // acquire returns the session's entry with its in-process lock held.
@@ -104,7 +109,10 @@ func (ss *session) closeFiles() {
 	if ss.infoF != nil {
 		ss.infoF.Close()
 	}
-	ss.lockF, ss.logF, ss.infoF, ss.known = nil, nil, nil, false
+	if ss.ackF != nil {
+		ss.ackF.Close()
+	}
+	ss.lockF, ss.logF, ss.infoF, ss.ackF, ss.known = nil, nil, nil, nil, false
 }
 
 // unlock releases the file lock, if the files are still open.
@@ -118,7 +126,7 @@ func (ss *session) unlock() {
 // session's folder is still the one its files were opened from, and brings
 // ss up to date with the files (recovering from a crash if it must). It
 // returns an error wrapping cairn.ErrNotFound when the session does not
-// exist, and a *cairn.DamagedError when it is damaged. On success the
+// exist, and a *driver.DamagedError when it is damaged. On success the
 // caller runs ss.unlock.
 func (s *Store) lock(ctx context.Context, ss *session, id string, exclusive bool) error {
 	damage, err := s.lockAny(ctx, ss, id, exclusive)
@@ -132,11 +140,32 @@ func (s *Store) lock(ctx context.Context, ss *session, id string, exclusive bool
 	return nil
 }
 
+// withSession runs fn with the session's lock held (exclusive when fn
+// writes), once the session is found live at now, the time fn is given:
+// ErrNotFound for one missing, deleted or expired, the damage of a
+// damaged one.
+func (s *Store) withSession(ctx context.Context, id string, exclusive bool, fn func(now time.Time) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ss := s.acquire(id)
+	defer s.release(id, ss)
+	if err := s.lock(ctx, ss, id, exclusive); err != nil {
+		return err
+	}
+	defer ss.unlock()
+	now := s.opts.Now().UTC()
+	if s.expired(ss.info, now) {
+		return cairn.ErrNotFound
+	}
+	return fn(now)
+}
+
 // lockAny is lock for the calls that take a damaged session as it is
 // (Delete, Check): a damaged session's damage is returned apart, with the
 // lock held and ss.info as far as it is known. An error is returned with
 // the lock released.
-func (s *Store) lockAny(ctx context.Context, ss *session, id string, exclusive bool) (*cairn.DamagedError, error) {
+func (s *Store) lockAny(ctx context.Context, ss *session, id string, exclusive bool) (*driver.DamagedError, error) {
 	how := syscall.LOCK_SH
 	if exclusive {
 		how = syscall.LOCK_EX
@@ -144,7 +173,7 @@ func (s *Store) lockAny(ctx context.Context, ss *session, id string, exclusive b
 	for attempt := 0; ; attempt++ {
 		if ss.lockF == nil {
 			if err := s.openFiles(ss, id); err != nil {
-				if d, ok := errors.AsType[*cairn.DamagedError](err); ok {
+				if d, ok := errors.AsType[*driver.DamagedError](err); ok {
 					s.noteDamage(id, fileID{}, d)
 				}
 				return nil, err
@@ -170,7 +199,7 @@ func (s *Store) lockAny(ctx context.Context, ss *session, id string, exclusive b
 			return d, nil
 		}
 		if err := s.refresh(ss, id, exclusive); err != nil {
-			if d, ok := errors.AsType[*cairn.DamagedError](err); ok {
+			if d, ok := errors.AsType[*driver.DamagedError](err); ok {
 				s.noteDamage(id, ss.lockID, d)
 				return d, nil
 			}
@@ -181,8 +210,10 @@ func (s *Store) lockAny(ctx context.Context, ss *session, id string, exclusive b
 	}
 }
 
-// openFiles opens the session's lock file, then its log and info.json
-// (which it makes again if it went missing: it is a cache).
+// openFiles opens the session's lock file, then its log, info.json and
+// ack.json (which it makes if they are missing: ack.json is new with the
+// session's first append, and each is one of the records the log is
+// checked against, which another can stand in for).
 //
 // A session folder whose lock file or log is missing is damaged: a session
 // is created whole, and deleted by renaming its folder away.
@@ -219,32 +250,48 @@ func (s *Store) openFilesOnce(ss *session, id string) error {
 		logF.Close()
 		return err
 	}
-	lockID := fileID{dev: st.Dev, ino: st.Ino}
+	lockID := fileID{dev: uint64(st.Dev), ino: st.Ino}
 	token, err := readToken(lockF)
 	if err != nil {
 		lockF.Close()
 		logF.Close()
 		return err
 	}
-	infoF, err := s.ns.OpenFile(id+"/"+infoName, os.O_RDWR|os.O_CREATE, 0o600)
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = infoF.Stat()
-	}
+	infoF, infoLen, err := s.openInPlace(id + "/" + infoName)
 	if err != nil {
 		lockF.Close()
 		logF.Close()
-		if infoF != nil {
-			infoF.Close()
-		}
 		return notFound(err)
 	}
-	ss.lockF, ss.lockID, ss.token, ss.logF, ss.infoF, ss.infoLen, ss.known = lockF, lockID, token, logF, infoF, fi.Size(), false
+	ackF, ackLen, err := s.openInPlace(id + "/" + ackName)
+	if err != nil {
+		lockF.Close()
+		logF.Close()
+		infoF.Close()
+		return notFound(err)
+	}
+	ss.lockF, ss.lockID, ss.token, ss.logF, ss.known = lockF, lockID, token, logF, false
+	ss.infoF, ss.infoLen, ss.ackF, ss.ackLen = infoF, infoLen, ackF, ackLen
 	return nil
 }
 
+// openInPlace opens (or makes) a file the store overwrites in place, and
+// returns its length.
+func (s *Store) openInPlace(name string) (*os.File, int64, error) {
+	f, err := s.ns.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
 // missing returns cairn.ErrNotFound when a session's file could not be
-// opened because its folder is not there, and a *cairn.DamagedError when
+// opened because its folder is not there, and a *driver.DamagedError when
 // the folder is there without the file.
 //
 // A folder is created whole and deleted whole (each by a rename), so a
@@ -266,10 +313,11 @@ func (s *Store) missing(id, name string, err error) error {
 	if ferr == nil || aerr != nil || !os.SameFile(before, after) {
 		return errReplaced
 	}
-	return &cairn.DamagedError{Session: id, Where: id + "/" + name, Msg: "the session's folder has no " + name}
+	return &driver.DamagedError{Session: id, Where: id + "/" + name, Msg: "the session's folder has no " + name}
 }
 
-// fileID is what makes a file itself: its device and inode.
+// fileID is what makes a file itself: its device and inode. (Stat_t.Dev
+// is an int32 on macOS: it is widened, the same way every time.)
 type fileID struct{ dev, ino uint64 }
 
 // current reports whether the session's lock file path still names the
@@ -292,7 +340,7 @@ func (s *Store) isLockFile(id string, lockID fileID) (bool, error) {
 	if err != nil {
 		return false, notFound(&fs.PathError{Op: "lstat", Path: id + "/" + lockName, Err: err})
 	}
-	return fileID{dev: st.Dev, ino: st.Ino} == lockID, nil
+	return fileID{dev: uint64(st.Dev), ino: st.Ino} == lockID, nil
 }
 
 // notFound turns "no such file" (or a path through a non-folder) into
@@ -338,8 +386,9 @@ func flock(ctx context.Context, f *os.File, how int) error {
 // cut off and the recovered info saved.
 //
 // A log shorter than what the store acknowledged is damaged: a
-// *cairn.DamagedError, and nothing is written to it (see recoverTail for
-// the rule).
+// *driver.DamagedError, and nothing is written to it (see recoverTail for
+// the rule). What was acknowledged is what this store last saw, and
+// otherwise the most that meta.json, info.json and ack.json say.
 func (s *Store) refresh(ss *session, id string, exclusive bool) error {
 	fi, err := ss.logF.Stat()
 	if err != nil {
@@ -365,50 +414,81 @@ func (s *Store) refresh(ss *session, id string, exclusive bool) error {
 		}
 	}
 	if size == ss.size {
-		return nil
+		return s.checkAcked(ss, id)
 	}
 	return s.recoverTail(ss, id, fi, exclusive)
+}
+
+// checkAcked checks ss, brought up to date with the log, against the
+// ack.json that loadBase read; on damage ss is forgotten, so that nothing
+// goes on from it.
+func (s *Store) checkAcked(ss *session, id string) error {
+	if err := ackAgrees(id, ss.ack, ss.size, ss.info.LastSeq); err != nil {
+		ss.known = false
+		return err
+	}
+	return nil
 }
 
 // shortLog is the damage of a log of size bytes where the store
 // acknowledged ack.
 func (s *Store) shortLog(id string, size, ack int64, who string) error {
-	return &cairn.DamagedError{Session: id, Where: id + "/" + logName, Msg: fmt.Sprintf(
+	return &driver.DamagedError{Session: id, Where: id + "/" + logName, Msg: fmt.Sprintf(
 		"the log is %d bytes, shorter than the %d bytes %s: acknowledged events were cut off its end; nothing is written to it",
 		size, ack, who)}
 }
 
 // loadBase sets ss from meta.json, or from info.json where that covers
-// more. Both record the log length they describe, which the store
-// acknowledged: a log shorter than that, or one that does not end an
-// event there, is damaged. So is a meta.json that is missing or does not
-// read: it is only ever replaced whole. info.json is a cache, overwritten
-// in place without an fsync, which a crash can tear: one that fails its
-// checksum is passed over.
+// more, and keeps ack.json's record for checkAcked. All three record the
+// log length they describe, which the store acknowledged: a log shorter
+// than any of them, or one that does not end an event there, is damaged.
+// So is a meta.json that is missing or does not read: it is only ever
+// replaced whole. info.json and ack.json are overwritten in place without
+// an fsync, which a crash can tear: one that is missing or fails its
+// checksum is passed over, and the other stands in for it (see ackName).
 func (s *Store) loadBase(ss *session, id string, size int64) error {
 	meta, err := s.readMeta(id)
 	if err != nil {
-		return &cairn.DamagedError{Session: id, Where: id + "/" + metaName, Msg: "unreadable: " + err.Error()}
+		return &driver.DamagedError{Session: id, Where: id + "/" + metaName, Msg: "unreadable: " + err.Error()}
 	}
 	base, from := meta, metaName
 	if info, err := s.readCache(id); err == nil && info.LogSize >= meta.LogSize {
 		base, from = info, infoName
 	}
-	if size < base.LogSize {
-		return s.shortLog(id, size, base.LogSize, from+" says were acknowledged")
+	ack, err := s.readAck(id)
+	if err != nil {
+		ack = ackRecord{}
 	}
-	if base.LogSize > 0 {
-		end := make([]byte, min(2, base.LogSize))
-		if _, err := ss.logF.ReadAt(end, base.LogSize-int64(len(end))); err != nil {
-			return fmt.Errorf("read log: %w", err)
+	for _, r := range []struct {
+		size int64
+		who  string
+	}{{base.LogSize, from}, {ack.LogSize, fmt.Sprintf("%s (events to seq %d)", ackName, ack.LastSeq)}} {
+		if size < r.size {
+			return s.shortLog(id, size, r.size, r.who+" says were acknowledged")
 		}
-		if !bytes.HasSuffix([]byte("}\n"), end) {
-			return &cairn.DamagedError{Session: id, Where: id + "/" + logName, Msg: fmt.Sprintf(
-				"no event ends at byte %d, where %s says the acknowledged events end", base.LogSize, from)}
+		if err := s.endsEvent(ss, id, r.size, r.who); err != nil {
+			return err
 		}
 	}
 	ss.metaSize = meta.LogSize
-	ss.info, ss.size, ss.known = base.SessionInfo, base.LogSize, true
+	ss.info, ss.size, ss.ack, ss.known = base.SessionInfo, base.LogSize, ack, true
+	return nil
+}
+
+// endsEvent checks that an event of the log ends at byte at, where the
+// record who says the acknowledged events end.
+func (s *Store) endsEvent(ss *session, id string, at int64, who string) error {
+	if at == 0 {
+		return nil
+	}
+	end := make([]byte, min(2, at))
+	if _, err := ss.logF.ReadAt(end, at-int64(len(end))); err != nil {
+		return fmt.Errorf("read log: %w", err)
+	}
+	if !bytes.HasSuffix([]byte("}\n"), end) {
+		return &driver.DamagedError{Session: id, Where: id + "/" + logName, Msg: fmt.Sprintf(
+			"no event ends at byte %d, where %s says the acknowledged events end", at, who)}
+	}
 	return nil
 }
 
@@ -419,13 +499,14 @@ func (s *Store) loadBase(ss *session, id string, size int64) error {
 //
 // The rule, which keeps recovery from cutting acknowledged events: an
 // Append returns only once its lines are whole in the log and durable
-// (the journal's fdatasync, or the log's fsync), and writes info.json
-// after that. So the bytes up to the length that info.json, meta.json or
-// this store last acknowledged are acknowledged events: the store never
-// cuts or rewrites them, and a log shorter than that is damage (refresh,
-// loadBase). Past that length the log may hold whole appends that were
-// acknowledged just before their process died, before it wrote info.json:
-// they are kept. What follows the last whole append (an incomplete line,
+// (the journal's fdatasync, or the log's fsync), and writes info.json and
+// ack.json after that. So the bytes up to the length that info.json,
+// ack.json, meta.json or this store last acknowledged are acknowledged
+// events: the store never cuts or rewrites them, and a log shorter than
+// that, or whose whole appends end before it, is damage (refresh,
+// loadBase, checkAcked). Past that length the log may hold whole appends
+// that were acknowledged just before their process died, before it wrote
+// info.json: they are kept. What follows the last whole append (an incomplete line,
 // a line that does not check, the first lines of an append without its
 // last) was never acknowledged, since its Append had not returned: that
 // is a torn tail, which a crash leaves, and it is cut. A line that checks
@@ -439,7 +520,7 @@ func (s *Store) recoverTail(ss *session, id string, fi os.FileInfo, exclusive bo
 	}
 	evs, n, err := scanTail(buf, ss.info.LastSeq+1)
 	if err != nil {
-		return &cairn.DamagedError{Session: id, Where: fmt.Sprintf("%s/%s, byte %d", id, logName, ss.size), Msg: err.Error()}
+		return &driver.DamagedError{Session: id, Where: fmt.Sprintf("%s/%s, byte %d", id, logName, ss.size), Msg: err.Error()}
 	}
 	if len(evs) > 0 {
 		updated := ss.info.UpdatedAt
@@ -448,6 +529,11 @@ func (s *Store) recoverTail(ss *session, id string, fi os.FileInfo, exclusive bo
 		}
 		driver.Summarize(evs).Apply(&ss.info, evs[len(evs)-1].Seq, updated)
 		ss.size += int64(n)
+	}
+	// What ack.json says was acknowledged must be among the whole appends
+	// read, before anything is cut.
+	if err := s.checkAcked(ss, id); err != nil {
+		return err
 	}
 	if !exclusive {
 		return nil

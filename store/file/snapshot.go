@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -9,6 +11,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"path/filepath"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
@@ -96,7 +99,7 @@ func (s *Store) PutSnapshot(ctx context.Context, id string, snap cairn.Snapshot)
 	if err != nil {
 		return fmt.Errorf("put snapshot %s: %w", id, err)
 	}
-	err = s.withSession(ctx, id, true, func() error {
+	err = s.withSession(ctx, id, true, func(time.Time) error {
 		if cur, err := s.readSnapshot(id); err == nil && cur != nil && cur.Seq > snap.Seq {
 			return nil // a later snapshot is there; a damaged one is replaced
 		}
@@ -120,7 +123,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, id string) (*cairn.Snapshot, e
 		return nil, err
 	}
 	var snap *cairn.Snapshot
-	err := s.withSession(ctx, id, false, func() error {
+	err := s.withSession(ctx, id, false, func(time.Time) error {
 		var err error
 		snap, err = s.readSnapshot(id)
 		return err
@@ -141,7 +144,7 @@ func (s *Store) DropSnapshot(ctx context.Context, id string) error {
 	if err := cairn.ValidateID(id); err != nil {
 		return err
 	}
-	err := s.withSession(ctx, id, true, func() error {
+	err := s.withSession(ctx, id, true, func(time.Time) error {
 		err := s.ns.Remove(id + "/" + snapshotName)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -155,25 +158,6 @@ func (s *Store) DropSnapshot(ctx context.Context, id string) error {
 		return fmt.Errorf("drop snapshot %s: %w", id, err)
 	}
 	return nil
-}
-
-// withSession runs fn with the session's lock held (exclusive when fn
-// writes), once the session is found live: ErrNotFound for one missing,
-// deleted or expired, the damage of a damaged one.
-func (s *Store) withSession(ctx context.Context, id string, exclusive bool, fn func() error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ss := s.acquire(id)
-	defer s.release(id, ss)
-	if err := s.lock(ctx, ss, id, exclusive); err != nil {
-		return err
-	}
-	defer ss.unlock()
-	if s.expired(ss.info, s.opts.Now()) {
-		return cairn.ErrNotFound
-	}
-	return fn()
 }
 
 // readSnapshot reads the session's snapshot file, with its lock held: nil

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package file
 
 import (
@@ -8,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,7 +173,8 @@ func (s *Store) appendChecked(ctx context.Context, id string, expectSeq int64, e
 		return err
 	}
 	defer s.ops.RUnlock()
-	if err := driver.CheckAppend(s.opts.Limits, id, expectSeq, events); err != nil {
+	events, err := driver.CheckAppend(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -329,7 +333,7 @@ func (s *Store) closeFiles() error {
 
 // expired reports whether a session last updated as info says has expired.
 func (s *Store) expired(info cairn.SessionInfo, now time.Time) bool {
-	return cairn.Expired(s.opts.ExpiresAt(info.UpdatedAt), now)
+	return driver.Expired(s.opts.ExpiresAt(info.UpdatedAt), now)
 }
 
 // sessionIDs returns the names of the namespace folder's entries that are
@@ -420,4 +424,13 @@ func randName(prefix string) string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return prefix + hex.EncodeToString(b)
+}
+
+// Stat implements cairn.Store: Load's info, with no event read.
+func (s *Store) Stat(ctx context.Context, id string) (*cairn.SessionInfo, error) {
+	rec, err := s.Load(ctx, id, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	return &rec.Info, nil
 }

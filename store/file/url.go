@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/text"
 )
 
 func init() {
@@ -25,7 +26,7 @@ func init() {
 // host, if any, must be "localhost"; the URL takes no query.
 func dirFromURL(u *url.URL) (string, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("open file store: %s in %q (want file:///abs/dir or file:rel/dir)", why, cairn.RedactURL(u.String()))
+		return fmt.Errorf("open file store: %s in %q (want file:///abs/dir or file:rel/dir)", why, text.RedactURL(u.String()))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return "", bad("unexpected query or fragment")

@@ -127,22 +127,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 // AppendFenced implements cairn.Leaser: Append, with the lease checked
 // under the same lock.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	ss := s.live(id)
-	if ss == nil {
-		return cairn.ErrNotFound
-	}
-	if lease.Session != id || held(ss, lease) == nil {
-		return fmt.Errorf("append %s: %w", id, cairn.ErrLeaseLost)
-	}
-	return s.appendLocked(ss, expectSeq, events)
+	return s.append(ctx, id, &lease, expectSeq, events)
 }
 
 // ClaimNext implements cairn.Claimer.

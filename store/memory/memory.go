@@ -4,6 +4,10 @@
 //
 // Its URL is "memory:". Every store opened by URL in one process shares one
 // set of sessions, separated by namespace; New makes a private one.
+//
+// LongTerm is the reference backend of long-term memory (package
+// longterm), on the same DB: longterm.Open("memory:") reaches the
+// process's shared one, NewLongTerm a private one.
 package memory
 
 import (
@@ -11,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"sync"
 	"time"
@@ -24,6 +29,7 @@ import (
 type DB struct {
 	mu         sync.Mutex
 	namespaces map[string]map[string]*session
+	items      *items // long-term memory (longterm.go), made by the first OpenLongTerm
 }
 
 type session struct {
@@ -84,7 +90,7 @@ func (s *Store) live(id string) *session {
 	if ss == nil {
 		return nil
 	}
-	if cairn.Expired(ss.expires, s.opts.Now()) {
+	if driver.Expired(ss.expires, s.opts.Now()) {
 		delete(s.ns(), id)
 		return nil
 	}
@@ -116,26 +122,44 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 	return nil
 }
 
-// Append implements cairn.Store.
-func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+// withLive runs f on session id with db.mu held, or returns
+// cairn.ErrNotFound when the session does not exist or has expired.
+func (s *Store) withLive(id string, f func(*session) error) error {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	ss := s.live(id)
 	if ss == nil {
 		return cairn.ErrNotFound
 	}
-	return s.appendLocked(ss, expectSeq, events)
+	return f(ss)
 }
 
-// appendLocked appends events to ss at expectSeq, with db.mu held: it
-// checks the expected seq (a retry of events the session holds at their
-// seqs is already done) and applies the events.
+// Append implements cairn.Store.
+func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
+	return s.append(ctx, id, nil, expectSeq, events)
+}
+
+// append appends events to session id at expectSeq, under the lease if one
+// is given, checked under the same lock: it checks the expected seq (a
+// retry of events the session holds at their seqs is already done) and
+// applies the events.
+func (s *Store) append(ctx context.Context, id string, lease *cairn.Lease, expectSeq int64, events []cairn.Event) error {
+	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.withLive(id, func(ss *session) error {
+		if lease != nil && (lease.Session != id || held(ss, *lease) == nil) {
+			return fmt.Errorf("append %s: %w", id, cairn.ErrLeaseLost)
+		}
+		return s.appendLocked(ss, expectSeq, events)
+	})
+}
+
+// appendLocked appends events to ss at expectSeq, with db.mu held.
 func (s *Store) appendLocked(ss *session, expectSeq int64, events []cairn.Event) error {
 	if ss.info.LastSeq != expectSeq {
 		if retried(ss, expectSeq, events) {
@@ -181,27 +205,26 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 	if err := s.guard.Session(id); err != nil {
 		return nil, err
 	}
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	ss := s.live(id)
-	if ss == nil {
-		return nil, cairn.ErrNotFound
-	}
-	from := max(fromSeq, 1)
-	var evs []cairn.Event
-	if from <= int64(len(ss.events)) {
-		evs = make([]cairn.Event, 0, int64(len(ss.events))-from+1)
-		for _, b := range ss.events[from-1:] {
-			e, err := decode(b)
-			if err != nil {
-				return nil, fmt.Errorf("load %s: %w", id, err)
+	var rec *cairn.Record
+	err := s.withLive(id, func(ss *session) error {
+		from := max(fromSeq, 1)
+		var evs []cairn.Event
+		if from <= int64(len(ss.events)) {
+			evs = make([]cairn.Event, 0, int64(len(ss.events))-from+1)
+			for _, b := range ss.events[from-1:] {
+				e, err := decode(b)
+				if err != nil {
+					return fmt.Errorf("load %s: %w", id, err)
+				}
+				evs = append(evs, e)
 			}
-			evs = append(evs, e)
 		}
-	}
-	info := ss.info
-	info.Labels = cloneLabels(info.Labels)
-	return &cairn.Record{Info: info, Events: evs}, nil
+		info := ss.info
+		info.Labels = cloneLabels(info.Labels)
+		rec = &cairn.Record{Info: info, Events: evs}
+		return nil
+	})
+	return rec, err
 }
 
 // List implements cairn.Store.
@@ -227,17 +250,26 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.guard.Session(id); err != nil {
 		return err
 	}
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	if s.live(id) == nil {
-		return cairn.ErrNotFound
-	}
-	delete(s.ns(), id)
-	return nil
+	return s.withLive(id, func(*session) error {
+		delete(s.ns(), id)
+		return nil
+	})
 }
 
 // Sweep implements cairn.Sweeper.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
+	return s.expired(true)
+}
+
+// CountExpired implements cairn.Sweeper: how many sessions Sweep would
+// delete now.
+func (s *Store) CountExpired(ctx context.Context) (int, error) {
+	return s.expired(false)
+}
+
+// expired counts the namespace's expired sessions, and deletes them when
+// remove is set.
+func (s *Store) expired(remove bool) (int, error) {
 	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
@@ -246,26 +278,10 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	n := 0
 	now := s.opts.Now()
 	for id, ss := range s.ns() {
-		if cairn.Expired(ss.expires, now) {
-			delete(s.ns(), id)
-			n++
-		}
-	}
-	return n, nil
-}
-
-// CountExpired implements cairn.Sweeper: how many sessions Sweep would
-// delete now.
-func (s *Store) CountExpired(ctx context.Context) (int, error) {
-	if err := s.guard.Check(); err != nil {
-		return 0, err
-	}
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	n := 0
-	now := s.opts.Now()
-	for _, ss := range s.ns() {
-		if cairn.Expired(ss.expires, now) {
+		if driver.Expired(ss.expires, now) {
+			if remove {
+				delete(s.ns(), id)
+			}
 			n++
 		}
 	}
@@ -300,4 +316,13 @@ func decode(b []byte) (cairn.Event, error) {
 		return e, fmt.Errorf("stored event: %w", err)
 	}
 	return e, nil
+}
+
+// Stat implements cairn.Store: Load's info, with no event read.
+func (s *Store) Stat(ctx context.Context, id string) (*cairn.SessionInfo, error) {
+	rec, err := s.Load(ctx, id, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	return &rec.Info, nil
 }

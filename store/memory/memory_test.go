@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -10,17 +9,9 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	var mu sync.Mutex
-	dbs := map[*testing.T]*memory.DB{}
+	db := storetest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
 	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true, Envelopes: memory.Envelopes}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
-		mu.Lock()
-		db := dbs[t]
-		if db == nil {
-			db = memory.NewDB()
-			dbs[t] = db
-		}
-		mu.Unlock()
-		s, err := db.Open(opts)
+		s, err := db(t).Open(opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,16 +15,12 @@ func (s *Store) PutSnapshot(ctx context.Context, id string, snap cairn.Snapshot)
 	if err := s.guard.Snapshot(id, snap, 0); err != nil {
 		return err
 	}
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	ss := s.live(id)
-	if ss == nil {
-		return cairn.ErrNotFound
-	}
-	if ss.snap == nil || ss.snap.Seq <= snap.Seq {
-		ss.snap = &cairn.Snapshot{Seq: snap.Seq, Data: bytes.Clone(snap.Data)}
-	}
-	return nil
+	return s.withLive(id, func(ss *session) error {
+		if ss.snap == nil || ss.snap.Seq <= snap.Seq {
+			ss.snap = &cairn.Snapshot{Seq: snap.Seq, Data: bytes.Clone(snap.Data)}
+		}
+		return nil
+	})
 }
 
 // LoadSnapshot implements cairn.Snapshotter.
@@ -32,16 +28,14 @@ func (s *Store) LoadSnapshot(ctx context.Context, id string) (*cairn.Snapshot, e
 	if err := s.guard.Session(id); err != nil {
 		return nil, err
 	}
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	ss := s.live(id)
-	if ss == nil {
-		return nil, cairn.ErrNotFound
-	}
-	if ss.snap == nil {
-		return nil, nil
-	}
-	return &cairn.Snapshot{Seq: ss.snap.Seq, Data: bytes.Clone(ss.snap.Data)}, nil
+	var snap *cairn.Snapshot
+	err := s.withLive(id, func(ss *session) error {
+		if ss.snap != nil {
+			snap = &cairn.Snapshot{Seq: ss.snap.Seq, Data: bytes.Clone(ss.snap.Data)}
+		}
+		return nil
+	})
+	return snap, err
 }
 
 // DropSnapshot implements cairn.Snapshotter.
@@ -49,12 +43,8 @@ func (s *Store) DropSnapshot(ctx context.Context, id string) error {
 	if err := s.guard.Session(id); err != nil {
 		return err
 	}
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	ss := s.live(id)
-	if ss == nil {
-		return cairn.ErrNotFound
-	}
-	ss.snap = nil
-	return nil
+	return s.withLive(id, func(ss *session) error {
+		ss.snap = nil
+		return nil
+	})
 }

@@ -33,7 +33,18 @@ import (
 // documentation for the recovery rule of a writer that died between 1 and 2.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
+	return s.append(ctx, id, nil, expectSeq, events)
+}
+
+// append checks events and makes their documents, then runs attempts of
+// the insert and commit (appendOnce), under the lease if one is given,
+// until one writes them, finds them already written (errRetried), or fails
+// for a reason that another attempt would meet too. The guard's and the
+// context's errors come back as they are; an attempt's are wrapped with
+// the operation, but for a plain append's ErrConflict and ErrNotFound.
+func (s *Store) append(ctx context.Context, id string, lease *cairn.Lease, expectSeq int64, events []cairn.Event) error {
+	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -44,7 +55,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		return fmt.Errorf("append %s: %w", id, err)
 	}
 	for attempt := 1; ; attempt++ {
-		err := s.appendOnce(ctx, id, expectSeq, events, docs)
+		err := s.appendOnce(ctx, id, lease, expectSeq, events, docs)
 		if errors.Is(err, errRetried) {
 			return nil
 		}
@@ -54,7 +65,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		if again(err) {
 			err = fmt.Errorf("%w: %w %d times", cairn.ErrUnavailable, err, attempt)
 		}
-		if err != nil && !isSentinel(err) {
+		if err != nil && (lease != nil || !isSentinel(err)) {
 			return fmt.Errorf("append %s: %w", id, err)
 		}
 		return err
@@ -91,8 +102,17 @@ func isSentinel(err error) bool {
 	return errors.Is(err, cairn.ErrConflict) || errors.Is(err, cairn.ErrNotFound)
 }
 
-// appendOnce runs one insert and commit.
-func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, events []cairn.Event, docs []eventDoc) error {
+// appendOnce runs one insert and commit. With a lease, it checks the
+// lease first (the commit checks it again: its filter holds the lease's
+// token), clears what a position already held by a fenced writer holds
+// (clearFenced), records the lease's expiry with the commit, and tells a
+// lost lease from a conflict when the commit matches nothing.
+func (s *Store) appendOnce(ctx context.Context, id string, lease *cairn.Lease, expectSeq int64, events []cairn.Event, docs []eventDoc) error {
+	if lease != nil {
+		if _, err := s.mine(ctx, id, *lease); err != nil {
+			return err // checked again at the commit
+		}
+	}
 	start := time.Now() // real clock: the fence and the stale rule
 	token := newToken()
 	written := bson.NewDateTimeFromTime(start)
@@ -104,18 +124,31 @@ func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, even
 	}
 	if _, err := s.events.InsertMany(ctx, batch, options.InsertMany().SetOrdered(true)); err != nil {
 		s.discard(ctx, id, token)
-		if mongo.IsDuplicateKeyError(err) {
-			return s.onDuplicate(ctx, id, expectSeq, docs)
+		switch {
+		case !mongo.IsDuplicateKeyError(err):
+			return err
+		case lease != nil:
+			return s.clearFenced(ctx, id, expectSeq, docs)
 		}
-		return err
+		return s.onDuplicate(ctx, id, expectSeq, docs)
 	}
 	now := s.now()
-	last := expectSeq + int64(len(events))
-	filter := append(liveFilter(id, now),
+	filter := liveFilter(id, now)
+	if lease != nil {
+		filter = append(filter, bson.E{Key: "lease_token", Value: lease.Token})
+	}
+	filter = append(filter,
 		bson.E{Key: "last_seq", Value: expectSeq},
 		bson.E{Key: "fence", Value: bson.D{{Key: "$lt", Value: start.UnixNano()}}},
 	)
-	set, update, delta := s.commitFields(events, last, now)
+	set, update, delta := s.commitFields(events, expectSeq+int64(len(events)), now)
+	if lease != nil {
+		hint := lease.Expires.UnixNano()
+		if delta.Status != "" && delta.Status != cairn.StatusRunning {
+			hint = 0 // the run ended: the lease is released next
+		}
+		set = append(set, bson.E{Key: "lease_expires_ns", Value: hint})
+	}
 	matched, err := s.commit(ctx, filter, set, update, delta)
 	if err == nil && matched {
 		return nil
@@ -123,6 +156,11 @@ func (s *Store) appendOnce(ctx context.Context, id string, expectSeq int64, even
 	s.undo(ctx, id, token, expectSeq, err != nil)
 	if err != nil {
 		return err
+	}
+	if lease != nil {
+		if _, err := s.mine(ctx, id, *lease); err != nil {
+			return err
+		}
 	}
 	return s.whyNot(ctx, id, expectSeq, start)
 }
@@ -288,20 +326,11 @@ func (s *Store) forget(id string, tokens []string) {
 
 // whyNot tells why the commit of an append that began at start (real
 // clock) matched nothing, from the session document as it is now:
-// ErrNotFound for a session that is missing, expired or being erased;
-// ErrConflict for one at another seq; errFenced for one at expectSeq
-// behind a fence raised since start by a lease taken or a cleanup.
-//
-// A session at expectSeq whose Create began after the append did (born,
-// on the creator's real clock, is past start) was missing, or another
-// session, for a while since: ErrNotFound, which takes effect before that
-// Create, never a conflict with a session at the seq expected, nor an
-// append into a session that did not exist when it was asked for. Nor was
-// a session at expectSeq behind no fence raised since start live at
-// expectSeq when the commit ran (the fence only grows, and a session's seq
-// never goes back): it was behind, and reached expectSeq since (another
-// append committed after this one's commit ran), a conflict; or, for
-// expectSeq 0, its Create had not committed, ErrNotFound.
+// ErrNotFound for a session that is missing, expired or being erased, or
+// at expectSeq but created after start, or at 0 and not yet created;
+// errFenced for one at expectSeq behind a fence raised since start;
+// ErrConflict otherwise. Why each: docs/STORES.md, "The MongoDB store",
+// Atomic appends without transactions.
 func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, start time.Time) error {
 	var doc struct {
 		LastSeq int64 `bson:"last_seq"`
@@ -472,19 +501,11 @@ func (s *Store) clear(ctx context.Context, id string, doc headDoc, mine string) 
 // writer of first, the lowest of the documents above the last seq that
 // are dead only by their age, cannot commit should it be merely paused;
 // it reports whether it did, and returns what to call once the dead
-// documents are removed.
-//
-// FerretDB writes an update as a whole document read before, so the raise
-// must not race another write of the session document: a commit, a lease
-// taken, a deletion's mark, each of which is made while its writer holds
-// the position after the last seq (see hold). So the raise is made while
-// that position is held too: by first itself, which no live call can
-// replace, or else by a hold of fenceStale's own. Of the callers that
-// find first at the position, one takes a claim on it (a document of the
-// sessions collection named after first's token, left for Sweep, so that
-// a caller that comes after first is removed cannot raise the fence while
-// a live call holds the position); the others report false and look
-// again.
+// documents are removed. It raises it while the position after the last
+// seq is held, by first or by a hold of its own, and of the callers that
+// find first there only the one that claims it raises; the others report
+// false and look again (docs/STORES.md, "The MongoDB store", An append
+// that meets an uncommitted one).
 func (s *Store) fenceStale(ctx context.Context, id string, doc headDoc, first eventDoc) (bool, func(), error) {
 	next := doc.LastSeq + 1
 	done := func() {}
@@ -550,27 +571,14 @@ func (w *waiter) wait(ctx context.Context) error {
 // hold takes the position after the last seq of session id, whose
 // document must match cond, the way an append's first event document
 // takes it, and returns what it read of the document (its last seq and
-// incarnation: see headDoc.at) and the release of the hold.
-//
-// FerretDB applies an update as a read of the whole document and a later
-// write of the whole document: two updates of one session document at
-// once can lose one (a takeover undid a commit that had been acknowledged;
-// a deletion's mark was undone). Appends are kept apart by their event
-// documents' positions; every other write of the session document while
-// the session lives (a lease taken, a deletion) first takes the position
-// with a hold document, so that no append commits meanwhile, and writes
-// with last_seq in its filter. An append that meets a hold waits for it,
-// as for any uncommitted append.
-//
-// When a live append holds the position, hold takes the one after it as
-// well, so that the appends that follow wait for the hold rather than
-// pass it again and again, and waits for that append to commit (the
-// position taken is then the next) or to give up (it takes that position
-// too). It waits at most CommitWait and never past ctx: then the error
-// wraps cairn.ErrUnavailable. ErrNotFound when no document matches cond.
-//
-// While it waits, hold calls quit, if not nil: an error from it ends the
-// wait, and is hold's.
+// incarnation: see headDoc.at) and the release of the hold. Every write of
+// a live session's document other than a commit holds the position first,
+// so that no append commits meanwhile (docs/STORES.md, "The MongoDB
+// store", Holds). When a live append holds the position, hold takes the
+// one after it and waits, at most CommitWait and never past ctx, for that
+// append to commit or give up; then the error wraps cairn.ErrUnavailable.
+// It returns ErrNotFound when no document matches cond. While it waits it
+// calls quit, if not nil: an error from it ends the wait, and is hold's.
 func (s *Store) hold(ctx context.Context, id string, cond bson.D, quit func(context.Context) error) (headDoc, func(error), error) {
 	w := newWaiter()
 	token := "hold-" + newToken()

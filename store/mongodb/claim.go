@@ -31,23 +31,14 @@ const (
 	claimRounds = 20
 )
 
-// ClaimNext implements cairn.Claimer. It is not one atomic step: a query
-// finds the oldest few candidates (live, of the filter's statuses and
-// labels, and without a live lease according to the session document's
-// lease_expires_ns hint), by creation time and ID, from the (status,
-// created_ns, _id) index, one query per status, run at once; then Acquire
-// is tried on each in turn until one succeeds. It is as safe as Acquire,
-// which lets exactly one of many racing claimers take a session. A
-// candidate taken or removed meanwhile is passed over; when every
-// candidate was, it queries again (without them), up to claimRounds times,
-// and then returns an error that says so. It returns cairn.ErrNotFound
-// when the query finds no candidate.
-//
-// Only the filter's Status and Labels count; time bounds and paging are
-// ignored. FerretDB's PostgreSQL backend hands the database only equality
-// filters (the status, a single label) and sorts in its own process, so
-// there each query reads every session of its status and label: the
-// waiting ones, not the finished ones.
+// ClaimNext implements cairn.Claimer, not in one atomic step: a query per
+// status finds the oldest few candidates without a live lease (by the
+// session document's lease_expires_ns hint), and Acquire is tried on each
+// until one succeeds, which is as safe as Acquire. When every candidate
+// was taken meanwhile it queries again, up to claimRounds times, and then
+// returns an error that says so; cairn.ErrNotFound when it finds none.
+// Only the filter's Status and Labels count. What it costs on FerretDB:
+// docs/STORES.md, "The MongoDB store", Claims.
 func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Lease("claim", holder, ttl); err != nil {

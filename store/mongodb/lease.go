@@ -82,41 +82,11 @@ func findLease(ctx context.Context, events *mongo.Collection, filter bson.D, opt
 	return &d, nil
 }
 
-// Acquire implements cairn.Leaser.
-//
-// A session's leases live among its event documents, one document per
-// generation of the lease, at seq -generation: the unique index on
-// (session, seq) lets exactly one of many racing acquirers take the next
-// generation, even on servers whose single-document updates do not apply
-// their filter atomically with the write (FerretDB v1), and Create and
-// Delete remove them with the session's events, so a session created
-// again starts unleased. Readers never see them: events have seqs from 1.
-//
-// The fencing token is the larger of the previous token plus one and the
-// acquirer's real clock in nanoseconds, so it grows for a session and a
-// session deleted and created again starts above its earlier self's tokens.
-// The winner records its token in the session document (lease_token, raised
-// with $max, in an update whose filter names the incarnation and the last
-// seq its hold read): that record, not the lease document, makes the lease
-// (see readLease). The same update raises the session's fence to its
-// real-clock now, so that no append that began before the takeover can
-// commit. A fenced append checks the lease before it writes, and its commit
-// (the compare-and-set of the session document) also requires lease_token
-// to be the caller's: on MongoDB, where that update is atomic, a holder
-// that was taken over can never commit.
-//
-// The session document also carries lease_expires_ns, a hint for
-// ClaimNext's query: when the session's lease is thought to expire.
-// Acquire and Takeover set it in the update that records their token, and
-// a fenced append's commit sets it to the caller's lease's expiry, or to 0
-// when its events end the run (the holder releases next). Renew and
-// Release leave it alone: they would be one more write to the session
-// document, and FerretDB applies an update as a read and a later write of
-// the whole document, so a write racing a commit can undo the commit. The
-// hint never decides who holds a lease (the lease documents do): a stale
-// one makes a claim try a held session, which Acquire refuses, or pass
-// over a released one until the expiry it names (a lease released without
-// ending its run, at most one lease TTL).
+// Acquire implements cairn.Leaser. A lease is a document among the
+// session's events, at seq -generation, so that the unique index lets one
+// of many racing acquirers win even on FerretDB; the winner records its
+// token (and raises the fence) in the session document, and that record
+// makes the lease. docs/STORES.md, "The MongoDB store", Leases.
 func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
 	return s.acquire(ctx, id, holder, ttl, false)
@@ -338,79 +308,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err
 // the lease's token in the commit's filter.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	docs, err := eventDocs(id, events)
-	if err != nil {
-		return fmt.Errorf("append %s: %w", id, err)
-	}
-	for attempt := 1; ; attempt++ {
-		err := s.appendFencedOnce(ctx, id, lease, expectSeq, events, docs)
-		if errors.Is(err, errRetried) {
-			return nil
-		}
-		if again(err) && attempt < maxAttempts {
-			continue
-		}
-		if again(err) {
-			err = fmt.Errorf("%w: %w %d times", cairn.ErrUnavailable, err, attempt)
-		}
-		if err != nil {
-			return fmt.Errorf("append %s: %w", id, err)
-		}
-		return nil
-	}
-}
-
-// appendFencedOnce is appendOnce with the lease in the commit's filter.
-func (s *Store) appendFencedOnce(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events []cairn.Event, docs []eventDoc) error {
-	if _, err := s.mine(ctx, id, lease); err != nil {
-		return err // checked again at the commit
-	}
-	start := time.Now()
-	token := newToken()
-	written := bson.NewDateTimeFromTime(start)
-	batch := make([]any, len(docs))
-	for i := range docs {
-		d := docs[i]
-		d.Token, d.WrittenAt = token, written
-		batch[i] = d
-	}
-	if _, err := s.events.InsertMany(ctx, batch, options.InsertMany().SetOrdered(true)); err != nil {
-		s.discard(ctx, id, token)
-		if mongo.IsDuplicateKeyError(err) {
-			return s.clearFenced(ctx, id, expectSeq, docs)
-		}
-		return err
-	}
-	now := s.now()
-	filter := append(liveFilter(id, now),
-		bson.E{Key: "lease_token", Value: lease.Token},
-		bson.E{Key: "last_seq", Value: expectSeq},
-		bson.E{Key: "fence", Value: bson.D{{Key: "$lt", Value: start.UnixNano()}}},
-	)
-	set, update, delta := s.commitFields(events, expectSeq+int64(len(events)), now)
-	hint := lease.Expires.UnixNano()
-	if delta.Status != "" && delta.Status != cairn.StatusRunning {
-		hint = 0 // the run ended: the lease is released next
-	}
-	set = append(set, bson.E{Key: "lease_expires_ns", Value: hint})
-	matched, err := s.commit(ctx, filter, set, update, delta)
-	if err == nil && matched {
-		return nil
-	}
-	s.undo(ctx, id, token, expectSeq, err != nil)
-	if err != nil {
-		return err
-	}
-	if _, err := s.mine(ctx, id, lease); err != nil {
-		return err
-	}
-	return s.whyNot(ctx, id, expectSeq, start)
+	return s.append(ctx, id, &lease, expectSeq, events)
 }
 
 // clearFenced handles a fenced insert that met a position already held.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -13,10 +14,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/mongodb"
 	"github.com/cairnhq/cairn/store/storetest"
 )
+
+func TestMain(m *testing.M) {
+	testenv.Examples(testenv.MongoDB, "MONGODB_URI")
+	os.Exit(m.Run())
+}
 
 // serverURI returns the test server's URI from CAIRN_TEST_MONGODB, or skips.
 func serverURI(tb testing.TB) string {
@@ -97,6 +103,13 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			return envs
+		},
+		DeleteEvent: func(t *testing.T, s cairn.Store, id string, seq int64) {
+			_, events := s.(*mongodb.Store).Collections()
+			res, err := client(t).Collection(events).DeleteOne(t.Context(), bson.D{{Key: "session", Value: id}, {Key: "seq", Value: seq}})
+			if err != nil || res.DeletedCount != 1 {
+				t.Fatalf("delete the event of seq %d: %v, %d deleted", seq, err, res.DeletedCount)
+			}
 		}}
 	storetest.Run(t, abilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return openStore(t, opts)

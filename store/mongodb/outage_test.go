@@ -11,41 +11,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fault"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/fault"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/mongodb"
 	"github.com/cairnhq/cairn/store/storetest"
 )
-
-// wantOutage fails the test unless err is an outage that wraps
-// cairn.ErrUnavailable.
-func wantOutage(t *testing.T, what string, err error) {
-	t.Helper()
-	if !cairn.IsUnavailable(err) || !errors.Is(err, cairn.ErrUnavailable) {
-		t.Errorf("%s: got %v, want an outage (cairn.IsUnavailable, wrapping cairn.ErrUnavailable)", what, err)
-	}
-}
-
-// wantAnswer fails the test unless err is an error that is not an outage.
-func wantAnswer(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil || cairn.IsUnavailable(err) {
-		t.Errorf("%s: got %v, want an error that is not an outage", what, err)
-	}
-}
-
-// appendLoad appends seq last+1 to session id and loads it, each within d.
-func appendLoad(t *testing.T, s cairn.Store, id string, last int64, d time.Duration) (appendErr, loadErr error) {
-	t.Helper()
-	appendErr = testenv.Bounded(t, d, "Append", func(ctx context.Context) error {
-		return s.Append(ctx, id, last, storetest.Custom(last+1, "during the outage"))
-	})
-	loadErr = testenv.Bounded(t, d, "Load", func(ctx context.Context) error {
-		_, err := s.Load(ctx, id, 0)
-		return err
-	})
-	return appendErr, loadErr
-}
 
 // proxiedStore opens a store on the test server through a fault proxy,
 // with the driver's server selection timeout set to selectMS.
@@ -68,7 +38,7 @@ func proxiedStore(t *testing.T, selectMS string) (*mongodb.Store, *fault.Proxy) 
 
 func TestOpen_NothingListens(t *testing.T) {
 	_, err := mongodb.Open(t.Context(), "mongodb://"+testenv.FreeAddr(t)+"/?serverSelectionTimeoutMS=500", cairn.StoreOptions{})
-	wantOutage(t, "Open of a port where nothing listens", err)
+	fault.WantOutage(t, "Open of a port where nothing listens", err)
 }
 
 // TestStore_OutageCut resets every connection to the server and refuses
@@ -76,22 +46,7 @@ func TestOpen_NothingListens(t *testing.T) {
 // same append goes through once.
 func TestStore_OutageCut(t *testing.T) {
 	s, p := proxiedStore(t, "2000") // a cut shows soon
-	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "cut"}); err != nil {
-		t.Fatal(err)
-	}
-	p.Cut()
-	appendErr, loadErr := appendLoad(t, s, "cut", 0, 20*time.Second)
-	wantOutage(t, "Append while cut", appendErr)
-	wantOutage(t, "Load while cut", loadErr)
-	_, err := s.List(t.Context(), cairn.ListOptions{})
-	wantOutage(t, "List while cut", err)
-	p.Heal()
-	if err := s.Append(t.Context(), "cut", 0, storetest.Custom(1, "during the outage")); err != nil {
-		t.Fatalf("Append after the network came back: %v", err)
-	}
-	if rec, err := s.Load(t.Context(), "cut", 0); err != nil || len(rec.Events) != 1 {
-		t.Fatalf("Load after the network came back: %v, want 1 event", err)
-	}
+	fault.CheckCut(t, s, p, 20*time.Second)
 }
 
 // TestStore_OutageStall holds every byte between the store and the
@@ -100,17 +55,7 @@ func TestStore_OutageCut(t *testing.T) {
 // caller's).
 func TestStore_OutageStall(t *testing.T) {
 	s, p := proxiedStore(t, "60000") // the driver waits long
-	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "stall"}); err != nil {
-		t.Fatal(err)
-	}
-	p.Stall(0)
-	appendErr, loadErr := appendLoad(t, s, "stall", 0, 300*time.Millisecond)
-	wantOutage(t, "Append while stalled", appendErr)
-	wantOutage(t, "Load while stalled", loadErr)
-	err := testenv.Bounded(t, 300*time.Millisecond, "Delete", func(ctx context.Context) error { return s.Delete(ctx, "stall") })
-	wantOutage(t, "Delete while stalled", err)
-	p.Cut() // drop what the stall held
-	p.Heal()
+	fault.CheckStall(t, s, p)
 }
 
 // TestStore_NotOutages provokes answers of the server that are not
@@ -128,7 +73,7 @@ func TestStore_NotOutages(t *testing.T) {
 			bad += "?" + query
 		}
 		_, err := mongodb.Open(t.Context(), bad, cairn.StoreOptions{})
-		wantAnswer(t, "Open of a database whose name is too long", err)
+		fault.WantAnswer(t, "Open of a database whose name is too long", err)
 	})
 	t.Run("undecodable document", func(t *testing.T) {
 		s := openStore(t, cairn.StoreOptions{Namespace: "t_" + strings.ReplaceAll(time.Now().Format("150405.000000000"), ".", "_")})
@@ -141,7 +86,7 @@ func TestStore_NotOutages(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := s.Load(t.Context(), "x", 0)
-		wantAnswer(t, "Load of a session document with a string for steps", err)
+		fault.WantAnswer(t, "Load of a session document with a string for steps", err)
 	})
 }
 

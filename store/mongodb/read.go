@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -59,7 +60,9 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 			// which aliases the batch.
 			e = cairn.Event{}
 			if err := json.Unmarshal(env, &e); err != nil {
-				return nil, fmt.Errorf("load %s: event seq %d: %w", id, seq, err)
+				return nil, fmt.Errorf("load %s: %w", id, &driver.DamagedError{Session: id,
+					Where: fmt.Sprintf("%s collection, seq %d", s.events.Name(), seq),
+					Msg:   "the stored envelope does not decode: " + err.Error()})
 			}
 		}
 		if seq != want || e.Seq != want {
@@ -86,7 +89,9 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 		return nil, cairn.ErrNotFound // the answer of a moment between the delete and the create
 	}
 	if want != doc.LastSeq+1 {
-		return nil, fmt.Errorf("load %s: history has a gap at seq %d (last seq %d)", id, want, doc.LastSeq)
+		return nil, fmt.Errorf("load %s: %w", id, &driver.DamagedError{Session: id,
+			Where: fmt.Sprintf("%s collection, seq %d", s.events.Name(), want),
+			Msg:   fmt.Sprintf("the event of seq %d is missing, or is not the event of its seq (the session's last seq is %d)", want, doc.LastSeq)})
 	}
 	return rec, nil
 }
@@ -205,4 +210,13 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (_ *cairn.List
 // compare by their bytes).
 func prefixRange(prefix string) bson.D {
 	return bson.D{{Key: "$gte", Value: prefix}, {Key: "$lt", Value: prefix + "\x7f"}}
+}
+
+// Stat implements cairn.Store: Load's info, with no event read.
+func (s *Store) Stat(ctx context.Context, id string) (*cairn.SessionInfo, error) {
+	rec, err := s.Load(ctx, id, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	return &rec.Info, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/text"
 )
 
 // DefaultDatabase is the database a URI without a path uses.
@@ -82,11 +83,11 @@ func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, err
 	}
 	dbName, err := databaseName(uri)
 	if err != nil {
-		return nil, fmt.Errorf("open mongodb %s: %w", cairn.RedactURL(uri), err)
+		return nil, fmt.Errorf("open mongodb %s: %w", text.RedactURL(uri), err)
 	}
 	client, err := mongo.Connect(options.Client().ApplyURI(uri))
 	if err != nil {
-		return nil, fmt.Errorf("open mongodb %s: %w", cairn.RedactURL(uri), err)
+		return nil, fmt.Errorf("open mongodb %s: %w", text.RedactURL(uri), err)
 	}
 	s, err := New(ctx, client.Database(dbName), opts)
 	if err != nil {
@@ -94,7 +95,7 @@ func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, err
 		_ = client.Disconnect(dctx)
 		cancel()
 		unavailable(&err)
-		return nil, fmt.Errorf("open mongodb %s: %w (is the server running and reachable?)", cairn.RedactURL(uri), err)
+		return nil, fmt.Errorf("open mongodb %s: %w (is the server running and reachable?)", text.RedactURL(uri), err)
 	}
 	s.client = client
 	return s, nil

@@ -324,36 +324,22 @@ func TestStore_TwoClientsRace(t *testing.T) {
 	create(t, a, "race")
 	const rounds = 20
 	var winners []string
+	stores := []*mongodb.Store{a, b}
 	for round := range rounds {
 		expect := int64(round)
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		start := make(chan struct{})
-		for i, s := range []*mongodb.Store{a, b} {
-			wg.Go(func() {
-				<-start
-				errs[i] = s.Append(t.Context(), "race", expect, storetest.Custom(expect+1, fmt.Sprintf("r%d-%c", round, 'a'+i)))
-			})
+		won, errs := storetest.Race(len(stores), cairn.ErrConflict, func(i int) (string, error) {
+			tag := fmt.Sprintf("r%d-%c", round, 'a'+i)
+			return tag, stores[i].Append(t.Context(), "race", expect, storetest.Custom(expect+1, tag))
+		})
+		if len(errs) > 0 {
+			t.Fatalf("round %d: %v, want nil or ErrConflict", round, errs)
 		}
-		close(start)
-		wg.Wait()
-		won := ""
-		for i, err := range errs {
-			switch {
-			case err == nil && won == "":
-				won = fmt.Sprintf("r%d-%c", round, 'a'+i)
-			case err == nil:
-				t.Fatalf("round %d: both stores won", round)
-			case !errors.Is(err, cairn.ErrConflict):
-				t.Fatalf("round %d: store %c: %v, want nil or ErrConflict", round, 'a'+i, err)
-			}
+		if len(won) != 1 {
+			t.Fatalf("round %d: %v won, want exactly one store", round, won)
 		}
-		if won == "" {
-			t.Fatalf("round %d: neither store won", round)
-		}
-		winners = append(winners, won)
+		winners = append(winners, won[0])
 	}
-	for _, s := range []*mongodb.Store{a, b} {
+	for _, s := range stores {
 		if got := tags(t, load(t, s, "race").Events); fmt.Sprint(got) != fmt.Sprint(winners) {
 			t.Fatalf("history %v, want the winners %v", got, winners)
 		}
@@ -507,23 +493,7 @@ func TestStore_SweepInBatches(t *testing.T) {
 	clock := storetest.NewClock()
 	s := openStore(t, cairn.StoreOptions{Namespace: newNamespace(), TTL: time.Hour, Now: clock.Now})
 	const expired, live = 230, 20
-	for i := range expired {
-		create(t, s, fmt.Sprintf("old-%d", i))
-	}
-	clock.Advance(30 * time.Minute)
-	for i := range live {
-		create(t, s, fmt.Sprintf("new-%d", i))
-	}
-	clock.Advance(45 * time.Minute)
-	if n, err := s.CountExpired(t.Context()); n != expired || err != nil {
-		t.Errorf("CountExpired = %d, %v; want %d", n, err, expired)
-	}
-	if n, err := s.Sweep(t.Context()); n != expired || err != nil {
-		t.Errorf("Sweep = %d, %v; want %d", n, err, expired)
-	}
-	if n, err := s.CountExpired(t.Context()); n != 0 || err != nil {
-		t.Errorf("CountExpired after Sweep = %d, %v; want 0", n, err)
-	}
+	storetest.SweepMany(t, s, clock, expired, live)
 	sessions, _ := collections(t, s)
 	if got := count(t, sessions, bson.D{}); got != live {
 		t.Errorf("%d session documents after Sweep, want %d", got, live)

@@ -12,7 +12,8 @@ import (
 	"github.com/cairnhq/cairn/store/postgres"
 )
 
-// Open a store that owns its connection pool, create a session and list it.
+// Open a store that owns its connection pool, write a session's first
+// turn and read it back. (The tests run it against CAIRN_TEST_POSTGRES.)
 func ExampleOpen() {
 	ctx := context.Background()
 	s, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), cairn.StoreOptions{Namespace: "support_bot"})
@@ -20,14 +21,32 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Create(ctx, cairn.SessionMeta{ID: cairn.NewID(), Labels: map[string]string{"user": "42"}}); err != nil {
+	_ = s.Delete(ctx, "order-42") // the example's session from an earlier run, if any
+
+	if err := s.Create(ctx, cairn.SessionMeta{ID: "order-42", Labels: map[string]string{"user": "42"}}); err != nil {
 		log.Fatal(err)
 	}
-	page, err := s.List(ctx, cairn.ListOptions{Labels: map[string]string{"user": "42"}})
+	var mem cairn.Memory
+	evs, err := mem.Add(
+		cairn.MustEvent(cairn.KindRunStarted, "run-1", cairn.RunStarted{RunID: "run-1", Agent: "support_bot"}),
+		cairn.MustEvent(cairn.KindMessageUser, "run-1", cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: "Where is my order?"}}}),
+	)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(len(page.Sessions), "session(s) in schema", s.Schema())
+	if err := s.Append(ctx, "order-42", 0, evs...); err != nil {
+		log.Fatal(err)
+	}
+	info, err := s.Stat(ctx, "order-42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(info.Status, info.LastSeq, info.FirstMessage, "in schema", s.Schema())
+	if err := s.Delete(ctx, "order-42"); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// running 2 Where is my order? in schema cairn_support_bot
 }
 
 // Share a pool the program already has; closing the store leaves it open.

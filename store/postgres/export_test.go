@@ -1,6 +1,9 @@
 package postgres
 
-import "github.com/cairnhq/cairn"
+import (
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
+)
 
 // Translate is translate, for the tests of its error codes.
 var Translate = translate
@@ -16,4 +19,10 @@ func (s *Store) LoadEventsQuery() string { return s.sql.loadEvents }
 // DropSnapshot.
 func (s *Store) SnapshotQueries() (put, load, drop string) {
 	return s.sql.putSnapshot, s.sql.loadSnapshot, s.sql.dropSnapshot
+}
+
+// LongTermTextQuery returns the query a text search for phrases under
+// prefix runs, and its arguments.
+func (s *LongTerm) LongTermTextQuery(phrases [][]string, prefix string) (string, []any) {
+	return s.textQuery(ltdriver.Search{Phrases: phrases, Prefix: prefix, Limit: 10, Candidates: 10}, TSQuery(phrases))
 }

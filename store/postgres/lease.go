@@ -223,7 +223,8 @@ const maxFencedAttempts = 4
 // UPDATE also requires the lease's token, so the check and the write are
 // one atomic step under the session's row lock.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
+	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
 		return err
 	}
 	seqs, envs, err := encodeAll(events)

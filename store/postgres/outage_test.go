@@ -13,98 +13,45 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fault"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/fault"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
-// wantOutage fails the test unless err is an outage that wraps
-// cairn.ErrUnavailable.
-func wantOutage(t *testing.T, what string, err error) {
-	t.Helper()
-	if !cairn.IsUnavailable(err) || !errors.Is(err, cairn.ErrUnavailable) {
-		t.Errorf("%s: got %v (%T), want an outage (cairn.IsUnavailable, wrapping cairn.ErrUnavailable)", what, err, errors.Unwrap(err))
-	}
-}
-
-// wantAnswer fails the test unless err is an error that is not an outage.
-func wantAnswer(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil || cairn.IsUnavailable(err) {
-		t.Errorf("%s: got %v, want an error that is not an outage", what, err)
-	}
-}
-
-// appendLoad appends the next event to session id and loads it, each
-// within d, and returns their errors.
-func appendLoad(t *testing.T, s cairn.Store, id string, last int64, d time.Duration) (appendErr, loadErr error) {
-	t.Helper()
-	appendErr = testenv.Bounded(t, d, "Append", func(ctx context.Context) error {
-		return s.Append(ctx, id, last, storetest.Custom(last+1, "during the outage"))
-	})
-	loadErr = testenv.Bounded(t, d, "Load", func(ctx context.Context) error {
-		_, err := s.Load(ctx, id, 0)
-		return err
-	})
-	return appendErr, loadErr
-}
-
 func TestOpen_NothingListens(t *testing.T) {
 	_, err := postgres.Open(t.Context(), "postgres://postgres@"+testenv.FreeAddr(t)+"/test?sslmode=disable", cairn.StoreOptions{})
-	wantOutage(t, "Open of a port where nothing listens", err)
+	fault.WantOutage(t, "Open of a port where nothing listens", err)
 }
 
 // TestStore_OutageCut cuts the network between the store and the server:
 // every call fails as an outage, and once the network is back the same
 // append goes through once (or is found already done).
 func TestStore_OutageCut(t *testing.T) {
-	p := fault.StartProxy(t, dsn(t))
-	ns := "t_" + testenv.RandHex(6)
-	dropSchemaLater(t, ns)
-	s, err := postgres.Open(t.Context(), p.URL(dsn(t)), cairn.StoreOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "cut"}); err != nil {
-		t.Fatal(err)
-	}
-	p.Cut()
-	appendErr, loadErr := appendLoad(t, s, "cut", 0, 5*time.Second)
-	wantOutage(t, "Append while cut", appendErr)
-	wantOutage(t, "Load while cut", loadErr)
-	_, err = s.List(t.Context(), cairn.ListOptions{})
-	wantOutage(t, "List while cut", err)
-	p.Heal()
-	if err := s.Append(t.Context(), "cut", 0, storetest.Custom(1, "during the outage")); err != nil {
-		t.Fatalf("Append after the network came back: %v", err)
-	}
-	if rec, err := s.Load(t.Context(), "cut", 0); err != nil || len(rec.Events) != 1 {
-		t.Fatalf("Load after the network came back: %v, want 1 event", err)
-	}
+	s, p, _ := proxiedStore(t)
+	fault.CheckCut(t, s, p, 5*time.Second)
 }
 
 // TestStore_OutageStall holds every byte between the store and the
 // server: each call returns with its context, as an outage.
 func TestStore_OutageStall(t *testing.T) {
-	p := fault.StartProxy(t, dsn(t))
-	ns := "t_" + testenv.RandHex(6)
+	s, p, _ := proxiedStore(t)
+	fault.CheckStall(t, s, p)
+}
+
+// proxiedStore opens a store of a new namespace, ns, on the test server
+// through a fault proxy.
+func proxiedStore(t *testing.T) (s *postgres.Store, p *fault.Proxy, ns string) {
+	t.Helper()
+	p = fault.StartProxy(t, dsn(t))
+	ns = "t_" + testenv.RandHex(6)
 	dropSchemaLater(t, ns)
 	s, err := postgres.Open(t.Context(), p.URL(dsn(t)), cairn.StoreOptions{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "stall"}); err != nil {
-		t.Fatal(err)
-	}
-	p.Stall(0)
-	appendErr, loadErr := appendLoad(t, s, "stall", 0, 300*time.Millisecond)
-	wantOutage(t, "Append while stalled", appendErr)
-	wantOutage(t, "Load while stalled", loadErr)
-	p.Cut() // drop what the stall held
-	p.Heal()
+	return s, p, ns
 }
 
 // TestStore_OutageTerminated terminates the store's connection on the
@@ -146,13 +93,13 @@ func TestStore_OutageTerminated(t *testing.T) {
 	}
 	terminate()
 	err = s.Append(t.Context(), "term", 0, storetest.Custom(1, "a"))
-	wantOutage(t, "Append on a terminated connection", err)
+	fault.WantOutage(t, "Append on a terminated connection", err)
 	if err := s.Append(t.Context(), "term", 0, storetest.Custom(1, "a")); err != nil {
 		t.Fatalf("Append again, on a new connection: %v", err)
 	}
 	terminate()
 	_, err = s.Load(t.Context(), "term", 0)
-	wantOutage(t, "Load on a terminated connection", err)
+	fault.WantOutage(t, "Load on a terminated connection", err)
 	if rec, err := s.Load(t.Context(), "term", 0); err != nil || len(rec.Events) != 1 {
 		t.Fatalf("Load again: %v, want the 1 event", err)
 	}
@@ -177,7 +124,7 @@ func TestStore_NotOutages(t *testing.T) {
 		dropSchemaLater(t, ns)
 		_, err = postgres.Open(t.Context(), fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", role, cfg.Host, cfg.Port, cfg.Database),
 			cairn.StoreOptions{Namespace: ns})
-		wantAnswer(t, "Open by a role that may not create the schema", err)
+		fault.WantAnswer(t, "Open by a role that may not create the schema", err)
 		if err == nil || !strings.Contains(err.Error(), "42501") {
 			t.Errorf("Open by a role without privileges: %v, want SQLSTATE 42501", err)
 		}
@@ -192,7 +139,7 @@ func TestStore_NotOutages(t *testing.T) {
 			fmt.Sprintf("postgres://cairn_no_such_role_%s@%s:%d/%s?sslmode=disable", testenv.RandHex(6), cfg.Host, cfg.Port, cfg.Database),
 		} {
 			_, err := postgres.Open(t.Context(), u, cairn.StoreOptions{})
-			wantAnswer(t, "Open of "+u, err)
+			fault.WantAnswer(t, "Open of "+u, err)
 		}
 	})
 	t.Run("undefined table", func(t *testing.T) {
@@ -203,9 +150,9 @@ func TestStore_NotOutages(t *testing.T) {
 		if _, err := adminPool(t).Exec(t.Context(), "DROP TABLE "+pgx.Identifier{s.Schema(), "events"}.Sanitize()); err != nil {
 			t.Fatal(err)
 		}
-		appendErr, loadErr := appendLoad(t, s, "x", 0, time.Minute)
-		wantAnswer(t, "Append without an events table", appendErr)
-		wantAnswer(t, "Load without an events table", loadErr)
+		appendErr, loadErr := fault.AppendLoad(t, s, "x", 0, time.Minute)
+		fault.WantAnswer(t, "Append without an events table", appendErr)
+		fault.WantAnswer(t, "Load without an events table", loadErr)
 	})
 	t.Run("check violation", func(t *testing.T) {
 		s := open(t, cairn.StoreOptions{})
@@ -217,7 +164,7 @@ func TestStore_NotOutages(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := s.Append(t.Context(), "x", 0, storetest.Custom(1, "too long for the constraint"))
-		wantAnswer(t, "Append refused by a CHECK constraint", err)
+		fault.WantAnswer(t, "Append refused by a CHECK constraint", err)
 		if errors.Is(err, cairn.ErrConflict) || errors.Is(err, cairn.ErrNotFound) {
 			t.Errorf("Append refused by a CHECK constraint: %v, want the server's error, not a contract error", err)
 		}
@@ -259,14 +206,7 @@ func TestTranslate_Codes(t *testing.T) {
 // answers ErrNotFound (it takes effect before the Create), never "held",
 // which a takeover never is.
 func TestStore_TakeoverBeforeCreate(t *testing.T) {
-	p := fault.StartProxy(t, dsn(t))
-	ns := "t_" + testenv.RandHex(6)
-	dropSchemaLater(t, ns)
-	s, err := postgres.Open(t.Context(), p.URL(dsn(t)), cairn.StoreOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, p, ns := proxiedStore(t)
 	direct := open(t, cairn.StoreOptions{Namespace: ns})
 	ctx := t.Context()
 	// Warm the connection up: pgx prepares a statement the first time a

@@ -61,20 +61,9 @@ const DefaultPoolSize = 8
 // naming the server's address (never the password) when the server cannot
 // be reached.
 func Open(ctx context.Context, dsn string, opts cairn.StoreOptions) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, cfg, err := newPool(ctx, dsn)
 	if err != nil {
-		// pgx's parse errors already hide the password.
-		return nil, fmt.Errorf("open postgres store: %w", err)
-	}
-	if !setsPoolSize(dsn) {
-		cfg.MaxConns = max(cfg.MaxConns, DefaultPoolSize)
-	}
-	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "cairn"
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open postgres store at %s: %w", address(cfg), err)
+		return nil, err
 	}
 	s, err := New(ctx, pool, opts)
 	if err != nil {
@@ -86,6 +75,27 @@ func Open(ctx context.Context, dsn string, opts cairn.StoreOptions) (*Store, err
 	}
 	s.ownPool = true
 	return s, nil
+}
+
+// newPool makes the pool Open and OpenLongTerm use: at most
+// pool_max_conns connections, or DefaultPoolSize.
+func newPool(ctx context.Context, dsn string) (*pgxpool.Pool, *pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors already hide the password.
+		return nil, nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	if !setsPoolSize(dsn) {
+		cfg.MaxConns = max(cfg.MaxConns, DefaultPoolSize)
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "cairn"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open postgres store at %s: %w", address(cfg), err)
+	}
+	return pool, cfg, nil
 }
 
 // New returns a store on a pool the caller made and keeps: Close leaves the

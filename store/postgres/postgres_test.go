@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -31,6 +31,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	testenv.Examples(envDSN, "DATABASE_URL")
 	code := m.Run()
 	if admin != nil {
 		admin.Close()
@@ -106,6 +107,13 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			return envs
+		},
+		DeleteEvent: func(t *testing.T, s cairn.Store, id string, seq int64) {
+			q := "DELETE FROM " + pgx.Identifier{s.(*postgres.Store).Schema(), "events"}.Sanitize() + " WHERE session_id = $1 AND seq = $2"
+			tag, err := adminPool(t).Exec(t.Context(), q, id, seq)
+			if err != nil || tag.RowsAffected() != 1 {
+				t.Fatalf("delete the event of seq %d: %v, %d deleted", seq, err, tag.RowsAffected())
+			}
 		}}
 	storetest.Run(t, abilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return open(t, opts)

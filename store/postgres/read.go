@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,14 +70,14 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, id string, from int64) (*ca
 		e, ok := driver.ParseEnvelope(env)
 		if !ok {
 			if err := json.Unmarshal(env, &e); err != nil {
-				return nil, fmt.Errorf("event seq %d: stored envelope does not decode: %w", seq, err)
+				return nil, s.damaged(id, seq, "the stored envelope does not decode: "+err.Error())
 			}
 		}
 		switch {
 		case seq != want:
-			return nil, fmt.Errorf("stored events jump to seq %d where %d comes next", seq, want)
+			return nil, s.damaged(id, want, fmt.Sprintf("the event of seq %d is missing: the stored events jump to seq %d", want, seq))
 		case e.Seq != seq:
-			return nil, fmt.Errorf("event row seq %d holds an envelope of seq %d", seq, e.Seq)
+			return nil, s.damaged(id, seq, fmt.Sprintf("the row holds an envelope of seq %d", e.Seq))
 		}
 		evs = append(evs, e)
 	}
@@ -84,9 +85,16 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, id string, from int64) (*ca
 		return nil, err
 	}
 	if n := int64(len(evs)); n != max(info.LastSeq-from+1, 0) {
-		return nil, fmt.Errorf("%d events stored from seq %d, the session's last seq is %d", n, from, info.LastSeq)
+		return nil, s.damaged(id, from+n, fmt.Sprintf("%d events are stored from seq %d, and the session's last seq is %d", n, from, info.LastSeq))
 	}
 	return &cairn.Record{Info: info, Events: evs}, nil
+}
+
+// damaged is the damage of session id's events found at seq: a row
+// missing, or one that is not the event of its seq. Only something other
+// than the store deletes or changes event rows.
+func (s *Store) damaged(id string, seq int64, msg string) *driver.DamagedError {
+	return &driver.DamagedError{Session: id, Where: fmt.Sprintf("%s.events, seq %d", s.schema, seq), Msg: msg}
 }
 
 // infoColumns are the columns scanInfo reads, in order.
@@ -156,27 +164,10 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 
 // listQuery builds the SELECT of one List page: one row more than the page
 // size, to know whether another page follows; an empty query for a List
-// that matches nothing without asking. The indexes that serve it:
-//
-//   - labels: the first label's (by key) range of session_labels_order_idx,
-//     in List order, each session by its key, the other filters checked
-//     on it, stopped once the page is full; a label no session has is an
-//     empty range. The other labels are semi-joins on session_labels,
-//     which the planner drives from instead (and sorts) when its
-//     statistics say one of them is rarer;
-//   - a prefix: a range of the primary key (id >= prefix AND id < the
-//     prefix with its last byte incremented; the IDs' collation is "C", so
-//     bytewise);
-//   - one status: sessions_status_idx, already in List order;
-//   - several statuses: one such walk per status, each stopped after a
-//     page, merged (Merge Append). status = ANY(…) would read every
-//     session of those statuses and sort them when one of them is common,
-//     or walk sessions_updated_idx past every session of the others when
-//     they are rare;
-//   - otherwise sessions_updated_idx, in List order.
-//
-// Between a prefix and a walk in List order (of the sessions or of a
-// label) the planner chooses by the tables' statistics.
+// that matches nothing without asking. A label walks session_labels_order_idx,
+// a prefix a range of the primary key, one status sessions_status_idx,
+// several statuses one such walk each, merged, and no filter
+// sessions_updated_idx; why each: docs/STORES.md, "The PostgreSQL store", List.
 func (s *Store) listQuery(opts cairn.ListOptions) (string, []any, error) {
 	// Times go as text (the query is not prepared), which PostgreSQL
 	// rounds to the microsecond: they are cut to it here instead.
@@ -265,4 +256,13 @@ func ceilMicro(t time.Time) time.Time {
 		return t
 	}
 	return t.Truncate(time.Microsecond).Add(time.Microsecond)
+}
+
+// Stat implements cairn.Store: Load's info, with no event read.
+func (s *Store) Stat(ctx context.Context, id string) (*cairn.SessionInfo, error) {
+	rec, err := s.Load(ctx, id, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	return &rec.Info, nil
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -218,35 +218,15 @@ func TestStore_TwoPools(t *testing.T) {
 	if err := a.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
 		t.Fatal(err)
 	}
+	stores := []*postgres.Store{a, b}
 	var winners []string
 	for round := range rounds {
 		expect := int64(round)
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			won  []string
-			errs []error
-		)
-		start := make(chan struct{})
-		for i, s := range []*postgres.Store{a, b} {
-			for w := range perStore {
-				tag := fmt.Sprintf("r%d-s%d-w%d", round, i, w)
-				wg.Go(func() {
-					<-start
-					err := s.Append(t.Context(), id, expect, storetest.Custom(expect+1, tag))
-					mu.Lock()
-					defer mu.Unlock()
-					switch {
-					case err == nil:
-						won = append(won, tag)
-					case !errors.Is(err, cairn.ErrConflict):
-						errs = append(errs, err)
-					}
-				})
-			}
-		}
-		close(start)
-		wg.Wait()
+		won, errs := storetest.Race(len(stores)*perStore, cairn.ErrConflict, func(w int) (string, error) {
+			i := w / perStore
+			tag := fmt.Sprintf("r%d-s%d-w%d", round, i, w%perStore)
+			return tag, stores[i].Append(t.Context(), id, expect, storetest.Custom(expect+1, tag))
+		})
 		if len(errs) > 0 {
 			t.Fatalf("round %d: errors other than ErrConflict: %v", round, errs)
 		}

@@ -60,7 +60,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // an INSERT of the events fed by that UPDATE. Its cost does not depend on
 // how long the history is.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
+	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
 		return err
 	}
 	seqs, envs, err := encodeAll(events)

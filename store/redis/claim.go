@@ -102,50 +102,13 @@ index(KEYS[2], micros(cur[4]), ARGV[2], ARGV[3], '0')
 return 1
 `)
 
-// ClaimNext implements cairn.Claimer.
-//
-// Claims on a single server use the claim set, cairn:<ns>:claimable: a
-// sorted set of the sessions whose status is new, running or interrupted,
-// scored by their creation time in Unix microseconds, so that its order is
-// the order of ClaimNext (oldest first, then by ID). The scripts keep it in
-// step in the same atomic step as the session: createScript adds, an
-// append that moves the status into or out of those three adds or removes
-// (other appends do not touch it), removeScript removes. Entries of
-// sessions that expired, or whose keys Redis deleted on their TTL, are
-// dropped by the claim that meets them.
-//
-// The member "" (score -inf) marks the set as complete. A set without it
-// was never built (its sessions were written by a version of the store
-// without claim sets), or expired with the namespace's TTL and was made
-// again by a later write: the claim script answers "REBUILD" and the
-// store fills the set from the namespace index (every live claimable
-// session) before it adds the marker.
-//
-// claimScript reaches each session's meta through a key it builds from the
-// ID it reads in the set, not one passed in KEYS. Redis allows that on a
-// single server, to a script without a shebang line, and replicates the
-// script's effects (Redis 7 always does), so replicas and the AOF see
-// plain writes of the keys it touched; Redis Cluster refuses it, and some
-// proxies and managed services that enforce declared keys refuse it too.
-// A split store (Cluster, Ring) keeps no claim set and claims by listing.
-//
-// On a single server it is one atomic step: claimScript walks the claim
-// set oldest first and leases the first session that matches, in the
-// server, without reading the namespace's other sessions. Only when many
-// claimable sessions in front fail the filter (other labels) does one
-// claim take several runs of the script, each atomic, each going on where
-// the last stopped. The first claim in a namespace whose sessions were
-// written without a claim set builds it from the index first (one pass).
-//
-// The claim set holds the statuses a worker takes (new, running,
-// interrupted). A filter with another status, or none, and every claim of
-// a split store (Redis Cluster, Ring, where a script cannot reach sessions
-// in other slots) fall back to listing the matching sessions, oldest
-// first, and trying Acquire on each: correct, since Acquire is atomic, but
-// not one step, and its cost grows with the number of matching sessions.
-//
-// Only the filter's Status and Labels count; time bounds and paging are
-// ignored.
+// ClaimNext implements cairn.Claimer. On a single server, for the
+// statuses new, running and interrupted, it is one script over the claim
+// set (cairn:<ns>:claimable), oldest first; a namespace without a complete
+// claim set has it built from the index first. Other filters, and every
+// claim on Redis Cluster or Ring, list the matching sessions and try
+// Acquire on each. Only the filter's Status and Labels count. How the
+// claim set is kept: docs/STORES.md, "The Redis store", Claims.
 func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Lease("claim", holder, ttl); err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -17,7 +17,7 @@ var queue, workerFilter = storetest.Queue, storetest.WorkerFilter
 // Events that move a session's status, one at a time.
 var (
 	runStarted  = cairn.MustEvent(cairn.KindRunStarted, "r", cairn.RunStarted{RunID: "r", Agent: "tester", Model: "offline"})
-	runFinished = cairn.MustEvent(cairn.KindRunFinished, "r", cairn.RunFinished{Status: cairn.RunCompleted, Output: "done"})
+	runFinished = cairn.MustEvent(cairn.KindRunFinished, "r", cairn.RunFinished{Status: cairn.StatusCompleted, Output: "done"})
 	runStopped  = cairn.MustEvent(cairn.KindRunInterrupted, "r", cairn.RunInterrupted{Reason: cairn.InterruptCancelled})
 	runApproval = cairn.MustEvent(cairn.KindRunInterrupted, "r", cairn.RunInterrupted{Reason: cairn.InterruptApproval})
 )

@@ -162,27 +162,12 @@ func pauseFor(ctx context.Context, d time.Duration) bool {
 
 // change runs do, a script that changes the store, sent again only while
 // it fails before reaching Redis. When it fails in a way that may have
-// left it applied, probe asks for the evidence, up to maxRetries times:
-// found, its answer is the call's; not found, the call's outcome is
-// unknown (an error wrapping cairn.ErrUnavailable).
-//
-// The store sends its calls again after an outage itself, rather than
-// letting go-redis do it (ParseURL turns go-redis's own retries off): a
-// script whose reply was lost may have been applied, and a try that
-// follows cannot know it. Its answer (the session already exists, is gone,
-// has moved on, the lease is no longer the caller's) may be the first
-// try's own doing, and would tell the caller that nothing happened when
-// something did; and applied again, it would do twice what was asked once
-// (delete a session created since, say).
-//
-// So a read is sent again after an outage (retry), as a write that surely
-// did not reach Redis (no connection, or a server that refused to serve
-// it); a write whose reply was lost is never sent again (change): the
-// store asks Redis instead for the evidence that it was applied (probe):
-// its events at their seqs, or its nonce noted by the script with its
-// answer (see callHelpers). With the evidence, the call's answer is the
-// first try's; without it, whether the call took effect is unknown, and
-// the error wraps cairn.ErrUnavailable.
+// left it applied, probe asks for the evidence (its events at their seqs,
+// or its nonce noted by the script with its answer: see callHelpers), up
+// to maxRetries times: found, its answer is the call's; not found, the
+// call's outcome is unknown (an error wrapping cairn.ErrUnavailable). Why
+// such a write is never sent again: docs/STORES.md, "The Redis store",
+// Calls whose reply is lost.
 func change[T any](ctx context.Context, do func(context.Context) (T, error), probe func(context.Context) (T, bool, error)) (T, error) {
 	var zero T
 	v, err := again(ctx, do, func(err error) bool { return !mayHaveApplied(err) })

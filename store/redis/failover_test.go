@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/rediscluster"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/rediscluster"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 )
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -135,7 +136,7 @@ const fencedAppendArgs = appendArgs + 2
 //
 //	KEYS: meta, events[, index, claims]
 //	ARGV: appendScript's twelve, token, nonce, event...
-//	returns "OK", "DONE", "NOTFOUND", "LOST" or "CONFLICT"
+//	returns "OK", "DONE", "NOTFOUND", "LOST", "CONFLICT" or "DAMAGED n"
 var fencedAppendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + advanceHelpers + retryHelpers + leaseFence + callHelpers + `
 local bad, cur = fence(ARGV[1], ARGV[13])
 if bad == 'LOST' and seen(ARGV[14]) then return 'DONE' end
@@ -144,6 +145,8 @@ if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
   if retried(cur[2], ARGV[4], ARGV[5], 15) then return 'DONE' end
   return 'CONFLICT'
 end
+local damaged = unheld(cur[2])
+if damaged then return damaged end
 note(ARGV[14], 'OK')
 for i = 15, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
@@ -158,26 +161,11 @@ return 'OK'
 
 const replyLost = "LOST"
 
-// Acquire implements cairn.Leaser.
-//
-// A session's lease lives in its meta hash (lease_holder, lease_token,
-// lease_expires), so it shares the session's hash slot, expires with it
-// and is deleted with it. Every lease change and every fenced append is one
-// script, so the check and the write are one atomic step.
-//
-// The token is the larger of the previous token plus one and the server's
-// TIME in microseconds: it grows for a session, and a session deleted and
-// created again starts above every token its earlier self handed out
-// (unless the server's clock jumps back), without a key outside the slot.
-//
-// A lease call or a fenced append whose reply is lost may be sent again
-// with the same arguments (by the store itself, after an outage). The first try may have
-// changed what the second checks (the lease released, or taken over after
-// a fenced append went through), so each call carries a random nonce, and
-// the scripts note, in the meta's "calls" field, the nonces of the last
-// few calls they applied with what they answered. A try whose nonce is
-// noted is answered as the first was: the call took effect once, when the
-// lease was the caller's.
+// Acquire implements cairn.Leaser. The lease is three fields of the
+// session's meta hash, changed by one script per call; its token is the
+// larger of the last one plus one and the server's TIME in microseconds.
+// A call whose reply is lost is answered from the nonce its script noted
+// (docs/STORES.md, "The Redis store", Leases).
 func (s *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (_ cairn.Lease, err error) {
 	defer unavailable(&err)
 	return s.acquire(ctx, id, holder, ttl, false)
@@ -364,7 +352,7 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (_ map[string]c
 // free lease has no holder.
 func readLease(id string, vals []any, now time.Time) (lease cairn.Lease, live bool, err error) {
 	str := func(i int) string { v, _ := vals[i].(string); return v }
-	if len(vals) != len(leaseFields) || vals[1] == nil || cairn.Expired(fromNanos(str(0)), now) {
+	if len(vals) != len(leaseFields) || vals[1] == nil || driver.Expired(fromNanos(str(0)), now) {
 		return cairn.Lease{}, false, nil
 	}
 	exp := fromNanos(str(4))
@@ -382,7 +370,8 @@ func readLease(id string, vals []any, now time.Time) (lease cairn.Lease, live bo
 // does what Append's script does.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
+	events, err = s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
 		return err
 	}
 	tok := token(lease.Token)
@@ -420,6 +409,8 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		return fmt.Errorf("append %s at seq %d: %w", id, expectSeq, cairn.ErrConflict)
 	case err == nil && res == replyDone:
 		return nil // a retry: nothing written, nothing to index
+	case err == nil && strings.HasPrefix(res, replyDamaged):
+		return fmt.Errorf("append %s: %w", id, s.unheld(id, expectSeq, res))
 	}
 	if err := leaseReply("append", id, res, err); err != nil {
 		return err

@@ -17,28 +17,11 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fault"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/fault"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
-
-// wantOutage fails the test unless err is an outage that wraps
-// cairn.ErrUnavailable.
-func wantOutage(t *testing.T, what string, err error) {
-	t.Helper()
-	if !cairn.IsUnavailable(err) || !errors.Is(err, cairn.ErrUnavailable) {
-		t.Errorf("%s: got %v, want an outage (cairn.IsUnavailable, wrapping cairn.ErrUnavailable)", what, err)
-	}
-}
-
-// wantAnswer fails the test unless err is an error that is not an outage.
-func wantAnswer(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil || cairn.IsUnavailable(err) {
-		t.Errorf("%s: got %v, want an error that is not an outage", what, err)
-	}
-}
 
 // openURL opens a store on rawURL in a namespace of the test's own.
 func openURL(t *testing.T, rawURL string) *redis.Store {
@@ -53,22 +36,9 @@ func openURL(t *testing.T, rawURL string) *redis.Store {
 	return s
 }
 
-// appendLoad appends seq last+1 to session id and loads it, each within d.
-func appendLoad(t *testing.T, s cairn.Store, id string, last int64, d time.Duration) (appendErr, loadErr error) {
-	t.Helper()
-	appendErr = testenv.Bounded(t, d, "Append", func(ctx context.Context) error {
-		return s.Append(ctx, id, last, storetest.Custom(last+1, "during the outage"))
-	})
-	loadErr = testenv.Bounded(t, d, "Load", func(ctx context.Context) error {
-		_, err := s.Load(ctx, id, 0)
-		return err
-	})
-	return appendErr, loadErr
-}
-
 func TestOpen_NothingListens(t *testing.T) {
 	_, err := redis.Open(t.Context(), "redis://"+testenv.FreeAddr(t)+"/0", cairn.StoreOptions{})
-	wantOutage(t, "Open of a port where nothing listens", err)
+	fault.WantOutage(t, "Open of a port where nothing listens", err)
 }
 
 // TestStore_OutageCut resets every connection to the server and refuses
@@ -76,23 +46,7 @@ func TestOpen_NothingListens(t *testing.T) {
 // same append goes through once.
 func TestStore_OutageCut(t *testing.T) {
 	p := fault.StartProxy(t, testURL(t))
-	s := openURL(t, p.URL(testURL(t)))
-	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "cut"}); err != nil {
-		t.Fatal(err)
-	}
-	p.Cut()
-	appendErr, loadErr := appendLoad(t, s, "cut", 0, 10*time.Second)
-	wantOutage(t, "Append while cut", appendErr)
-	wantOutage(t, "Load while cut", loadErr)
-	_, err := s.List(t.Context(), cairn.ListOptions{})
-	wantOutage(t, "List while cut", err)
-	p.Heal()
-	if err := s.Append(t.Context(), "cut", 0, storetest.Custom(1, "during the outage")); err != nil {
-		t.Fatalf("Append after the network came back: %v", err)
-	}
-	if rec, err := s.Load(t.Context(), "cut", 0); err != nil || len(rec.Events) != 1 {
-		t.Fatalf("Load after the network came back: %v, want 1 event", err)
-	}
+	fault.CheckCut(t, openURL(t, p.URL(testURL(t))), p, 10*time.Second)
 }
 
 // TestStore_OutageStall holds every byte between the store and the
@@ -100,16 +54,7 @@ func TestStore_OutageCut(t *testing.T) {
 // call still returns with its context, as an outage.
 func TestStore_OutageStall(t *testing.T) {
 	p := fault.StartProxy(t, testURL(t))
-	s := openURL(t, fault.WithQuery(fault.WithQuery(p.URL(testURL(t)), "read_timeout", "60s"), "write_timeout", "60s"))
-	if err := s.Create(t.Context(), cairn.SessionMeta{ID: "stall"}); err != nil {
-		t.Fatal(err)
-	}
-	p.Stall(0)
-	appendErr, loadErr := appendLoad(t, s, "stall", 0, 300*time.Millisecond)
-	wantOutage(t, "Append while stalled", appendErr)
-	wantOutage(t, "Load while stalled", loadErr)
-	p.Cut() // drop what the stall held
-	p.Heal()
+	fault.CheckStall(t, openURL(t, fault.WithQuery(fault.WithQuery(p.URL(testURL(t)), "read_timeout", "60s"), "write_timeout", "60s")), p)
 }
 
 // killClients kills the server's connections of clients named name, as
@@ -184,7 +129,7 @@ func TestStore_OutageClientKill(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // until the store's connection is there to kill
 	}
 	p.Release()
-	wantOutage(t, "Append whose connection the server killed", <-done)
+	fault.WantOutage(t, "Append whose connection the server killed", <-done)
 	rec, err := s.Load(t.Context(), "kill", 0)
 	if err != nil {
 		t.Fatalf("Load after the kill: %v", err)
@@ -206,9 +151,9 @@ func TestStore_NotOutages(t *testing.T) {
 		if err := adminClient(t).Set(t.Context(), redis.EventsKey(s, "x"), "not a list", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		appendErr, loadErr := appendLoad(t, s, "x", 0, time.Minute)
-		wantAnswer(t, "Append to a session whose events key is a string", appendErr)
-		wantAnswer(t, "Load of a session whose events key is a string", loadErr)
+		appendErr, loadErr := fault.AppendLoad(t, s, "x", 0, time.Minute)
+		fault.WantAnswer(t, "Append to a session whose events key is a string", appendErr)
+		fault.WantAnswer(t, "Load of a session whose events key is a string", loadErr)
 	})
 	t.Run("out of memory", func(t *testing.T) {
 		addr := privateServer(t)
@@ -222,7 +167,7 @@ func TestStore_NotOutages(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := s.Append(t.Context(), "x", 0, storetest.Custom(1, "a"))
-		wantAnswer(t, "Append to a server past its maxmemory", err)
+		fault.WantAnswer(t, "Append to a server past its maxmemory", err)
 		if err == nil || !strings.Contains(err.Error(), "OOM") {
 			t.Errorf("Append to a server past its maxmemory: %v, want the server's OOM answer", err)
 		}
@@ -290,12 +235,12 @@ func TestStore_ServerCannotServe(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			appendErr, loadErr := appendLoad(t, s, "x", 0, 30*time.Second)
+			appendErr, loadErr := fault.AppendLoad(t, s, "x", 0, 30*time.Second)
 			for what, err := range map[string]error{"Append": appendErr, "Load": loadErr} {
 				if c.outage {
-					wantOutage(t, what, err)
+					fault.WantOutage(t, what, err)
 				} else {
-					wantAnswer(t, what, err)
+					fault.WantAnswer(t, what, err)
 				}
 			}
 		})

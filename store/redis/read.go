@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -98,7 +99,7 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", id, err)
 	}
-	if m == nil || cairn.Expired(m.expires, s.opts.Now()) {
+	if m == nil || driver.Expired(m.expires, s.opts.Now()) {
 		return nil, fmt.Errorf("load %s: %w", id, cairn.ErrNotFound)
 	}
 	raw := evCmd.Val()
@@ -108,16 +109,30 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (_ *cairn.Re
 		// alias it.
 		b := []byte(r)
 		var ok bool
+		seq := from + int64(i)
 		if events[i], ok = driver.ParseEnvelope(b); !ok {
 			if err := json.Unmarshal(b, &events[i]); err != nil {
-				return nil, fmt.Errorf("load %s: event at seq %d: %w", id, from+int64(i), err)
+				return nil, fmt.Errorf("load %s: %w", id, s.damaged(id, seq, "the stored envelope does not decode: "+err.Error()))
 			}
 		}
-		if events[i].Seq != from+int64(i) {
-			return nil, fmt.Errorf("load %s: corrupt history: seq %d where %d belongs", id, events[i].Seq, from+int64(i))
+		if events[i].Seq != seq {
+			return nil, fmt.Errorf("load %s: %w", id, s.damaged(id, seq, fmt.Sprintf(
+				"the list holds the event of seq %d where seq %d belongs: events were removed or moved", events[i].Seq, seq)))
 		}
 	}
+	// A list that lost its last elements holds fewer events than the
+	// meta's last seq: a history cut short, not a shorter one.
+	if n, want := int64(len(raw)), max(m.info.LastSeq-from+1, 0); n != want {
+		return nil, fmt.Errorf("load %s: %w", id, s.damaged(id, from+n, fmt.Sprintf(
+			"the list holds %d events from seq %d, and the session's last seq is %d", n, from, m.info.LastSeq)))
+	}
 	return &cairn.Record{Info: m.info, Events: events}, nil
+}
+
+// damaged is the damage of session id's events list found at seq. Only
+// something other than the store removes or changes its elements.
+func (s *Store) damaged(id string, seq int64, msg string) *driver.DamagedError {
+	return &driver.DamagedError{Session: id, Where: fmt.Sprintf("%s, seq %d", s.eventsKey(id), seq), Msg: msg}
 }
 
 // List implements cairn.Store. Unfiltered, it walks the namespace index
@@ -262,7 +277,7 @@ func (l *lister) walk(ctx context.Context, key string) error {
 			return err
 		}
 		for i, m := range metas {
-			if m == nil || cairn.Expired(m.expires, l.now) {
+			if m == nil || driver.Expired(m.expires, l.now) {
 				l.prune[key] = append(l.prune[key], ids[i])
 				continue
 			}
@@ -328,7 +343,7 @@ func (l *lister) prefix(ctx context.Context) error {
 			return err
 		}
 		for i, m := range metas {
-			if m == nil || cairn.Expired(m.expires, l.now) {
+			if m == nil || driver.Expired(m.expires, l.now) {
 				l.prune[""] = append(l.prune[""], ids[i])
 				continue
 			}
@@ -400,4 +415,13 @@ func (s *Store) readMetas(ctx context.Context, ids []string) ([]*meta, error) {
 		out[i] = m
 	}
 	return out, nil
+}
+
+// Stat implements cairn.Store: Load's info, with no event read.
+func (s *Store) Stat(ctx context.Context, id string) (*cairn.SessionInfo, error) {
+	rec, err := s.Load(ctx, id, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	return &rec.Info, nil
 }

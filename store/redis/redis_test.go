@@ -10,8 +10,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/rediscluster"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/rediscluster"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -48,6 +48,7 @@ func adminClient(tb testing.TB) *goredis.Client {
 }
 
 func TestMain(m *testing.M) {
+	testenv.Examples(testenv.Redis, "REDIS_URL")
 	code := m.Run()
 	if admin != nil {
 		admin.Close()
@@ -112,6 +113,17 @@ var conformanceAbilities = storetest.Abilities{Leases: true, Claims: true, Sweep
 			envs[i] = []byte(r)
 		}
 		return envs
+	},
+	DeleteEvent: func(t *testing.T, s cairn.Store, id string, seq int64) {
+		// The element at the seq's position, replaced by a mark and the
+		// mark removed: LREM by value, as a person at redis-cli would.
+		key, c := redis.EventsKey(s.(*redis.Store), id), adminClient(t)
+		if err := c.LSet(t.Context(), key, seq-1, "deleted by the test").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.LRem(t.Context(), key, 1, "deleted by the test").Err(); err != nil {
+			t.Fatal(err)
+		}
 	}}
 
 func TestConformance(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Delete implements cairn.Store. One script deletes every key of the
@@ -151,7 +152,7 @@ func (s *Store) CountExpired(ctx context.Context) (_ int, err error) {
 		}
 		for _, c := range cmds {
 			v := c.Val()
-			if exp, _ := v[0].(string); v[1] != nil && cairn.Expired(fromNanos(exp), now) {
+			if exp, _ := v[0].(string); v[1] != nil && driver.Expired(fromNanos(exp), now) {
 				n++
 			}
 		}

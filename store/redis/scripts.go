@@ -94,6 +94,18 @@ end
 
 // retryHelpers is prepended to the append scripts.
 const retryHelpers = `
+-- unheld returns "DAMAGED n" when the events list holds n events where
+-- the session's last seq is last, false when it holds last. The store
+-- pushes events and moves last_seq in one script, so a list of another
+-- length lost elements, or gained some, by other hands (or by eviction):
+-- an append there would put its events at the wrong positions, over a
+-- gap. LLEN costs the same whatever the list's length.
+local function unheld(last)
+  local n = redis.call('LLEN', KEYS[2])
+  if n ~= tonumber(last) then return 'DAMAGED ' .. n end
+  return false
+end
+
 -- retried reports whether the session holds exactly the events
 -- ARGV[first], ARGV[first + 1], … at the seqs after expect, whether or
 -- not others follow them: the session's last seq cur_last is at least
@@ -203,11 +215,12 @@ const appendArgs = 12
 //	ARGV: now, expires_at, ttl, expect_seq, new_last_seq, steps_delta,
 //	      status ("" unchanged), has_message ("1"/"0"), first_message,
 //	      updated_at, id, score, event...
-//	returns "OK", "DONE", "NOTFOUND" or "CONFLICT"
+//	returns "OK", "DONE", "NOTFOUND", "CONFLICT" or "DAMAGED n"
 //
 // At a stale expected seq, an append whose events the session holds
 // exactly at their seqs (retried), followed by others or not, writes
-// nothing and returns "DONE".
+// nothing and returns "DONE". A session whose events list does not hold
+// as many events as its last seq says (see unheld) is not appended to.
 var appendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + advanceHelpers + retryHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status', 'labels', 'first_message', 'steps')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
@@ -215,6 +228,8 @@ if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
   if retried(cur[2], ARGV[4], ARGV[5], 13) then return 'DONE' end
   return 'CONFLICT'
 end
+local bad = unheld(cur[2])
+if bad then return bad end
 for i = 13, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end

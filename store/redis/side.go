@@ -15,31 +15,14 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// The side indexes serve what the namespace index (cairn:<ns>:sessions,
-// by updated time) cannot: ID prefixes, status and label filters, and the
-// sessions that have expired. Every one of their keys carries the hash tag
-// {cairn:<ns>:sessions}, the whole name of the namespace index, so all of
-// them share the index's Cluster slot and one script updates them with
-// the index:
-//
-//	<side>ids            sorted set, every score 0: the session IDs, in
-//	                     lexicographic order (ZRANGEBYLEX serves a
-//	                     prefix), and the marker "" once complete
-//	<side>expiry         sorted set: the IDs of the sessions that expire,
-//	                     scored by their expiry in Unix microseconds
-//	<side>status:<st>    sorted set: the sessions of status st, scored by
-//	                     their updated time as in the namespace index
-//	<side>label:<n>:<k>=<v>
-//	                     sorted set: the sessions carrying label k=v (n is
-//	                     the length of k), scored as above
-//
-// where <side> is cairn:<ns>:{cairn:<ns>:sessions}:.
-//
-// On a single server the session scripts keep them in the same atomic
-// step as the session (building the keys from the index's name, as the
-// claim script builds meta keys). A split store (Cluster, Ring) reads the
-// session's meta after each write and runs placeScript on the index's
-// slot, which updates the index and the side indexes together.
+// The side indexes (<side>ids, <side>expiry, <side>status:<st> and
+// <side>label:<len(k)>:<k>=<v>, where <side> is
+// cairn:<ns>:{cairn:<ns>:sessions}:) serve ID prefixes, status and label
+// filters and expiry. Their hash tag is the namespace index's name, so one
+// script updates them with the index: on a single server the session
+// scripts, in the same atomic step as the session; on a split store
+// (Cluster, Ring) placeScript, on the index's slot, after each write.
+// Key layout: docs/STORES.md, "The Redis store".
 
 // sideHelpers is prepended to the scripts that keep the side indexes.
 // It needs luaHelpers.

@@ -12,7 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -198,26 +198,7 @@ func TestStore_SweepInBatches(t *testing.T) {
 			ns := "t_" + testenv.RandHex(6)
 			s := m.open(t, cairn.StoreOptions{Namespace: ns, TTL: time.Hour, Now: clock.Now})
 			const expired, live = 350, 40
-			for i := range expired {
-				mustCreate(t, s, fmt.Sprintf("old-%d", i))
-			}
-			clock.Advance(30 * time.Minute)
-			for i := range live {
-				mustCreate(t, s, fmt.Sprintf("new-%d", i))
-			}
-			clock.Advance(45 * time.Minute)
-			if n, err := s.CountExpired(t.Context()); n != expired || err != nil {
-				t.Errorf("CountExpired = %d, %v; want %d", n, err, expired)
-			}
-			if n, err := s.Sweep(t.Context()); n != expired || err != nil {
-				t.Errorf("Sweep = %d, %v; want %d", n, err, expired)
-			}
-			if n, err := s.CountExpired(t.Context()); n != 0 || err != nil {
-				t.Errorf("CountExpired after Sweep = %d, %v; want 0", n, err)
-			}
-			if got := listIDs(t, s, cairn.ListOptions{Limit: 100}); len(got) != live {
-				t.Errorf("after Sweep %d sessions listed, want %d", len(got), live)
-			}
+			storetest.SweepMany(t, s, clock, expired, live)
 			if got := len(sessionKeys(t, ns)); got != live {
 				t.Errorf("after Sweep %d session keys, want %d (the live sessions' metas)", got, live)
 			}

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -243,32 +242,17 @@ func TestStore_TwoClientsRace(t *testing.T) {
 	a := openStore(t, cairn.StoreOptions{Namespace: ns})
 	b := openStore(t, cairn.StoreOptions{Namespace: ns})
 	mustCreate(t, a, "race")
+	stores := []*redis.Store{a, b}
 	for round := range rounds {
 		expect := int64(round)
-		var (
-			wg   sync.WaitGroup
-			errs [2]error
-		)
-		start := make(chan struct{})
-		for i, s := range []*redis.Store{a, b} {
-			wg.Go(func() {
-				<-start
-				errs[i] = s.Append(t.Context(), "race", expect, storetest.Custom(expect+1, fmt.Sprint(i)))
-			})
+		won, errs := storetest.Race(len(stores), cairn.ErrConflict, func(i int) (int, error) {
+			return i, stores[i].Append(t.Context(), "race", expect, storetest.Custom(expect+1, fmt.Sprint(i)))
+		})
+		if len(errs) > 0 {
+			t.Fatalf("round %d: got %v, want nil or ErrConflict", round, errs)
 		}
-		close(start)
-		wg.Wait()
-		wins := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				wins++
-			case !errors.Is(err, cairn.ErrConflict):
-				t.Fatalf("round %d: store %d: got %v, want nil or ErrConflict", round, i, err)
-			}
-		}
-		if wins != 1 {
-			t.Fatalf("round %d: %d winners (%v), want exactly 1", round, wins, errs)
+		if len(won) != 1 {
+			t.Fatalf("round %d: stores %v won, want exactly 1", round, won)
 		}
 	}
 	rec, err := b.Load(t.Context(), "race", 0)

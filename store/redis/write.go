@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
@@ -64,7 +65,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 // raises the session's score in the index.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
+	events, err = s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
 		return err
 	}
 	now := s.now()
@@ -104,6 +106,9 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	case replyConflict:
 		return fmt.Errorf("append %s at seq %d: %w", id, expectSeq, cairn.ErrConflict)
 	default:
+		if strings.HasPrefix(res, replyDamaged) {
+			return fmt.Errorf("append %s: %w", id, s.unheld(id, expectSeq, res))
+		}
 		return fmt.Errorf("append %s: unexpected script reply %q", id, res)
 	}
 	if s.split {
@@ -112,6 +117,18 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		}
 	}
 	return nil
+}
+
+// replyDamaged starts the append scripts' answer for a session whose
+// events list does not hold its last seq's number of events (unheld).
+const replyDamaged = "DAMAGED "
+
+// unheld is the damage of session id, at last seq last, whose append
+// script answered res ("DAMAGED n").
+func (s *Store) unheld(id string, last int64, res string) *driver.DamagedError {
+	return &driver.DamagedError{Session: id, Where: s.eventsKey(id), Msg: fmt.Sprintf(
+		"the list holds %s events, and the session's last seq is %d: events were removed or added by other hands; nothing is appended to it",
+		strings.TrimPrefix(res, replyDamaged), last)}
 }
 
 // encodeEvents returns the events' envelopes, for the script's arguments:

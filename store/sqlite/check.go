@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 var _ cairn.Checker = (*Store)(nil)
@@ -44,13 +45,13 @@ func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
 		}
 		rep.Sessions++
 		_, err := s.load(ctx, id, 1)
-		var d *cairn.DamagedError
+		var d *driver.DamagedError
 		switch {
 		case err == nil, errors.Is(err, cairn.ErrNotFound):
 			continue
 		case errors.As(err, &d):
 		case corrupt(err):
-			d = &cairn.DamagedError{Session: id, Where: s.path, Msg: describe(err)}
+			d = &driver.DamagedError{Session: id, Where: s.path, Msg: describe(err)}
 			s.damage.note(d)
 		default:
 			return nil, fmt.Errorf("check %s: session %s: %w", s.path, id, s.classify(err))

@@ -21,7 +21,7 @@ const sumLen = envsum.Len
 // caller reuses; the event's data is a copy of its own. sealed reports
 // whether the row had a checksum; a row without one is refused once the
 // session's rows had one (afterSealed). A row that fails is described in
-// the returned message, for a *cairn.DamagedError.
+// the returned message, for a *driver.DamagedError.
 func storedEvent(raw []byte, scratch *[]byte, afterSealed bool) (e cairn.Event, sealed bool, msg string) {
 	env := raw
 	sealed, f := envsum.Check(raw)

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -13,8 +12,7 @@ import (
 // TestConformance runs the store contract's suite. Every store a test opens
 // is on that test's one file, so that a second open is a reopen.
 func TestConformance(t *testing.T) {
-	var mu sync.Mutex
-	paths := map[*testing.T]string{}
+	path := storetest.PerTest(func(t *testing.T) string { return filepath.Join(t.TempDir(), "cairn.db") })
 	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true, Snapshots: true,
 		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
 			envs, err := sqlite.StoredEnvelopes(t.Context(), s.(*sqlite.Store), id)
@@ -22,16 +20,14 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			return envs
+		},
+		DeleteEvent: func(t *testing.T, s cairn.Store, id string, seq int64) {
+			if err := sqlite.DeleteEvent(t.Context(), s.(*sqlite.Store), id, seq); err != nil {
+				t.Fatal(err)
+			}
 		}}
 	storetest.Run(t, abilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
-		mu.Lock()
-		path, ok := paths[t]
-		if !ok {
-			path = filepath.Join(t.TempDir(), "cairn.db")
-			paths[t] = path
-		}
-		mu.Unlock()
-		s, err := sqlite.Open(t.Context(), path, sqlite.Options{StoreOptions: opts})
+		s, err := sqlite.Open(t.Context(), path(t), sqlite.Options{StoreOptions: opts})
 		if err != nil {
 			t.Fatal(err)
 		}

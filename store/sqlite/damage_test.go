@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/sqlite"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -63,9 +64,9 @@ func TestStore_FlippedByte(t *testing.T) {
 
 	s := openStore(t, path, cairn.StoreOptions{})
 	_, err := s.Load(t.Context(), "hit", 0)
-	d, ok := errors.AsType[*cairn.DamagedError](err)
+	d, ok := errors.AsType[*driver.DamagedError](err)
 	if !ok || !errors.Is(err, cairn.ErrDamaged) || d.Session != "hit" {
-		t.Fatalf("Load of the changed session: got %v, want a *cairn.DamagedError for hit", err)
+		t.Fatalf("Load of the changed session: got %v, want a *driver.DamagedError for hit", err)
 	}
 	if !strings.Contains(err.Error(), "seq 17") || !strings.Contains(err.Error(), "checksum") || cairn.IsUnavailable(err) {
 		t.Errorf("Load: %q, want the seq (17) and the checksum named, and not an outage", err)
@@ -115,8 +116,8 @@ func TestStore_CorruptPage(t *testing.T) {
 	if !errors.Is(err, cairn.ErrDamaged) || cairn.IsUnavailable(err) || !strings.Contains(err.Error(), "SQLITE_CORRUPT") {
 		t.Fatalf("Load of the session on the broken page: got %v, want ErrDamaged naming SQLITE_CORRUPT, not an outage", err)
 	}
-	if d, ok := errors.AsType[*cairn.DamagedError](err); !ok || d.Session != "hit" {
-		t.Errorf("Load: %v, want a *cairn.DamagedError for hit", err)
+	if d, ok := errors.AsType[*driver.DamagedError](err); !ok || d.Session != "hit" {
+		t.Errorf("Load: %v, want a *driver.DamagedError for hit", err)
 	}
 	err = s.Create(t.Context(), cairn.SessionMeta{ID: "new"})
 	if !errors.Is(err, cairn.ErrDamaged) || !strings.Contains(err.Error(), "writes nothing more") {

@@ -14,7 +14,7 @@ import (
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
-func openStore(t *testing.T, path string, opts cairn.StoreOptions) *sqlite.Store {
+func openStore(t testing.TB, path string, opts cairn.StoreOptions) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(t.Context(), path, sqlite.Options{StoreOptions: opts})
 	if err != nil {

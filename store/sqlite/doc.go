@@ -46,7 +46,10 @@
 //   - events, keyed by (namespace, session_id, seq): each event's JSON
 //     envelope {"v","seq","at","kind","run","data"}, with its data kept as
 //     it was appended, led by a checksum of itself (see Damage below).
-//     Load from a seq reads the range of this key from there.
+//     Load from a seq reads the range of this key from there. Triggers on
+//     it mark a session damaged in its row (status and damage) when one of
+//     its rows is deleted or changed from outside the store; migration
+//     0006 added them and the column.
 //   - snapshots, keyed by (namespace, session_id): the session's latest
 //     snapshot (cairn.Snapshotter), its seq and its bytes. PutSnapshot is
 //     one INSERT … SELECT from the live session's row … ON CONFLICT DO
@@ -56,6 +59,18 @@
 //
 // A namespace is a value of the namespace column: stores opened on one file
 // with different namespaces never see each other's sessions.
+//
+// # Long-term memory
+//
+// The same file holds long-term memory (package longterm): LongTerm, opened
+// by OpenLongTerm or longterm.Open with the same URL, keeps items in
+// longterm_items (a unique index on the namespace in path order and the
+// key), their texts in the FTS5 index longterm_text (ranked with bm25;
+// its content is the items table's, and secure-delete takes an erased
+// item's tokens out of its pages), their vectors as BLOBs compared in Go,
+// and the last version given in longterm_revision. Migration 0007 made
+// them. docs/MEMORY.md tells how a search runs and what an erasure
+// leaves.
 //
 // # A large store
 //
@@ -123,11 +138,23 @@
 // Each stored envelope starts with the CRC-32C of the rest:
 // {"crc32c":"1a2b3c4d","v":1,…}. Load checks every event it reads against
 // its checksum, and the seqs against the session's last seq; a session
-// that fails is damaged (a *cairn.DamagedError naming it and the seq),
+// that fails is damaged (a *driver.DamagedError naming it and the seq),
 // List shows it as cairn.StatusDamaged from then on, and nothing more is
 // appended to it. Events written before the checksum existed start with
 // {"v": and are read as before, unchecked; a version of cairn without the
 // checksum still reads the new ones.
+//
+// An event row deleted or changed from outside the store (the sqlite3
+// shell, another program) is recorded when it happens: the store only
+// inserts event rows, and erases a session's row before its events, so
+// triggers on the events table (migration 0006) mark the session of a row
+// deleted or updated while its row is there: status damaged, and a damage
+// column saying which seq and how. List, which reads the sessions table
+// alone, then shows the session as damaged in every process, under every
+// filter, before anything loads it; Load, Append and Check refuse it. An
+// append pays nothing for it; an erasure runs the trigger once for each
+// event it deletes, about 5 µs each (BenchmarkDelete). A gap made before the migration, or by a program that
+// dropped the triggers, is found by Load and Check as before.
 //
 // Every connection runs with cell_size_check on, so SQLite checks each
 // b-tree page as it reads it. Once SQLite answers SQLITE_CORRUPT or

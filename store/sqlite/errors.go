@@ -9,6 +9,7 @@ import (
 	sqlite "modernc.org/sqlite"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // SQLite's primary result codes that the store tells apart. An extended
@@ -79,7 +80,10 @@ func busy(err error) bool {
 // Every other error (a full disk, an I/O error, a permission refused, a
 // read-only file) is returned as SQLite reported it: none of them is an
 // outage, so cairn.IsUnavailable is false for them.
-func (s *Store) classify(err error) error {
+func (s *Store) classify(err error) error { return classifyAt(s.path, err) }
+
+// classifyAt is classify for the database file at path.
+func classifyAt(path string, err error) error {
 	code := sqliteCode(err)
 	if code == 0 {
 		return err
@@ -91,7 +95,7 @@ func (s *Store) classify(err error) error {
 	case busy(err):
 		return fmt.Errorf("%w: %w", cairn.ErrUnavailable, err)
 	case corrupt(err):
-		return &fileDamage{path: s.path, err: err}
+		return &fileDamage{path: path, err: err}
 	case code == constraintPK || code == constraintUQ:
 		return fmt.Errorf("%w: %w", cairn.ErrConflict, err)
 	}
@@ -118,8 +122,8 @@ func (e *fileDamage) Unwrap() []error { return []error{cairn.ErrDamaged, e.err} 
 // the same data, and Check finds all of it.
 type damage struct {
 	mu       sync.Mutex
-	file     error                          // the file is damaged: no more writes
-	sessions map[string]*cairn.DamagedError // damaged sessions, by ID
+	file     error                           // the file is damaged: no more writes
+	sessions map[string]*driver.DamagedError // damaged sessions, by ID
 }
 
 // noteFile records that the store met a damaged file, if err says so.
@@ -139,10 +143,10 @@ func (d *damage) setFile(err error) {
 }
 
 // note records a damaged session.
-func (d *damage) note(e *cairn.DamagedError) {
+func (d *damage) note(e *driver.DamagedError) {
 	d.mu.Lock()
 	if d.sessions == nil {
-		d.sessions = map[string]*cairn.DamagedError{}
+		d.sessions = map[string]*driver.DamagedError{}
 	}
 	d.sessions[e.Session] = e
 	d.mu.Unlock()
@@ -156,7 +160,7 @@ func (d *damage) forget(id string) {
 }
 
 // of returns the damage known of session id, nil if none.
-func (d *damage) of(id string) *cairn.DamagedError {
+func (d *damage) of(id string) *driver.DamagedError {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.sessions[id]
@@ -185,7 +189,7 @@ func (s *Store) fileWritable() error {
 	return nil
 }
 
-// writable is fileWritable, and the *cairn.DamagedError of session id
+// writable is fileWritable, and the *driver.DamagedError of session id
 // when the session is known to be damaged.
 func (s *Store) writable(id string) error {
 	if err := s.fileWritable(); err != nil {

@@ -1,6 +1,22 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"database/sql"
+)
+
+// DeleteEvent deletes the event row of seq of session id on a connection
+// of its own, as another program would (for storetest.Abilities.DeleteEvent).
+func DeleteEvent(ctx context.Context, s *Store, id string, seq int64) error {
+	db, err := sql.Open("sqlite", s.path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, `DELETE FROM events WHERE namespace = ? AND session_id = ? AND seq = ?`,
+		s.opts.Namespace, id, seq)
+	return err
+}
 
 // StoredEnvelopes returns the envelopes of session id as stored, without
 // their checksums (for storetest.Abilities.Envelopes).
@@ -23,4 +39,11 @@ func StoredEnvelopes(ctx context.Context, s *Store, id string) ([][]byte, error)
 		envs = append(envs, raw)
 	}
 	return envs, rows.Err()
+}
+
+// CheckTextIndex runs FTS5's integrity check of the long-term text index
+// against the items' texts.
+func CheckTextIndex(ctx context.Context, s *LongTerm) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO longterm_text (longterm_text, rank) VALUES ('integrity-check', 1)`)
+	return err
 }

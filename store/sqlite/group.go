@@ -199,8 +199,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) (wrote b
 }
 
 // whyNot tells why the head row of r's session did not move: ErrNotFound
-// for a missing or expired session, nil for a retried append (below), else
-// ErrConflict with the last seq. It reads inside r's transaction, which
+// for a missing or expired session, the *driver.DamagedError of a session
+// whose row records damage (migration 0006), nil for a retried append
+// (below), else ErrConflict with the last seq. It reads inside r's transaction, which
 // holds the database's write lock since the UPDATE: nothing can have
 // changed the session between the two.
 //
@@ -210,13 +211,18 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) (wrote b
 // of one whose reply was lost: it is done, and writes nothing. Only this
 // path, a conflict, reads those events back.
 func (s *Store) whyNot(ctx context.Context, tx *sql.Tx, r *appendReq, now time.Time) error {
-	var last, exp int64
-	err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, s.opts.Namespace, r.id).Scan(&last, &exp)
+	var (
+		last, exp int64
+		damage    string
+	)
+	err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, s.opts.Namespace, r.id).Scan(&last, &exp, &damage)
 	switch {
 	case errors.Is(err, sql.ErrNoRows) || err == nil && expired(exp, now):
 		return cairn.ErrNotFound
 	case err != nil:
 		return err
+	case damage != "":
+		return s.recorded(r.id, damage)
 	}
 	if r.expectSeq >= 0 && last >= r.expectSeq+int64(len(r.events)) {
 		same, err := s.holds(ctx, tx, r)

@@ -185,7 +185,8 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 // AppendFenced implements cairn.Leaser: in one transaction, the lease
 // check, then Append's own steps.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
+	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
 		return err
 	}
 	if err := s.writable(id); err != nil {

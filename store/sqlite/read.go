@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -18,7 +19,7 @@ import (
 // one read transaction on a reader connection, so they agree even while
 // another writer appends. Each event is checked against its checksum, and
 // the seqs against the session's last seq: a session that fails is
-// damaged (a *cairn.DamagedError), and stays so for this Store.
+// damaged (a *driver.DamagedError), and stays so for this Store.
 func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
 	if err := s.guard.Session(id); err != nil {
 		return nil, err
@@ -27,7 +28,7 @@ func (s *Store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Reco
 	if err != nil {
 		if corrupt(err) {
 			s.damage.noteFile(err)
-			d := &cairn.DamagedError{Session: id, Where: s.path, Msg: describe(err)}
+			d := &driver.DamagedError{Session: id, Where: s.path, Msg: describe(err)}
 			s.damage.note(d)
 			err = d
 		}
@@ -42,13 +43,12 @@ func (s *Store) load(ctx context.Context, id string, from int64) (*cairn.Record,
 		return nil, err
 	}
 	defer tx.Rollback()
-	info, exp, err := scanInfo(tx.QueryRowContext(ctx, `SELECT `+infoColumns+`, expires_at
+	info, exp, err := s.scanInfo(tx.QueryRowContext(ctx, `SELECT `+infoColumns+`, expires_at, damage
 		FROM sessions WHERE namespace = ? AND id = ?`, s.opts.Namespace, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, cairn.ErrNotFound
 	}
-	if d, ok := errors.AsType[*cairn.DamagedError](err); ok {
-		s.damage.note(d)
+	if d, ok := errors.AsType[*driver.DamagedError](err); ok {
 		return nil, d
 	}
 	if err != nil {
@@ -112,33 +112,52 @@ const loadEventsSQL = `SELECT seq, envelope FROM events
 
 // damaged records and returns the damage of session id found at seq.
 func (s *Store) damaged(id string, seq int64, msg string) error {
-	d := &cairn.DamagedError{Session: id, Where: fmt.Sprintf("%s, events table, seq %d", s.path, seq), Msg: msg}
+	d := &driver.DamagedError{Session: id, Where: fmt.Sprintf("%s, events table, seq %d", s.path, seq), Msg: msg}
 	s.damage.note(d)
 	return d
 }
 
-// infoColumns are the sessions columns scanInfo reads, in its order.
+// infoColumns are the sessions columns scanInfo reads, in its order,
+// before expires_at and damage.
 const infoColumns = `id, created_at, updated_at, status, steps, first_message, labels, last_seq`
 
-// scanInfo scans infoColumns and then expires_at.
-func scanInfo(row interface{ Scan(...any) error }) (cairn.SessionInfo, int64, error) {
+// scanInfo scans infoColumns, then expires_at and damage. A session whose
+// row records damage to its events (migration 0006), or whose labels do
+// not decode, is returned with its *driver.DamagedError, which the store
+// notes.
+func (s *Store) scanInfo(row interface{ Scan(...any) error }) (cairn.SessionInfo, int64, error) {
 	var (
 		info             cairn.SessionInfo
 		created, updated int64
 		exp              int64
 		status, labels   string
+		damage           string
 	)
 	if err := row.Scan(&info.ID, &created, &updated, &status, &info.Steps, &info.FirstMessage, &labels,
-		&info.LastSeq, &exp); err != nil {
+		&info.LastSeq, &exp, &damage); err != nil {
 		return info, 0, err
 	}
 	info.CreatedAt, info.UpdatedAt, info.Status = fromNanos(created), fromNanos(updated), cairn.Status(status)
 	info.Labels = map[string]string{}
 	if err := json.Unmarshal([]byte(labels), &info.Labels); err != nil {
-		return info, exp, &cairn.DamagedError{Session: info.ID, Where: "sessions table, labels",
+		d := &driver.DamagedError{Session: info.ID, Where: "sessions table, labels",
 			Msg: "the stored labels do not decode: " + err.Error()}
+		s.damage.note(d)
+		return info, exp, d
+	}
+	if damage != "" {
+		return info, exp, s.recorded(info.ID, damage)
 	}
 	return info, exp, nil
+}
+
+// recorded notes and returns the damage that session id's row records
+// (see migration 0006): an event row deleted or changed by something
+// other than the store.
+func (s *Store) recorded(id, damage string) *driver.DamagedError {
+	d := &driver.DamagedError{Session: id, Where: s.path + ", events table", Msg: damage + "; nothing is written to the session"}
+	s.damage.note(d)
+	return d
 }
 
 // List implements cairn.Store. Filters, order, the cursor and the page
@@ -164,9 +183,9 @@ func (s *Store) List(ctx context.Context, opts cairn.ListOptions) (*cairn.ListPa
 	}
 	defer rows.Close()
 	for rows.Next() {
-		info, _, err := scanInfo(rows)
-		if d, ok := errors.AsType[*cairn.DamagedError](err); ok {
-			s.damage.note(d) // listed as damaged; the others go on
+		info, _, err := s.scanInfo(rows)
+		if _, ok := errors.AsType[*driver.DamagedError](err); ok {
+			// Listed as damaged (scanInfo noted it); the others go on.
 		} else if err != nil {
 			return nil, s.fail("list", "", err)
 		}
@@ -386,9 +405,9 @@ func (s *Store) listQuery(ctx context.Context, opts cairn.ListOptions) (string, 
 	return q.String(), q.args, nil
 }
 
-// sessionColumns are infoColumns and expires_at of the sessions table as s,
-// in scanInfo's order.
-const sessionColumns = `s.id, s.created_at, s.updated_at, s.status, s.steps, s.first_message, s.labels, s.last_seq, s.expires_at`
+// sessionColumns are infoColumns, expires_at and damage of the sessions
+// table as s, in scanInfo's order.
+const sessionColumns = `s.id, s.created_at, s.updated_at, s.status, s.steps, s.first_message, s.labels, s.last_seq, s.expires_at, s.damage`
 
 func statusArgs(sts []cairn.Status) []any {
 	out := make([]any, len(sts))
@@ -403,4 +422,13 @@ func (s *Store) countUpTo(ctx context.Context, query string, args ...any) (int, 
 	var n int
 	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+query+` LIMIT ?)`, append(args, fewCandidates)...).Scan(&n)
 	return n, err
+}
+
+// Stat implements cairn.Store: Load's info, with no event read.
+func (s *Store) Stat(ctx context.Context, id string) (*cairn.SessionInfo, error) {
+	rec, err := s.Load(ctx, id, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	return &rec.Info, nil
 }

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,6 +32,7 @@ func TestStore_TwoStoresOneFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cairn.db")
 	s1 := openStore(t, path, cairn.StoreOptions{})
 	s2 := openStore(t, path, cairn.StoreOptions{})
+	stores := []cairn.Store{s1, s2}
 	for _, id := range []string{"one", "two", "race"} {
 		if err := s1.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func TestStore_TwoStoresOneFile(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"one", "two"} {
-		for i, s := range []cairn.Store{s1, s2} {
+		for i, s := range stores {
 			rec, err := s.Load(t.Context(), id, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -65,31 +65,16 @@ func TestStore_TwoStoresOneFile(t *testing.T) {
 	const rounds = 20
 	var winners []string
 	for round := range int64(rounds) {
-		start := make(chan struct{})
-		results := make([]error, 2)
-		for i, s := range []cairn.Store{s1, s2} {
-			wg.Go(func() {
-				<-start
-				results[i] = s.Append(t.Context(), "race", round, storetest.Custom(round+1, strconv.Itoa(i)))
-			})
+		won, errs := storetest.Race(2, cairn.ErrConflict, func(i int) (string, error) {
+			return strconv.Itoa(i), stores[i].Append(t.Context(), "race", round, storetest.Custom(round+1, strconv.Itoa(i)))
+		})
+		if len(errs) > 0 {
+			t.Fatalf("round %d: %v, want success or ErrConflict", round, errs)
 		}
-		close(start)
-		wg.Wait()
-		won := -1
-		for i, err := range results {
-			switch {
-			case err == nil && won < 0:
-				won = i
-			case err == nil:
-				t.Fatalf("round %d: both stores won at expected seq %d", round, round)
-			case !errors.Is(err, cairn.ErrConflict):
-				t.Fatalf("round %d: store %d failed with %v, want success or ErrConflict", round, i+1, err)
-			}
+		if len(won) != 1 {
+			t.Fatalf("round %d: stores %v won at expected seq %d, want exactly 1", round, won, round)
 		}
-		if won < 0 {
-			t.Fatalf("round %d: neither store won: %v", round, results)
-		}
-		winners = append(winners, strconv.Itoa(won))
+		winners = append(winners, won[0])
 	}
 	rec, err := s2.Load(t.Context(), "race", 0)
 	if err != nil {

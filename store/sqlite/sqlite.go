@@ -63,9 +63,9 @@ type Store struct {
 	r *sql.DB // reader connections
 
 	// Prepared statements of the hot path, on the writer.
-	head    *sql.Stmt // a session's last seq and expiry
+	head    *sql.Stmt // a session's last seq, expiry and recorded damage
 	insert  *sql.Stmt // one event
-	advance *sql.Stmt // a live session's head row moved past an append
+	advance *sql.Stmt // a live, undamaged session's head row moved past an append
 
 	queue  commitQueue // appends waiting for the writer
 	damage damage      // what the store found damaged (errors.go)
@@ -160,12 +160,39 @@ func dsn(path string, pragmas []string, extra url.Values) string {
 // connect opens the writer, migrates the schema, opens the readers and
 // prepares the hot statements. empty says that the file is a new database.
 func (s *Store) connect(ctx context.Context, empty bool) error {
+	if err := openConns(ctx, s.path, s.sync, empty, &s.w, &s.r); err != nil {
+		return err
+	}
+	w := s.w
+	var err error
+	if s.head, err = w.PrepareContext(ctx, `SELECT last_seq, expires_at, damage FROM sessions
+		WHERE namespace = ? AND id = ?`); err != nil {
+		return err
+	}
+	if s.insert, err = w.PrepareContext(ctx, `INSERT INTO events (namespace, session_id, seq, envelope)
+		VALUES (?, ?, ?, ?)`); err != nil {
+		return err
+	}
+	s.advance, err = w.PrepareContext(ctx, `UPDATE sessions SET last_seq = ?1, updated_at = ?2, expires_at = ?3,
+		steps = steps + ?4,
+		status = CASE WHEN ?5 = '' THEN status ELSE ?5 END,
+		first_message = CASE WHEN first_message = '' AND ?6 THEN ?7 ELSE first_message END
+		WHERE namespace = ?8 AND id = ?9 AND last_seq = ?10 AND (expires_at = 0 OR expires_at > ?11) AND damage = ''`)
+	return err
+}
+
+// openConns opens the writer connection of the file at path, migrates the
+// schema, and opens the reader connections: what a Store and a LongTerm
+// open alike. It sets *wp and *rp as it opens them, so that the caller
+// closes what was opened when it fails part way. empty says that the
+// file is a new database.
+func openConns(ctx context.Context, path, syncMode string, empty bool, wp, rp **sql.DB) error {
 	busy := fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
-	syncPragma := "synchronous(" + s.sync + ")"
+	syncPragma := "synchronous(" + syncMode + ")"
 	// cell_size_check makes SQLite check each b-tree page as it reads it
 	// from the disk, so that a damaged page is refused (SQLITE_CORRUPT)
 	// before anything is written on top of it.
-	w, err := sql.Open("sqlite", dsn(s.path,
+	w, err := sql.Open("sqlite", dsn(path,
 		[]string{busy, syncPragma, "secure_delete(ON)", "foreign_keys(ON)", "cell_size_check(ON)", cacheSize},
 		url.Values{"_txlock": {"immediate"}}))
 	if err != nil {
@@ -175,7 +202,7 @@ func (s *Store) connect(ctx context.Context, empty bool) error {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s.w = w
+	*wp = w
 	if empty {
 		// A new file is made with auto_vacuum=INCREMENTAL, which can be
 		// set only before its first table, so that Sweep can give freed
@@ -193,30 +220,17 @@ func (s *Store) connect(ctx context.Context, empty bool) error {
 	if err := migrate(ctx, w); err != nil {
 		return err
 	}
-	r, err := sql.Open("sqlite", dsn(s.path, []string{busy, syncPragma, "query_only(ON)", "cell_size_check(ON)", cacheSize}, nil))
+	r, err := sql.Open("sqlite", dsn(path, []string{busy, syncPragma, "query_only(ON)", "cell_size_check(ON)", cacheSize}, nil))
 	if err != nil {
 		return err
 	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
-	s.r = r
+	*rp = r
 	if err := r.PingContext(ctx); err != nil {
 		return err
 	}
-	if s.head, err = w.PrepareContext(ctx, `SELECT last_seq, expires_at FROM sessions
-		WHERE namespace = ? AND id = ?`); err != nil {
-		return err
-	}
-	if s.insert, err = w.PrepareContext(ctx, `INSERT INTO events (namespace, session_id, seq, envelope)
-		VALUES (?, ?, ?, ?)`); err != nil {
-		return err
-	}
-	s.advance, err = w.PrepareContext(ctx, `UPDATE sessions SET last_seq = ?1, updated_at = ?2, expires_at = ?3,
-		steps = steps + ?4,
-		status = CASE WHEN ?5 = '' THEN status ELSE ?5 END,
-		first_message = CASE WHEN first_message = '' AND ?6 THEN ?7 ELSE first_message END
-		WHERE namespace = ?8 AND id = ?9 AND last_seq = ?10 AND (expires_at = 0 OR expires_at > ?11)`)
-	return err
+	return nil
 }
 
 // Close closes the store's connections. It is safe to call twice; every
@@ -321,7 +335,7 @@ func fromNanos(n int64) time.Time {
 // expired reports whether a session with the stored expiry exp has expired
 // at now.
 func expired(exp int64, now time.Time) bool {
-	return cairn.Expired(fromNanos(exp), now)
+	return driver.Expired(fromNanos(exp), now)
 }
 
 // walMode switches the database to WAL. A new file starts in

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/realpath"
 )
 
 func init() {
@@ -53,7 +54,7 @@ func parseURL(u *url.URL) (string, Options, error) {
 		}
 		path = p
 	} else {
-		path = u.Path
+		path = realpath.FromURL(u.Path)
 		if rest, ok := strings.CutPrefix(path, "/"); ok && strings.HasPrefix(rest, ".") {
 			path = rest
 		}

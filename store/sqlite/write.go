@@ -65,7 +65,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // together share one transaction and one commit (see submit); one that
 // fails its checks writes nothing, so it leaves the others be.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
-	if err := s.guard.Append(s.opts.Limits, id, expectSeq, events); err != nil {
+	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
 		return err
 	}
 	bodies, err := envelopes(events)
@@ -124,13 +125,15 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // ErrNotFound.
 var errExpiredErased = errors.New("expired session erased")
 
-// erase deletes a session's events, snapshot, labels and row inside tx.
+// erase deletes a session's row, events, snapshot and labels inside tx.
+// The row goes first: an event row deleted while its session's row is
+// there marks the session damaged (migration 0006).
 func (s *Store) erase(ctx context.Context, tx *sql.Tx, id string) error {
 	for _, q := range []string{
+		`DELETE FROM sessions WHERE namespace = ? AND id = ?`,
 		`DELETE FROM events WHERE namespace = ? AND session_id = ?`,
 		`DELETE FROM snapshots WHERE namespace = ? AND session_id = ?`,
 		`DELETE FROM session_labels WHERE namespace = ? AND session_id = ?`,
-		`DELETE FROM sessions WHERE namespace = ? AND id = ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, s.opts.Namespace, id); err != nil {
 			return err
@@ -167,22 +170,30 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	for {
 		var n int64
 		err := s.writeTx(ctx, func(tx *sql.Tx) error {
-			for _, q := range []string{
-				`DELETE FROM events WHERE namespace = ?1 AND session_id IN (` + expiredSQL + `)`,
-				`DELETE FROM snapshots WHERE namespace = ?1 AND session_id IN (` + expiredSQL + `)`,
-				`DELETE FROM session_labels WHERE namespace = ?1 AND session_id IN (` + expiredSQL + `)`,
-			} {
-				if _, err := tx.ExecContext(ctx, q, s.opts.Namespace, now, SweepBatch); err != nil {
-					return err
-				}
-			}
-			res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE namespace = ?1 AND id IN (`+expiredSQL+`)`,
-				s.opts.Namespace, now, SweepBatch)
-			if err != nil {
+			// The batch's rows go first, as in erase: their events are
+			// then deleted without marking the sessions damaged.
+			ids, err := s.expiredBatch(ctx, tx, now)
+			if err != nil || len(ids) == 0 {
 				return err
 			}
-			n, err = res.RowsAffected()
-			return err
+			args := append([]any{s.opts.Namespace}, ids...)
+			for i, q := range []string{
+				`DELETE FROM sessions WHERE namespace = ? AND id IN `,
+				`DELETE FROM events WHERE namespace = ? AND session_id IN `,
+				`DELETE FROM snapshots WHERE namespace = ? AND session_id IN `,
+				`DELETE FROM session_labels WHERE namespace = ? AND session_id IN `,
+			} {
+				res, err := tx.ExecContext(ctx, q+in(len(ids)), args...)
+				if err != nil {
+					return err
+				}
+				if i == 0 {
+					if n, err = res.RowsAffected(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return total, s.fail("sweep", "", err)
@@ -209,6 +220,25 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// expiredBatch returns the IDs of a batch of the namespace's expired
+// sessions (expiredSQL), as arguments.
+func (s *Store) expiredBatch(ctx context.Context, tx *sql.Tx, now int64) ([]any, error) {
+	rows, err := tx.QueryContext(ctx, expiredSQL, s.opts.Namespace, now, SweepBatch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // checkpoint copies the WAL's pages into the database file without

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -31,6 +32,15 @@ type Abilities struct {
 	// and the test checks only that Load returns events that encode to
 	// the same envelopes.
 	Envelopes func(t *testing.T, s cairn.Store, id string) [][]byte
+
+	// DeleteEvent is another test hook into the backend's storage: it
+	// deletes the event of seq from session id's stored history, as a
+	// person or a program outside cairn would (a row, a list element, a
+	// document, a line of a log). The DeletedEvent test then checks that
+	// Load reports the session damaged. A backend with no storage outside
+	// the process (memory) or that stores through another (a wrapper)
+	// leaves it nil, and the test is not run.
+	DeleteEvent func(t *testing.T, s cairn.Store, id string, seq int64)
 }
 
 // ability is one optional interface: its name in Abilities, whether a
@@ -43,11 +53,11 @@ type ability struct {
 
 func (a Abilities) list() []ability {
 	return []ability{
-		{"Leases", "cairn.Leaser", a.Leases, func(s cairn.Store) bool { _, ok := s.(cairn.Leaser); return ok }},
-		{"Claims", "cairn.Claimer", a.Claims, func(s cairn.Store) bool { _, ok := s.(cairn.Claimer); return ok }},
-		{"Sweep", "cairn.Sweeper", a.Sweep, func(s cairn.Store) bool { _, ok := s.(cairn.Sweeper); return ok }},
-		{"Check", "cairn.Checker", a.Check, func(s cairn.Store) bool { _, ok := s.(cairn.Checker); return ok }},
-		{"Snapshots", "cairn.Snapshotter", a.Snapshots, func(s cairn.Store) bool { _, ok := s.(cairn.Snapshotter); return ok }},
+		{"Leases", "cairn.Leaser", a.Leases, implements[cairn.Leaser]},
+		{"Claims", "cairn.Claimer", a.Claims, implements[cairn.Claimer]},
+		{"Sweep", "cairn.Sweeper", a.Sweep, implements[cairn.Sweeper]},
+		{"Check", "cairn.Checker", a.Check, implements[cairn.Checker]},
+		{"Snapshots", "cairn.Snapshotter", a.Snapshots, implements[cairn.Snapshotter]},
 	}
 }
 
@@ -69,42 +79,19 @@ func testAbilities(t *testing.T, h *harness) {
 	}
 }
 
-// leaser returns s as a cairn.Leaser, failing the test when it is not one.
-func leaser(t *testing.T, s cairn.Store) cairn.Leaser {
+// as returns s as T, an optional interface the backend declares, failing
+// the test when s does not implement it.
+func as[T any](t *testing.T, s cairn.Store) T {
 	t.Helper()
-	l, ok := s.(cairn.Leaser)
+	v, ok := s.(T)
 	if !ok {
-		t.Fatalf("%T does not implement cairn.Leaser, which the backend declares", s)
+		t.Fatalf("%T does not implement %v, which the backend declares", s, reflect.TypeFor[T]())
 	}
-	return l
+	return v
 }
 
-// claimer returns s as a cairn.Claimer, failing the test when it is not one.
-func claimer(t *testing.T, s cairn.Store) cairn.Claimer {
-	t.Helper()
-	c, ok := s.(cairn.Claimer)
-	if !ok {
-		t.Fatalf("%T does not implement cairn.Claimer, which the backend declares", s)
-	}
-	return c
-}
-
-// checker returns s as a cairn.Checker, failing the test when it is not one.
-func checker(t *testing.T, s cairn.Store) cairn.Checker {
-	t.Helper()
-	c, ok := s.(cairn.Checker)
-	if !ok {
-		t.Fatalf("%T does not implement cairn.Checker, which the backend declares", s)
-	}
-	return c
-}
-
-// sweeper returns s as a cairn.Sweeper, failing the test when it is not one.
-func sweeper(t *testing.T, s cairn.Store) cairn.Sweeper {
-	t.Helper()
-	sw, ok := s.(cairn.Sweeper)
-	if !ok {
-		t.Fatalf("%T does not implement cairn.Sweeper, which the backend declares", s)
-	}
-	return sw
+// implements reports whether s implements T.
+func implements[T any](s cairn.Store) bool {
+	_, ok := s.(T)
+	return ok
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
 func testCreate(t *testing.T, h *harness) {
@@ -265,8 +266,8 @@ func assertEvents(t *testing.T, got, want []cairn.Event) {
 			t.Fatalf("event %d: got {v %d seq %d %s run %q at %v}, want {v %d seq %d %s run %q at %v}",
 				i, g.V, g.Seq, g.Kind, g.Run, g.At, w.V, w.Seq, w.Kind, w.Run, w.At)
 		}
-		gc, err1 := cairn.Canonical(g.Data)
-		wc, err2 := cairn.Canonical(w.Data)
+		gc, err1 := wire.Canonical(g.Data)
+		wc, err2 := wire.Canonical(w.Data)
 		if err1 != nil || err2 != nil || string(gc) != string(wc) {
 			t.Fatalf("event %d (seq %d) data:\n got %s\nwant %s", i, w.Seq, g.Data, w.Data)
 		}

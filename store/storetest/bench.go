@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 )
 
 // BenchOpener opens a store for a benchmark, registering its Close with

@@ -3,7 +3,6 @@ package storetest
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -21,31 +20,10 @@ func testConcurrentAppend(t *testing.T, h *harness) {
 	var winners []string
 	for round := range rounds {
 		expect := int64(round * 2)
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			won  []string
-			errs []error
-		)
-		start := make(chan struct{})
-		for w := range writers {
+		won, errs := Race(writers, cairn.ErrConflict, func(w int) (string, error) {
 			tag := fmt.Sprintf("r%d-w%d", round, w)
-			wg.Go(func() {
-				<-start
-				err := s.Append(t.Context(), id, expect, Custom(expect+1, tag), Custom(expect+2, tag))
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					won = append(won, tag)
-				case errors.Is(err, cairn.ErrConflict):
-				default:
-					errs = append(errs, err)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+			return tag, s.Append(t.Context(), id, expect, Custom(expect+1, tag), Custom(expect+2, tag))
+		})
 		if len(errs) > 0 {
 			t.Fatalf("round %d: writers failed with errors other than ErrConflict: %v", round, errs)
 		}

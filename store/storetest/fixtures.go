@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/worker"
 )
 
 // Clock is a controllable clock for StoreOptions.Now. It starts at the
@@ -88,7 +87,7 @@ func Conversation(last int64, run, text string) []cairn.Event {
 		next(cairn.KindMemoryCompacted, cairn.MemoryCompacted{Summary: "The user asked for arithmetic.", UpTo: last + 4}),
 		next(cairn.KindCustom, cairn.Custom{Type: "test.note", Payload: json.RawMessage(`{"unicode":"日本 ✓","html":"<b>&</b>"}`)}),
 		next(cairn.KindModelResponse, cairn.ModelResponse{Text: "The answer is 14.", Model: "offline", FinishReason: "stop"}),
-		next(cairn.KindRunFinished, cairn.RunFinished{Status: cairn.RunCompleted, Output: "The answer is 14."}),
+		next(cairn.KindRunFinished, cairn.RunFinished{Status: cairn.StatusCompleted, Output: "The answer is 14."}),
 	}
 	return Number(last, evs...)
 }
@@ -102,7 +101,7 @@ func UserTurn(last int64, run, text string) []cairn.Event {
 		next(cairn.KindRunStarted, cairn.RunStarted{RunID: run, Agent: "tester", Model: "offline"}),
 		next(cairn.KindMessageUser, cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: text}}}),
 		next(cairn.KindModelResponse, cairn.ModelResponse{Text: "echo: " + text, Model: "offline", FinishReason: "stop"}),
-		next(cairn.KindRunFinished, cairn.RunFinished{Status: cairn.RunCompleted, Output: "echo: " + text}),
+		next(cairn.KindRunFinished, cairn.RunFinished{Status: cairn.StatusCompleted, Output: "echo: " + text}),
 	)
 }
 
@@ -122,11 +121,16 @@ func Padded(seq int64, size int) cairn.Event {
 }
 
 // Queue is the label of the sessions that claim tests queue, and
-// WorkerFilter the filter a worker of that queue claims with
-// (worker.Filter): its sessions that are new, running or interrupted.
+// WorkerFilter the filter a worker of that queue claims with: its sessions
+// that are new, running or interrupted. They are what worker.Filter("q")
+// returns (package worker's tests hold them to it), written out so that
+// the suite depends on no runtime package.
 var (
-	Queue        = map[string]string{worker.QueueLabel: "q"}
-	WorkerFilter = worker.Filter("q")
+	Queue        = map[string]string{"cairn.queue": "q"}
+	WorkerFilter = cairn.ListOptions{
+		Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted},
+		Labels: Queue,
+	}
 )
 
 // ClaimAll claims with filter, as holder "w", until ClaimNext returns

@@ -37,7 +37,7 @@ func runLease(t *testing.T, open Opener, abilities Abilities) {
 	for _, tt := range tests {
 		t.Run("Lease/"+tt.name, func(t *testing.T) {
 			h := newHarness(open, abilities)
-			tt.fn(t, h, leaser(t, h.store(t)))
+			tt.fn(t, h, as[cairn.Leaser](t, h.store(t)))
 		})
 	}
 }
@@ -286,31 +286,11 @@ func testLeaseConcurrentAcquire(t *testing.T, h *harness, l cairn.Leaser) {
 	const racers = 16
 	s := l.(cairn.Store)
 	id := newSession(t, s, nil)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		won  []string
-		errs []error
-	)
-	start := make(chan struct{})
-	for i := range racers {
+	won, errs := Race(racers, cairn.ErrLeaseHeld, func(i int) (string, error) {
 		holder := fmt.Sprintf("w%d", i)
-		wg.Go(func() {
-			<-start
-			_, err := l.Acquire(t.Context(), id, holder, leaseTTL)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				won = append(won, holder)
-			case errors.Is(err, cairn.ErrLeaseHeld):
-			default:
-				errs = append(errs, err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+		_, err := l.Acquire(t.Context(), id, holder, leaseTTL)
+		return holder, err
+	})
 	if len(errs) > 0 {
 		t.Fatalf("errors other than ErrLeaseHeld: %v", errs)
 	}
@@ -352,7 +332,7 @@ func testLeaseConcurrentFenced(t *testing.T, h *harness, l cairn.Leaser) {
 // those the filter leaves out, and end with ErrNotFound.
 func testLeaseClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
 	s := l.(cairn.Store)
-	c := claimer(t, s)
+	c := as[cairn.Claimer](t, s)
 	queued := map[string]string{"queue": "q1"}
 	var ids []string
 	for range 3 {
@@ -395,7 +375,7 @@ func testLeaseConcurrentClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
 	for range sessions {
 		newSession(t, l.(cairn.Store), queued)
 	}
-	stores := []cairn.Claimer{claimer(t, l.(cairn.Store)), claimer(t, h.store(t))}
+	stores := []cairn.Claimer{as[cairn.Claimer](t, l.(cairn.Store)), as[cairn.Claimer](t, h.store(t))}
 	filter := cairn.ListOptions{Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted}, Labels: queued}
 	var (
 		mu   sync.Mutex

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -76,7 +77,7 @@ func testTTL(t *testing.T, h *harness) {
 		t.Errorf("List past every TTL = %v, want none", ids(got))
 	}
 	if h.abilities.Sweep {
-		if _, err := sweeper(t, s).Sweep(t.Context()); err != nil {
+		if _, err := as[cairn.Sweeper](t, s).Sweep(t.Context()); err != nil {
 			t.Fatalf("Sweep: %v", err)
 		}
 		if _, err := s.Load(t.Context(), id, 0); !errors.Is(err, cairn.ErrNotFound) {
@@ -92,15 +93,23 @@ func testTTL(t *testing.T, h *harness) {
 	}
 }
 
-func testNamespaces(t *testing.T, h *harness) {
-	a := h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_a"})
-	b := h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_b"})
-	const id = "shared-id"
+// twoNamespaces opens stores a and b on two namespaces of the test's own
+// and creates session id in each.
+func twoNamespaces(t *testing.T, h *harness, id string) (a, b cairn.Store) {
+	t.Helper()
+	a = h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_a"})
+	b = h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_b"})
 	for _, s := range []cairn.Store{a, b} {
 		if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
 			t.Fatalf("Create the same ID in two namespaces: %v", err)
 		}
 	}
+	return a, b
+}
+
+func testNamespaces(t *testing.T, h *harness) {
+	const id = "shared-id"
+	a, b := twoNamespaces(t, h, id)
 	mustAppend(t, a, id, 0, UserTurn(0, "r", "in a")...)
 	onlyA := newSession(t, a, nil)
 	if rec := mustLoad(t, b, id); len(rec.Events) != 0 {
@@ -124,6 +133,41 @@ func testNamespaces(t *testing.T, h *harness) {
 	assertEvents(t, mustLoad(t, a, id).Events, UserTurn(0, "r", "in a"))
 }
 
+// SweepMany checks Sweep over more sessions than a backend that sweeps in
+// batches reads in one: s, a cairn.Sweeper opened with a TTL of an hour
+// and clock's Now, gets expired sessions that expire, then live ones that
+// do not. CountExpired counts the expired ones, Sweep deletes them and
+// says so, CountExpired then counts none, and List lists the live ones.
+// The caller then checks what its storage holds.
+func SweepMany(t *testing.T, s cairn.Store, clock *Clock, expired, live int) {
+	t.Helper()
+	create := func(prefix string, n int) {
+		t.Helper()
+		for i := range n {
+			if err := s.Create(t.Context(), cairn.SessionMeta{ID: fmt.Sprintf("%s-%d", prefix, i)}); err != nil {
+				t.Fatalf("Create(%s-%d): %v", prefix, i, err)
+			}
+		}
+	}
+	create("old", expired)
+	clock.Advance(30 * time.Minute)
+	create("new", live)
+	clock.Advance(45 * time.Minute)
+	sw := as[cairn.Sweeper](t, s)
+	if n, err := sw.CountExpired(t.Context()); n != expired || err != nil {
+		t.Errorf("CountExpired = %d, %v; want %d", n, err, expired)
+	}
+	if n, err := sw.Sweep(t.Context()); n != expired || err != nil {
+		t.Errorf("Sweep = %d, %v; want %d", n, err, expired)
+	}
+	if n, err := sw.CountExpired(t.Context()); n != 0 || err != nil {
+		t.Errorf("CountExpired after Sweep = %d, %v; want 0", n, err)
+	}
+	if got := listAll(t, s, cairn.ListOptions{}); len(got) != live {
+		t.Errorf("after Sweep %d sessions listed, want %d", len(got), live)
+	}
+}
+
 // testSweep: Sweep deletes the namespace's expired sessions, and only
 // those, and returns how many it deleted.
 func testSweep(t *testing.T, h *harness) {
@@ -132,10 +176,10 @@ func testSweep(t *testing.T, h *harness) {
 	other := h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_other", TTL: ttl})
 	sweep := func(s cairn.Store, want int, when string) {
 		t.Helper()
-		if n, err := sweeper(t, s).CountExpired(t.Context()); err != nil || n != want {
+		if n, err := as[cairn.Sweeper](t, s).CountExpired(t.Context()); err != nil || n != want {
 			t.Errorf("CountExpired %s = %d, %v; want %d", when, n, err, want)
 		}
-		n, err := sweeper(t, s).Sweep(t.Context())
+		n, err := as[cairn.Sweeper](t, s).Sweep(t.Context())
 		if err != nil {
 			t.Fatalf("Sweep %s: %v", when, err)
 		}
@@ -181,7 +225,7 @@ func testCheck(t *testing.T, h *harness) {
 	s := h.store(t)
 	check := func(wantSessions int, when string) {
 		t.Helper()
-		rep, err := checker(t, s).Check(t.Context())
+		rep, err := as[cairn.Checker](t, s).Check(t.Context())
 		if err != nil {
 			t.Fatalf("Check %s: %v", when, err)
 		}
@@ -217,7 +261,7 @@ func testClosed(t *testing.T, h *harness) {
 	mustAppend(t, s, id, 0, Custom(1, "x"))
 	var lease cairn.Lease
 	if h.abilities.Leases {
-		lease = mustAcquire(t, leaser(t, s), id, "worker-a")
+		lease = mustAcquire(t, as[cairn.Leaser](t, s), id, "worker-a")
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -234,20 +278,20 @@ func testClosed(t *testing.T, h *harness) {
 		"Delete": func() error { return s.Delete(ctx, id) },
 	}
 	if h.abilities.Sweep {
-		calls["Sweep"] = func() error { _, err := sweeper(t, s).Sweep(ctx); return err }
+		calls["Sweep"] = func() error { _, err := as[cairn.Sweeper](t, s).Sweep(ctx); return err }
 	}
 	if h.abilities.Check {
-		calls["Check"] = func() error { _, err := checker(t, s).Check(ctx); return err }
+		calls["Check"] = func() error { _, err := as[cairn.Checker](t, s).Check(ctx); return err }
 	}
 	if h.abilities.Snapshots {
-		sn := snapshotter(t, s)
+		sn := as[cairn.Snapshotter](t, s)
 		snap := cairn.Snapshot{Seq: 1, Data: snapData("after close")}
 		calls["PutSnapshot"] = func() error { return sn.PutSnapshot(ctx, id, snap) }
 		calls["LoadSnapshot"] = func() error { _, err := sn.LoadSnapshot(ctx, id); return err }
 		calls["DropSnapshot"] = func() error { return sn.DropSnapshot(ctx, id) }
 	}
 	if h.abilities.Leases {
-		l := leaser(t, s)
+		l := as[cairn.Leaser](t, s)
 		calls["Acquire"] = func() error { _, err := l.Acquire(ctx, id, "worker-b", leaseTTL); return err }
 		calls["Takeover"] = func() error { _, err := l.Takeover(ctx, id, "worker-b", leaseTTL); return err }
 		calls["Renew"] = func() error { _, err := l.Renew(ctx, lease, leaseTTL); return err }
@@ -256,7 +300,7 @@ func testClosed(t *testing.T, h *harness) {
 		calls["AppendFenced"] = func() error { return l.AppendFenced(ctx, id, lease, 1, Custom(2, "x")) }
 	}
 	if h.abilities.Claims {
-		c := claimer(t, s)
+		c := as[cairn.Claimer](t, s)
 		calls["ClaimNext"] = func() error { _, err := c.ClaimNext(ctx, "worker-b", leaseTTL, cairn.ListOptions{}); return err }
 	}
 	for name, call := range calls {
@@ -271,10 +315,10 @@ func testClosed(t *testing.T, h *harness) {
 		t.Errorf("Create after Close made a session: Load got %v, want ErrNotFound", err)
 	}
 	if h.abilities.Snapshots {
-		wantSnapshot(t, snapshotter(t, again), id, nil, "after a PutSnapshot on a closed store")
+		wantSnapshot(t, as[cairn.Snapshotter](t, again), id, nil, "after a PutSnapshot on a closed store")
 	}
 	if h.abilities.Leases {
-		if cur, err := leaser(t, again).CurrentLease(ctx, id); err != nil || cur.Token != lease.Token {
+		if cur, err := as[cairn.Leaser](t, again).CurrentLease(ctx, id); err != nil || cur.Token != lease.Token {
 			t.Errorf("the lease after the calls on a closed store = %+v, %v; want %+v still held", cur, err, lease)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,20 +35,9 @@ func runSnapshots(t *testing.T, open Opener, abilities Abilities) {
 	for _, tt := range tests {
 		t.Run("Snapshot/"+tt.name, func(t *testing.T) {
 			h := newHarness(open, abilities)
-			tt.fn(t, h, snapshotter(t, h.store(t)))
+			tt.fn(t, h, as[cairn.Snapshotter](t, h.store(t)))
 		})
 	}
-}
-
-// snapshotter returns s as a cairn.Snapshotter, failing the test when it
-// is not one.
-func snapshotter(t *testing.T, s cairn.Store) cairn.Snapshotter {
-	t.Helper()
-	sn, ok := s.(cairn.Snapshotter)
-	if !ok {
-		t.Fatalf("%T does not implement cairn.Snapshotter, which the backend declares", s)
-	}
-	return sn
 }
 
 func mustPutSnapshot(t *testing.T, sn cairn.Snapshotter, id string, snap cairn.Snapshot) {
@@ -130,7 +118,7 @@ func testSnapshotRoundTrip(t *testing.T, h *harness, sn cairn.Snapshotter) {
 	big := cairn.Snapshot{Seq: 16, Data: bigData(1<<20+7, 1)}
 	mustPutSnapshot(t, sn, id, big)
 	wantSnapshot(t, sn, id, &big, "of 1 MiB")
-	wantSnapshot(t, snapshotter(t, h.store(t)), id, &big, "in a store opened again")
+	wantSnapshot(t, as[cairn.Snapshotter](t, h.store(t)), id, &big, "in a store opened again")
 	// The events are as they were.
 	assertEvents(t, mustLoad(t, s, id).Events, evs)
 }
@@ -196,7 +184,7 @@ func testSnapshotInvalid(t *testing.T, h *harness, sn cairn.Snapshotter) {
 // ErrNotFound, and that none of them brought the session back.
 func wantSnapshotNotFound(t *testing.T, s cairn.Store, id, what string) {
 	t.Helper()
-	sn := snapshotter(t, s)
+	sn := as[cairn.Snapshotter](t, s)
 	if err := sn.PutSnapshot(t.Context(), id, cairn.Snapshot{Seq: 1, Data: snapData("late")}); !errors.Is(err, cairn.ErrNotFound) {
 		t.Errorf("PutSnapshot of %s: got %v, want ErrNotFound", what, err)
 	}
@@ -244,7 +232,7 @@ func testSnapshotDelete(t *testing.T, h *harness, sn cairn.Snapshotter) {
 	mustAppend(t, s, id, 0, UserTurn(0, "r2", "new life")...)
 	wantSnapshot(t, sn, id, nil, "of a session created again, after its first append")
 	if h.abilities.Sweep {
-		if _, err := sweeper(t, s).Sweep(t.Context()); err != nil {
+		if _, err := as[cairn.Sweeper](t, s).Sweep(t.Context()); err != nil {
 			t.Fatalf("Sweep: %v", err)
 		}
 		wantSnapshot(t, sn, id, nil, "of a session created again, after a Sweep")
@@ -258,7 +246,7 @@ func testSnapshotDelete(t *testing.T, h *harness, sn cairn.Snapshotter) {
 func testSnapshotTTL(t *testing.T, h *harness, _ cairn.Snapshotter) {
 	const ttl = time.Hour
 	s := h.storeWith(t, cairn.StoreOptions{TTL: ttl})
-	sn := snapshotter(t, s) // a store of its own, with a TTL
+	sn := as[cairn.Snapshotter](t, s) // a store of its own, with a TTL
 	id := newSession(t, s, nil)
 	swept := newSession(t, s, nil)
 	mustAppend(t, s, id, 0, UserTurn(0, "r1", "expires")...)
@@ -268,7 +256,7 @@ func testSnapshotTTL(t *testing.T, h *harness, _ cairn.Snapshotter) {
 	h.clock.Advance(ttl + time.Second)
 	wantSnapshotNotFound(t, s, id, "an expired session")
 	if h.abilities.Sweep {
-		if _, err := sweeper(t, s).Sweep(t.Context()); err != nil {
+		if _, err := as[cairn.Sweeper](t, s).Sweep(t.Context()); err != nil {
 			t.Fatalf("Sweep: %v", err)
 		}
 		wantSnapshotNotFound(t, s, swept, "a swept session")
@@ -287,7 +275,7 @@ func testSnapshotTTL(t *testing.T, h *harness, _ cairn.Snapshotter) {
 func testSnapshotUntouched(t *testing.T, h *harness, _ cairn.Snapshotter) {
 	const ttl = time.Hour
 	s := h.storeWith(t, cairn.StoreOptions{TTL: ttl})
-	sn := snapshotter(t, s) // a store of its own, with a TTL
+	sn := as[cairn.Snapshotter](t, s) // a store of its own, with a TTL
 	older := newSession(t, s, nil)
 	mustAppend(t, s, older, 0, UserTurn(0, "r1", "older")...)
 	h.clock.Advance(time.Minute)
@@ -326,7 +314,7 @@ func testSnapshotDrop(t *testing.T, h *harness, sn cairn.Snapshotter) {
 		t.Fatalf("DropSnapshot: %v", err)
 	}
 	wantSnapshot(t, sn, id, nil, "after DropSnapshot")
-	wantSnapshot(t, snapshotter(t, h.store(t)), id, nil, "after DropSnapshot, in a store opened again")
+	wantSnapshot(t, as[cairn.Snapshotter](t, h.store(t)), id, nil, "after DropSnapshot, in a store opened again")
 	if err := sn.DropSnapshot(t.Context(), id); err != nil {
 		t.Errorf("second DropSnapshot: %v", err)
 	}
@@ -339,32 +327,28 @@ func testSnapshotDrop(t *testing.T, h *harness, sn cairn.Snapshotter) {
 // testSnapshotNamespaces: two namespaces never see each other's
 // snapshots, even of sessions with the same ID.
 func testSnapshotNamespaces(t *testing.T, h *harness, _ cairn.Snapshotter) {
-	a := h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_a"})
-	b := h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_b"})
 	const id = "shared-id"
+	a, b := twoNamespaces(t, h, id)
 	for _, s := range []cairn.Store{a, b} {
-		if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
-			t.Fatalf("Create the same ID in two namespaces: %v", err)
-		}
 		mustAppend(t, s, id, 0, UserTurn(0, "r", "shared")...)
 	}
 	onlyA := newSession(t, a, nil)
 	inA := cairn.Snapshot{Seq: 4, Data: snapData("in a")}
-	mustPutSnapshot(t, snapshotter(t, a), id, inA)
-	wantSnapshot(t, snapshotter(t, b), id, nil, "in namespace b after a Put in a")
+	mustPutSnapshot(t, as[cairn.Snapshotter](t, a), id, inA)
+	wantSnapshot(t, as[cairn.Snapshotter](t, b), id, nil, "in namespace b after a Put in a")
 	inB := cairn.Snapshot{Seq: 2, Data: snapData("in b")}
-	mustPutSnapshot(t, snapshotter(t, b), id, inB)
-	wantSnapshot(t, snapshotter(t, a), id, &inA, "in namespace a after an older Put in b")
-	wantSnapshot(t, snapshotter(t, b), id, &inB, "in namespace b")
-	if err := snapshotter(t, b).DropSnapshot(t.Context(), id); err != nil {
+	mustPutSnapshot(t, as[cairn.Snapshotter](t, b), id, inB)
+	wantSnapshot(t, as[cairn.Snapshotter](t, a), id, &inA, "in namespace a after an older Put in b")
+	wantSnapshot(t, as[cairn.Snapshotter](t, b), id, &inB, "in namespace b")
+	if err := as[cairn.Snapshotter](t, b).DropSnapshot(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	wantSnapshot(t, snapshotter(t, a), id, &inA, "in namespace a after a drop in b")
+	wantSnapshot(t, as[cairn.Snapshotter](t, a), id, &inA, "in namespace a after a drop in b")
 	wantSnapshotNotFound(t, b, onlyA, "a session of another namespace")
 	if err := b.Delete(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	wantSnapshot(t, snapshotter(t, a), id, &inA, "in namespace a after a Delete in b")
+	wantSnapshot(t, as[cairn.Snapshotter](t, a), id, &inA, "in namespace a after a Delete in b")
 }
 
 // testSnapshotConcurrent: writers racing to put snapshots of different
@@ -376,26 +360,11 @@ func testSnapshotConcurrent(t *testing.T, h *harness, sn cairn.Snapshotter) {
 	mustAppend(t, s, id, 0, Conversation(0, "r1", "raced")...)
 	for round := range rounds {
 		base := int64(round * writers)
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			errs []error
-		)
-		start := make(chan struct{})
-		for _, w := range rand.Perm(writers) {
-			seq := base + int64(w) + 1
-			wg.Go(func() {
-				<-start
-				err := sn.PutSnapshot(t.Context(), id, cairn.Snapshot{Seq: seq, Data: snapData(fmt.Sprint("seq ", seq))})
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		order := rand.Perm(writers)
+		_, errs := Race(writers, nil, func(i int) (struct{}, error) {
+			seq := base + int64(order[i]) + 1
+			return struct{}{}, sn.PutSnapshot(t.Context(), id, cairn.Snapshot{Seq: seq, Data: snapData(fmt.Sprint("seq ", seq))})
+		})
 		if len(errs) > 0 {
 			t.Fatalf("round %d: PutSnapshot failed: %v", round, errs)
 		}
@@ -427,7 +396,7 @@ func testSnapshotRestore(t *testing.T, h *harness, sn cairn.Snapshotter) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap, err := cairn.EncodeSnapshot(st, history[k-1])
+		snap, err := st.Encode(history[k-1])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,13 +21,18 @@
 // claims, sweeping, checking, snapshots and cairn.Restore through them). A
 // store that lacks a declared ability, or has one it does not declare,
 // fails.
+//
+// A store kept at a path on this machine's disk (the file and SQLite
+// stores) runs two more: LocalLockFiles, its cairn.LocalLocker, and
+// OpenTogether, a new store opened by many processes at once.
 package storetest
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 )
 
 // Opener opens a store with the given options. Within one test (one t),
@@ -36,6 +41,26 @@ import (
 // registers the store's Close with t.Cleanup. Options it does not set
 // itself (the backend's address) it takes from its own configuration.
 type Opener func(t *testing.T, opts cairn.StoreOptions) cairn.Store
+
+// PerTest returns a function that gives each test (each t) a value of its
+// own: the one newValue makes at the test's first call, and the same at
+// its next ones. An Opener keeps there what every store of one test must
+// reach again (a database, a folder, a file's path). Safe for concurrent
+// use.
+func PerTest[V any](newValue func(t *testing.T) V) func(t *testing.T) V {
+	var mu sync.Mutex
+	values := map[*testing.T]V{}
+	return func(t *testing.T) V {
+		mu.Lock()
+		defer mu.Unlock()
+		v, ok := values[t]
+		if !ok {
+			v = newValue(t)
+			values[t] = v
+		}
+		return v
+	}
+}
 
 // Run runs the whole conformance suite against the stores open returns,
 // which must have exactly the optional abilities declared. Each test uses a
@@ -54,6 +79,7 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 		{"AppendLoad", testAppendLoad},
 		{"LoadFrom", testLoadFrom},
 		{"LoadFromTail", testLoadFromTail},
+		{"Stat", testStat},
 		{"AppendConflict", testAppendConflict},
 		{"AppendRetried", testAppendRetried},
 		{"AppendRetriedStale", testAppendRetriedStale},
@@ -81,6 +107,9 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 	}
 	if abilities.Check {
 		tests = append(tests, test{"Check", testCheck})
+	}
+	if abilities.DeleteEvent != nil {
+		tests = append(tests, test{"DeletedEvent", testDeletedEvent})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

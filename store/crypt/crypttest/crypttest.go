@@ -1,6 +1,7 @@
 // Package crypttest checks that a backend erases what Delete erases, with
 // and without encryption, by searching the backend's raw storage for a
-// marker written into a session. Each backend runs it from its own tests
+// marker written into a session, and that an encrypted namespace takes
+// writes under its own keys only. Each backend runs it from its own tests
 // with a function that searches its storage: files, keys, rows, documents.
 package crypttest
 
@@ -8,13 +9,16 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testenv"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store/crypt"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // Backend is what the erasure checks need of a backend.
@@ -54,7 +58,7 @@ func Events(marker string) []cairn.Event {
 		cairn.ApprovalDecided{CallID: "c1", Approved: true, Note: "ok " + marker},
 		cairn.MemoryCompacted{Summary: "summary " + marker, UpTo: 3},
 		cairn.Custom{Type: "app.note", Payload: val},
-		cairn.RunFinished{Status: cairn.RunCompleted, Output: "answer " + marker},
+		cairn.RunFinished{Status: cairn.StatusCompleted, Output: "answer " + marker},
 	}
 	kinds := []cairn.Kind{cairn.KindRunStarted, cairn.KindMemoryReset, cairn.KindMessageSystem, cairn.KindMessageUser,
 		cairn.KindModelResponse, cairn.KindToolStarted, cairn.KindToolResult, cairn.KindStateSet, cairn.KindRunInterrupted,
@@ -86,10 +90,87 @@ func NewKeyring(t testing.TB) *crypt.Keyring {
 	return r
 }
 
-// Run runs the erasure checks against b.
+// Run runs the erasure checks and the key checks against b.
 func Run(t *testing.T, b Backend) {
 	t.Run("Plain", func(t *testing.T) { testPlain(t, b) })
 	t.Run("Encrypted", func(t *testing.T) { testEncrypted(t, b) })
+	t.Run("WrongKey", func(t *testing.T) { testWrongKey(t, b) })
+	t.Run("FirstKeyRace", func(t *testing.T) { testFirstKeyRace(t, b) })
+}
+
+// namespaceKeys returns the master keys a process without a key is told
+// namespace ns is encrypted under: its marker's.
+func namespaceKeys(t *testing.T, b Backend, ns string) []string {
+	t.Helper()
+	s, err := crypt.Open(t.Context(), b.URL, cairn.StoreOptions{Namespace: ns}, nil)
+	if err == nil {
+		s.Close()
+		return nil
+	}
+	var ee *crypt.EncryptedError
+	if !errors.As(err, &ee) {
+		t.Fatalf("open without a key: %v", err)
+	}
+	return ee.KeyIDs
+}
+
+// testWrongKey writes a session under one key, then tries to create and
+// append under another: both are refused with crypt.ErrWrongKey, nothing
+// reaches the backend, and the namespace's marker names the first key
+// alone.
+func testWrongKey(t *testing.T, b Backend) {
+	ns := "er_" + testenv.RandHex(5)
+	ring1, ring2 := NewKeyring(t), NewKeyring(t)
+	s1 := open(t, b, ns, ring1)
+	write(t, s1, "a", Marker())
+	s2 := open(t, b, ns, ring2)
+	if err := s2.Create(t.Context(), cairn.SessionMeta{ID: "e3"}); !errors.Is(err, crypt.ErrWrongKey) {
+		t.Errorf("Create under another key: got %v, want ErrWrongKey", err)
+	}
+	if _, err := s1.Inner().Load(t.Context(), "e3", 0); !errors.Is(err, cairn.ErrNotFound) {
+		t.Errorf("after a refused Create the backend holds the session: %v", err)
+	}
+	more := Events(Marker())[:1]
+	more[0].Seq = 14
+	if err := s2.Append(t.Context(), "a", 13, more...); !errors.Is(err, crypt.ErrWrongKey) {
+		t.Errorf("Append under another key: got %v, want ErrWrongKey", err)
+	}
+	if got := namespaceKeys(t, b, ns); len(got) != 1 || got[0] != ring1.Current() {
+		t.Errorf("the marker names %v, want [%s]", got, ring1.Current())
+	}
+	if rec, err := s1.Load(t.Context(), "a", 0); err != nil || rec.Info.LastSeq != 13 {
+		t.Errorf("the session under its own key: %v", err)
+	}
+}
+
+// testFirstKeyRace has two processes with two keys seal the first
+// sessions of a namespace at once: one key becomes the namespace's, the
+// other's write is refused, and the marker names one key.
+func testFirstKeyRace(t *testing.T, b Backend) {
+	ns := "er_" + testenv.RandHex(5)
+	rings := []*crypt.Keyring{NewKeyring(t), NewKeyring(t)}
+	stores := []crypt.Store{open(t, b, ns, rings[0]), open(t, b, ns, rings[1])}
+	ids := []string{"a", "b"}
+	for i, s := range stores {
+		if err := s.Create(t.Context(), cairn.SessionMeta{ID: ids[i]}); err != nil {
+			t.Fatalf("Create(%s) before anything is sealed: %v", ids[i], err)
+		}
+	}
+	won, errs := storetest.Race(len(stores), crypt.ErrWrongKey, func(i int) (int, error) {
+		if err := stores[i].Append(t.Context(), ids[i], 0, Events(Marker())...); err != nil {
+			return i, fmt.Errorf("the append under key %s: %w", rings[i].Current(), err)
+		}
+		return i, nil
+	})
+	for _, err := range errs {
+		t.Errorf("%v, want nil or ErrWrongKey", err)
+	}
+	if len(won) != 1 {
+		t.Fatalf("appends that succeeded under two keys: %v (errors %v), want exactly one", won, errs)
+	}
+	if got := namespaceKeys(t, b, ns); len(got) != 1 || got[0] != rings[won[0]].Current() {
+		t.Errorf("the marker names %v, want [%s]", got, rings[won[0]].Current())
+	}
 }
 
 func open(t *testing.T, b Backend, ns string, ring *crypt.Keyring) crypt.Store {
@@ -102,7 +183,7 @@ func open(t *testing.T, b Backend, ns string, ring *crypt.Keyring) crypt.Store {
 	}
 	s, err := crypt.Open(t.Context(), b.URL, cairn.StoreOptions{Namespace: ns}, ring)
 	if err != nil {
-		t.Fatalf("open %s: %v", cairn.RedactURL(b.URL), err)
+		t.Fatalf("open %s: %v", text.RedactURL(b.URL), err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -197,7 +278,7 @@ func testEncrypted(t *testing.T, b Backend) {
 		if err != nil || held == nil {
 			t.Fatalf("LoadSnapshot of the wrapped store: %v, %v", held, err)
 		}
-		_, ciphertext, ok := cairn.ParseSealToken(string(held.Data))
+		_, ciphertext, ok := crypt.ParseToken(string(held.Data))
 		if !ok {
 			t.Fatalf("the wrapped store holds a snapshot that is not a token: %.60s", held.Data)
 		}

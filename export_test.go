@@ -1,0 +1,4 @@
+package cairn
+
+// What the external tests of this package reach inside for.
+var DecodeSnapshot = decodeSnapshot
