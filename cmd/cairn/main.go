@@ -41,7 +41,7 @@ func run(args []string) int {
 		return cli.ExitOK
 	}
 	if isUsage(err) {
-		err = &cli.Error{Err: err, Hint: "see `" + commandPath(root, args) + " --help`", Code: cli.ExitUsage}
+		err = usageError(commandFor(root, args), err)
 	}
 	msg, hint, code := cli.Describe(err)
 	if app.Flags.JSON {
@@ -90,12 +90,13 @@ func isUsage(err error) bool {
 	return false
 }
 
-func commandPath(root *cobra.Command, args []string) string {
+// commandFor returns the command that args name, or root.
+func commandFor(root *cobra.Command, args []string) *cobra.Command {
 	cmd, _, err := root.Find(args)
 	if err != nil || cmd == nil {
-		return "cairn"
+		return root
 	}
-	return cmd.CommandPath()
+	return cmd
 }
 
 func newRoot(app *cli.App) *cobra.Command {
@@ -112,7 +113,8 @@ project's .cairn/ and cairn.toml are looked for from the working directory
 upward, as git looks for its repository.
 
 Exit status: 0 success, 1 failure, 2 bad usage, 3 a run ended with events
-the store could not save, 130 interrupted (Ctrl+C). With --json, stdout
+the store could not save, 4 a run waits for a person to approve tool calls,
+130 interrupted (Ctrl+C). With --json, stdout
 holds one JSON document and stderr JSON lines.`,
 		Version:       version(),
 		SilenceUsage:  true,
@@ -128,7 +130,7 @@ holds one JSON document and stderr JSON lines.`,
 		if rep, ok := errors.AsType[*repeatedFlagError](err); ok {
 			return &cli.Error{Err: rep, Hint: rep.hint(), Code: cli.ExitUsage}
 		}
-		return &cli.Error{Err: err, Hint: "see `" + c.CommandPath() + " --help`", Code: cli.ExitUsage}
+		return usageError(c, err)
 	})
 	root.AddCommand(newSessionsCmd(app), newMemoryCmd(app), newVersionCmd(app))
 	addRuntimeCommands(root, app)
@@ -147,7 +149,7 @@ holds one JSON document and stderr JSON lines.`,
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(c *cobra.Command, a []string) error {
 		if err := check(c, a); err != nil {
-			return &cli.Error{Err: err, Hint: "see `" + c.CommandPath() + " --help`", Code: cli.ExitUsage}
+			return usageError(c, err)
 		}
 		return nil
 	}
