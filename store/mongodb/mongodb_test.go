@@ -21,7 +21,9 @@ import (
 
 func TestMain(m *testing.M) {
 	testenv.Examples(testenv.MongoDB, "MONGODB_URI")
-	os.Exit(m.Run())
+	code := m.Run()
+	testenv.ReportSkips("store/mongodb")
+	os.Exit(code)
 }
 
 // serverURI returns the test server's URI from CAIRN_TEST_MONGODB, or skips.

@@ -33,6 +33,7 @@ var (
 func TestMain(m *testing.M) {
 	testenv.Examples(envDSN, "DATABASE_URL")
 	code := m.Run()
+	testenv.ReportSkips("store/postgres")
 	if admin != nil {
 		admin.Close()
 	}

@@ -50,6 +50,7 @@ func adminClient(tb testing.TB) *goredis.Client {
 func TestMain(m *testing.M) {
 	testenv.Examples(testenv.Redis, "REDIS_URL")
 	code := m.Run()
+	testenv.ReportSkips("store/redis")
 	if admin != nil {
 		admin.Close()
 	}

@@ -16,8 +16,11 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 )
@@ -40,8 +43,59 @@ func URL(tb testing.TB, name string) string {
 	if os.Getenv("CI") == "true" {
 		tb.Fatalf("%s is not set: CI must run every backend's tests (see .ci/run)", name)
 	}
+	skipped.note(name)
 	tb.Skipf("%s is not set: set it to a test server's URL to run these tests", name)
 	return ""
+}
+
+// skipped counts, per variable, the tests URL skipped in this process.
+var skipped skips
+
+type skips struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (s *skips) note(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int{}
+	}
+	s.n[name]++
+}
+
+// write writes one line per variable whose tests were skipped, naming the
+// package, how many and the variable that runs them; nothing when none was.
+func (s *skips) write(w io.Writer, pkg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.n))
+	for name := range s.n {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		tests := "tests"
+		if s.n[name] == 1 {
+			tests = "test"
+		}
+		fmt.Fprintf(w, "%s: %d %s skipped, %s is not set (README.md, Testing)\n", pkg, s.n[name], tests, name)
+	}
+}
+
+// ReportSkips tells the person at the terminal which of pkg's tests URL
+// skipped and the variable that runs them, from a backend package's
+// TestMain after m.Run. go test shows a passing package as "ok" and hides
+// its output unless -v, so the line goes to the terminal itself
+// (/dev/tty); with no terminal (a script, CI) it goes nowhere.
+func ReportSkips(pkg string) {
+	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer tty.Close()
+	skipped.write(tty, pkg)
 }
 
 // HangLimit is how long after its context ends a call may still run before
