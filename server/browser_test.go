@@ -569,3 +569,44 @@ func TestBrowser_LoginStaysOnServer(t *testing.T) {
 		t.Errorf("the browser went to the other server: %q", visits)
 	}
 }
+
+// TestBrowser_NarrowScreen opens the list and a session at a phone's
+// width (420 px): neither page scrolls sideways, and the list still shows
+// each session's ID, status and first message.
+func TestBrowser_NarrowScreen(t *testing.T) {
+	h, _ := browserHarness(t)
+	awaitingSession(t, h.store, h.srv.cfg.Agent, "trip-to-lisbon-with-a-long-session-id")
+	writeSession(t, h.store, "math", chatEvents(14))
+	b := newBrowser(t, h)
+	b.do("a phone's width", chromedp.EmulateViewport(420, 860))
+	fits := `document.documentElement.scrollWidth <= window.innerWidth`
+	b.open("/sessions")
+	b.wait(`tr[data-id="math"]`)
+	if w := evalJS[float64](b, `window.innerWidth`); w != 420 {
+		t.Fatalf("the window is %v px wide, want 420", w)
+	}
+	if !evalJS[bool](b, fits) {
+		t.Errorf("/sessions at 420 px is %v px wide: it scrolls sideways", evalJS[float64](b, `document.documentElement.scrollWidth`))
+	}
+	for _, sel := range []string{`tr[data-id="math"] td.id`, `tr[data-id="math"] .status`, `tr[data-id="math"] td.first`} {
+		if !evalJS[bool](b, `(() => { const r = document.querySelector('`+sel+`').getBoundingClientRect(); return r.width > 0 && r.right <= window.innerWidth })()`) {
+			t.Errorf("%s is not shown within the window", sel)
+		}
+	}
+	b.open("/sessions/trip-to-lisbon-with-a-long-session-id")
+	b.wait("#timeline li.k-interrupt")
+	if !evalJS[bool](b, fits) {
+		t.Errorf("the session's page at 420 px is %v px wide: it scrolls sideways", evalJS[float64](b, `document.documentElement.scrollWidth`))
+	}
+	if *screenshots != "" {
+		b.open("/sessions")
+		b.wait(`tr[data-id="math"]`)
+		png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(*screenshots, "inspector-sessions-420.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
