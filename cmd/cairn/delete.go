@@ -10,10 +10,11 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/longterm"
 )
 
 func newDeleteCmd(app *cli.App) *cobra.Command {
-	var yes bool
+	var yes, memories bool
 	c := &cobra.Command{
 		Use:     "delete ID...",
 		Aliases: []string{"rm"},
@@ -22,7 +23,11 @@ func newDeleteCmd(app *cli.App) *cobra.Command {
 
 Each ID is a whole ID, never a prefix, and every one must exist: otherwise
 nothing is erased. At a terminal cairn asks for confirmation first; --yes
-skips the question, and without a terminal (a script) --yes is required.`,
+skips the question, and without a terminal (a script) --yes is required.
+
+--memories erases too the long-term memory items that the sessions' agents
+saved (those whose source is one of the sessions), in every namespace of
+the store.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			if !yes && !cli.IsTerminal(app.Stdin) {
@@ -45,9 +50,19 @@ skips the question, and without a terminal (a script) --yes is required.`,
 				}
 				locs = append(locs, loc)
 			}
+			var mem longterm.Store
+			if memories {
+				m, _, err := app.OpenMemory(c.Context())
+				if err != nil {
+					return err
+				}
+				defer m.Close()
+				mem = m
+			}
 			deleted := []string{}
+			erased := map[string]int{}
 			for _, loc := range locs {
-				err := deleteOne(app, c, loc, yes)
+				n, err := deleteOne(app, c, loc, yes, mem)
 				if errors.Is(err, errDeclined) {
 					continue
 				}
@@ -55,36 +70,60 @@ skips the question, and without a terminal (a script) --yes is required.`,
 					return err
 				}
 				deleted = append(deleted, loc.ID)
+				erased[loc.ID] = n
 			}
 			if app.Flags.JSON {
-				return cli.WriteJSON(app.Stdout, map[string]any{"deleted": deleted})
+				out := map[string]any{"deleted": deleted}
+				if mem != nil {
+					out["memories_deleted"] = erased
+				}
+				return cli.WriteJSON(app.Stdout, out)
 			}
 			for _, id := range deleted {
+				if mem != nil {
+					items := "memory items"
+					if erased[id] == 1 {
+						items = "memory item"
+					}
+					app.Printf("deleted %s and the %d %s it saved\n", id, erased[id], items)
+					continue
+				}
 				app.Printf("deleted %s\n", id)
 			}
 			return nil
 		},
 	}
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	c.Flags().BoolVar(&memories, "memories", false, "erase too the long-term memory items the sessions' agents saved")
 	return c
 }
 
 var errDeclined = errors.New("declined")
 
-func deleteOne(app *cli.App, c *cobra.Command, loc *cli.Located, yes bool) error {
+// deleteOne erases a session once confirmed and, with mem, the memory
+// items it produced first (so that a failure there leaves the session to
+// delete again), returning how many of those it erased.
+func deleteOne(app *cli.App, c *cobra.Command, loc *cli.Located, yes bool, mem longterm.Store) (int, error) {
 	if !yes {
 		fmt.Fprintf(app.Stderr, "Erase session %s for good? [y/N] ", loc.ID)
 		answer, _ := bufio.NewReader(app.Stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			fmt.Fprintln(app.Stderr, "kept", loc.ID)
-			return errDeclined
+			return 0, errDeclined
+		}
+	}
+	n := 0
+	if mem != nil {
+		var err error
+		if n, err = longterm.DeleteBySession(c.Context(), mem, loc.ID); err != nil {
+			return n, cli.MemoryFail("delete the memories of session "+loc.ID+" (the session is kept)", err)
 		}
 	}
 	if err := loc.Store.Delete(c.Context(), loc.ID); err != nil {
 		if errors.Is(err, cairn.ErrNotFound) {
-			return cli.Fail(fmt.Errorf("delete %s: %w", loc.ID, err), "it was deleted or expired meanwhile")
+			return n, cli.Fail(fmt.Errorf("delete %s: %w", loc.ID, err), "it was deleted or expired meanwhile")
 		}
-		return cli.StoreFail(loc.ID, fmt.Errorf("delete %s: %w", loc.ID, err))
+		return n, cli.StoreFail(loc.ID, fmt.Errorf("delete %s: %w", loc.ID, err))
 	}
-	return nil
+	return n, nil
 }

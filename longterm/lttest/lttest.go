@@ -65,6 +65,7 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 		{"ConcurrentPut", testConcurrentPut},
 		{"Delete", testDelete},
 		{"DeleteNamespace", testDeleteNamespace},
+		{"DeleteBySession", testDeleteBySession},
 		{"List", testList},
 		{"ListPaging", testListPaging},
 		{"Namespaces", testNamespaces},

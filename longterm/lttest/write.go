@@ -459,3 +459,44 @@ func testProvenance(t *testing.T, h *harness) {
 		t.Errorf("Search found %d items, want 2", len(rs))
 	}
 }
+
+// testDeleteBySession erases the items a session produced, in every
+// namespace, and nothing else: not another session's, not one without a
+// source, and not one replaced meanwhile by another session's.
+func testDeleteBySession(t *testing.T, h *harness) {
+	s := h.store(t)
+	ctx := t.Context()
+	session := "sess-" + h.root[3:]
+	other := "other-" + h.root[3:]
+	from := func(ns, key, sess string) {
+		it := item(h.ns(ns), key, "quince "+key)
+		it.Source = longterm.Source{Session: sess, Seq: 3}
+		mustPut(t, s, it, longterm.PutOptions{})
+	}
+	from("users/ada", "a1", session)
+	from("users/ada/notes", "a2", session)
+	from("agents/facts", "a3", session)
+	from("users/ada", "b1", other)
+	mustPut(t, s, item(h.ns("users/ada"), "none", "quince"), longterm.PutOptions{})
+	from("users/ada", "moved", session)
+	from("users/ada", "moved", other) // replaced: another session's now
+	n, err := longterm.DeleteBySession(ctx, s, session)
+	if err != nil || n != 3 {
+		t.Fatalf("DeleteBySession = %d, %v; want 3", n, err)
+	}
+	want := []string{h.ns("users/ada") + " b1", h.ns("users/ada") + " moved", h.ns("users/ada") + " none"}
+	for _, st := range []longterm.Store{s, h.store(t)} {
+		if got := places(listAll(t, st, longterm.ListOptions{Prefix: h.root})); !slices.Equal(got, want) {
+			t.Errorf("List after DeleteBySession:\n got %v\nwant %v", got, want)
+		}
+		if got := resultPlaces(search(t, st, longterm.SearchOptions{Query: "quince", Prefix: h.root, Limit: 100})); len(got) != len(want) {
+			t.Errorf("Search after DeleteBySession: %v", got)
+		}
+	}
+	if n, err := longterm.DeleteBySession(ctx, s, session); err != nil || n != 0 {
+		t.Errorf("DeleteBySession again = %d, %v; want 0, nil", n, err)
+	}
+	if _, err := longterm.DeleteBySession(ctx, s, ""); !errors.Is(err, longterm.ErrInvalid) {
+		t.Errorf("DeleteBySession(\"\") = %v, want ErrInvalid", err)
+	}
+}
