@@ -89,7 +89,10 @@ func build(ctx context.Context, bin string, w io.Writer, interval time.Duration)
 	if err != nil {
 		return err
 	}
-	total := countDeps(root)
+	// The count of packages is read beside the build: on a machine that
+	// has not downloaded cairn's modules yet, go list waits for them too.
+	var total atomic.Int64
+	go func() { total.Store(countDeps(root)) }()
 	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-o", bin, "./cmd/cairn")
 	cmd.Dir = root
 	stderr, err := cmd.StderrPipe()
@@ -100,7 +103,7 @@ func build(ctx context.Context, bin string, w io.Writer, interval time.Duration)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("go build: %w", err)
 	}
-	var built atomic.Int64
+	var built, downloads atomic.Int64
 	var other strings.Builder // what go build says that is not a package's path: its errors
 	done := make(chan struct{})
 	go func() {
@@ -108,9 +111,12 @@ func build(ctx context.Context, bin string, w io.Writer, interval time.Duration)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
-			if isPackagePath(line) {
+			switch {
+			case isPackagePath(line):
 				built.Add(1)
-			} else {
+			case strings.HasPrefix(line, "go: downloading "):
+				downloads.Add(1)
+			default:
 				other.WriteString(line + "\n")
 			}
 		}
@@ -127,7 +133,7 @@ func build(ctx context.Context, bin string, w io.Writer, interval time.Duration)
 				fmt.Fprintln(w, "cairnw: building cairn; the first build compiles every dependency and takes minutes, later ones a second")
 				said = true
 			}
-			fmt.Fprintln(w, progress(built.Load(), total, time.Since(start)))
+			fmt.Fprintln(w, progress(built.Load(), total.Load(), downloads.Load(), time.Since(start)))
 		}
 	}
 	if err := cmd.Wait(); err != nil {
@@ -160,8 +166,11 @@ func isPackagePath(line string) bool {
 // progress is the line written while the build runs. Packages found up
 // to date are not listed by go build -v, so the count is of those
 // compiled, and the total is an upper bound.
-func progress(built, total int64, took time.Duration) string {
+func progress(built, total, downloads int64, took time.Duration) string {
 	t := took.Round(time.Second)
+	if built == 0 && downloads > 0 {
+		return fmt.Sprintf("cairnw: downloading cairn's modules, %d so far (%s)", downloads, t)
+	}
 	if built == 0 {
 		return fmt.Sprintf("cairnw: compiling and linking (%s)", t)
 	}

@@ -11,14 +11,15 @@ import (
 
 func TestProgress(t *testing.T) {
 	for _, c := range []struct {
-		built, total int64
-		want         string
+		built, total, downloads int64
+		want                    string
 	}{
-		{0, 699, "cairnw: compiling and linking (7s)"},
-		{212, 699, "cairnw: 212 of at most 699 packages compiled (7s)"},
-		{5, 0, "cairnw: 5 packages compiled (7s)"},
+		{0, 699, 0, "cairnw: compiling and linking (7s)"},
+		{0, 0, 12, "cairnw: downloading cairn's modules, 12 so far (7s)"},
+		{212, 699, 40, "cairnw: 212 of at most 699 packages compiled (7s)"},
+		{5, 0, 0, "cairnw: 5 packages compiled (7s)"},
 	} {
-		if got := progress(c.built, c.total, 7*time.Second+300*time.Millisecond); got != c.want {
+		if got := progress(c.built, c.total, c.downloads, 7*time.Second+300*time.Millisecond); got != c.want {
 			t.Errorf("progress(%d, %d) = %q, want %q", c.built, c.total, got, c.want)
 		}
 	}
