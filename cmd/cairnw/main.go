@@ -38,12 +38,17 @@ func main() {
 }
 
 func run(args []string) int {
-	bin, err := binPath()
+	root, err := moduleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cairnw:", err)
 		return 1
 	}
-	if err := build(context.Background(), bin, os.Stderr, every); err != nil {
+	bin, err := binPath(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cairnw:", err)
+		return 1
+	}
+	if err := build(context.Background(), root, bin, os.Stderr, every); err != nil {
 		fmt.Fprintln(os.Stderr, "cairnw:", err)
 		return 1
 	}
@@ -51,15 +56,11 @@ func run(args []string) int {
 }
 
 // binPath is where the binary is built: the user's cache folder, one file
-// per module folder, so that two clones do not share one.
-func binPath() (string, error) {
+// per module folder (root), so that two clones do not share one.
+func binPath(root string) (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("no cache folder for the binary: %w", err)
-	}
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
 	}
 	name := "cairn-" + strings.NewReplacer("/", "_", "\\", "_", ":", "_").Replace(strings.Trim(root, "/\\"))
 	if runtime.GOOS == "windows" {
@@ -77,16 +78,12 @@ func moduleRoot() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// build runs `go build -v -o bin ./cmd/cairn` and, while it runs, writes a
-// progress line to w every interval: the packages compiled so far of the
-// ones cairn needs. Nothing is written for a build that ends within the
+// build runs `go build -v -o bin ./cmd/cairn` in the module folder root
+// and, while it runs, writes a progress line to w every interval: the
+// packages compiled so far of the ones cairn needs. Nothing is written for a build that ends within the
 // first interval (one that was up to date).
-func build(ctx context.Context, bin string, w io.Writer, interval time.Duration) error {
+func build(ctx context.Context, root, bin string, w io.Writer, interval time.Duration) error {
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		return err
-	}
-	root, err := moduleRoot()
-	if err != nil {
 		return err
 	}
 	// The count of packages is read beside the build: on a machine that

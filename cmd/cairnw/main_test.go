@@ -47,9 +47,13 @@ func TestBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cairn")
 	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(t.TempDir(), "cairn")
 	var out bytes.Buffer
-	if err := build(t.Context(), bin, &out, time.Millisecond); err != nil {
+	if err := build(t.Context(), root, bin, &out, time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
