@@ -41,7 +41,11 @@ func run(args []string) int {
 		return cli.ExitOK
 	}
 	if isUsage(err) {
-		err = usageError(commandFor(root, args), err)
+		if c, flagErr := unknownFlagFirst(root, args, err); c != nil {
+			err = usageError(c, flagErr)
+		} else {
+			err = usageError(commandFor(root, args), err)
+		}
 	}
 	msg, hint, code := cli.Describe(err)
 	if app.Flags.JSON {

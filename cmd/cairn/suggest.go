@@ -129,3 +129,31 @@ func usageError(c *cobra.Command, err error) error {
 	}
 	return &cli.Error{Err: err, Hint: hint, Code: cli.ExitUsage}
 }
+
+// unknownFlagFirst finds the mistyped flag behind an "unknown command" error:
+// cobra takes the word after an unknown --flag for its value, so that
+// `cairn --jsn sessions list` is refused as the unknown command "list".
+// When args hold a long flag no command knows and, without it, name a
+// command, that command and the flag's own error are returned; else nil.
+func unknownFlagFirst(root *cobra.Command, args []string, err error) (*cobra.Command, error) {
+	if _, ok := unknownCommand(err); !ok {
+		return nil, nil
+	}
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok || name == "" {
+			continue
+		}
+		name, _, _ = strings.Cut(name, "=")
+		rest := append(append([]string{}, args[:i]...), args[i+1:]...)
+		c, _, ferr := root.Find(rest)
+		if ferr != nil || c == nil || c.Flags().Lookup(name) != nil || c.InheritedFlags().Lookup(name) != nil {
+			continue
+		}
+		return c, errors.New("unknown flag: --" + name)
+	}
+	return nil, nil
+}
