@@ -23,6 +23,7 @@ func newBenchCmd(app *cli.App) *cobra.Command {
 		refill   bool
 		long     bool
 		noLong   bool
+		memory   string
 	)
 	c := &cobra.Command{
 		Use:   "bench",
@@ -53,12 +54,29 @@ realistic sessions (4 events, ~1 KB each, over 30 days; mixed statuses; a
 tenth labelled, a tenth expired) in a namespace bench_scale_N, or reuses the
 fill already there, and times the first page of the list, status and label
 filters, the 20th page, show, a mistyped ID, a prefix, delete, and last gc
-of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
+of the expired tenth while a writer appends. docs/SCALING.md describes it.
+
+With --memory (1,000, 10,000 and 100,000 items; or --memory N,M,…), it
+measures long-term memory instead: it puts N items of 10 to 30 words into
+100 namespaces under bench/memory_N in each --store (a SQLite file in a
+temporary folder when none is given), or reuses the fill already there, and
+times a put beside a session append on the same store, and a search (two
+words of middling frequency, the best 10) of all the items and of one
+namespace, the sizes taken in turn. The targets: search at the largest
+size within 3× the smallest, a put within 2× an append. Remove the fills
+with cairn memory delete bench --yes.`,
 		Example: `  cairn bench
   cairn bench --long --store sqlite:long.db --json
-  cairn bench --sessions 10000,100000 --store sqlite:scale.db --store postgres://localhost/cairn`,
+  cairn bench --sessions 10000,100000 --store sqlite:scale.db --store postgres://localhost/cairn
+  cairn bench --memory --store sqlite:memory.db --store postgres://localhost/cairn`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
+			if memory != "" {
+				if sessions != "" || long || noLong {
+					return &cli.Error{Err: errors.New("--memory measures long-term memory alone"), Hint: "leave out --sessions, --long and --no-long", Code: cli.ExitUsage}
+				}
+				return benchMemory(c, app, stores, memory, refill, quick, dir)
+			}
 			if sessions != "" {
 				return benchScale(c, app, stores, sessions, refill, quick, dir)
 			}
@@ -88,7 +106,9 @@ of the expired tenth while a writer appends. docs/SCALING.md describes it.`,
 	f.StringVar(&sessions, "sessions", "", "measure the commands in stores of this many sessions (N, or N,M,… for several sizes; needs --store)")
 	f.BoolVar(&long, "long", false, "measure only the agent on a long conversation (agent_turn_us, open_ms)")
 	f.BoolVar(&noLong, "no-long", false, "leave the long conversation out: appends, CPU, resume and concurrency only")
-	f.BoolVar(&refill, "refill", false, "with --sessions: fill the stores again even where a fill of that size is there")
+	f.StringVar(&memory, "memory", "", "measure long-term memory's put and search at these numbers of items (N,M,…)")
+	f.Lookup("memory").NoOptDefVal = "1000,10000,100000"
+	f.BoolVar(&refill, "refill", false, "with --sessions or --memory: fill the stores again even where a fill of that size is there")
 	return c
 }
 
@@ -101,7 +121,7 @@ func benchScale(c *cobra.Command, app *cli.App, stores []string, sessions string
 	if dir != "" {
 		return usage(errors.New("--dir is not for --sessions"), "put the SQLite file where you want it in its --store URL")
 	}
-	sizes, err := parseSizes(sessions)
+	sizes, err := parseSizes("--sessions", "sessions", sessions)
 	if err != nil {
 		return usage(err, "give --sessions 10000, or several sizes as 10000,100000")
 	}
@@ -116,6 +136,29 @@ func benchScale(c *cobra.Command, app *cli.App, stores []string, sessions string
 	}
 	rep, err := bench.RunScale(c.Context(), opts)
 	return benchReport(app, opts.Progress != nil, rep, err, bench.WriteScaleTable)
+}
+
+// benchMemory is `cairn bench --memory`.
+func benchMemory(c *cobra.Command, app *cli.App, stores []string, memory string, refill, quick bool, dir string) error {
+	usage := func(err error, hint string) error { return &cli.Error{Err: err, Hint: hint, Code: cli.ExitUsage} }
+	sizes, err := parseSizes("--memory", "items", memory)
+	if err != nil {
+		return usage(err, "give --memory alone for 1,000, 10,000 and 100,000 items, or sizes as --memory=1000,10000")
+	}
+	if len(stores) > 0 && dir != "" {
+		return usage(errors.New("--dir is for the SQLite file made when no --store is given"), "put the SQLite file where you want it in its --store URL")
+	}
+	opts := bench.MemoryOptions{Stores: stores, Items: sizes, Refill: refill, Dir: dir}
+	if quick {
+		opts.Reps = 30
+	}
+	if cli.IsTerminal(app.Stderr) {
+		opts.Progress = func(step string) { fmt.Fprintf(app.Stderr, "\r\033[Kbench: %s…", step) }
+	} else {
+		opts.Log = func(line string) { fmt.Fprintf(app.Stderr, "bench: %s\n", line) }
+	}
+	rep, err := bench.RunMemory(c.Context(), opts)
+	return benchReport(app, opts.Progress != nil, rep, err, bench.WriteMemoryTable)
 }
 
 // benchReport ends a benchmark that err ended or that made rep: it clears
@@ -134,14 +177,14 @@ func benchReport[R any](app *cli.App, progress bool, rep R, err error, table fun
 	return table(app.Stdout, rep)
 }
 
-// parseSizes parses --sessions: one number, or several separated by
-// commas, returned smallest first.
-func parseSizes(s string) ([]int, error) {
+// parseSizes parses the value s of flag, a number of what: one number, or
+// several separated by commas, returned smallest first.
+func parseSizes(flag, what, s string) ([]int, error) {
 	var sizes []int
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 100 {
-			return nil, fmt.Errorf("--sessions %q: %q is not a number of sessions of 100 or more", s, f)
+			return nil, fmt.Errorf("%s %q: %q is not a number of %s of 100 or more", flag, s, f, what)
 		}
 		sizes = append(sizes, n)
 	}
