@@ -14,9 +14,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/store/postgres"
 )
 
 // MemoryOptions configure RunMemory.
@@ -171,9 +174,19 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 		return fmt.Errorf("open %s: %w", text.RedactURL(u), err)
 	}
 	defer s.Close()
+	filled := false
 	for i := range rs {
 		if err := fillMemory(ctx, lt, opts, &rs[i]); err != nil {
 			rs[i].Error = err.Error()
+		}
+		filled = filled || rs[i].Fill.Action == "filled"
+	}
+	if pl, ok := lt.(*postgres.LongTerm); ok && filled {
+		// As vacuumAnalyze does for the sessions: the figures are those of
+		// a server whose autovacuum has caught up with the fill.
+		opts.Progress(rs[0].Backend + ": VACUUM ANALYZE")
+		if _, err := pl.Pool().Exec(ctx, "VACUUM ANALYZE "+pgx.Identifier{pl.Schema(), "longterm_items"}.Sanitize()); err != nil {
+			return fmt.Errorf("vacuum analyze longterm_items: %w", err)
 		}
 	}
 	// The appends go to a session of their own, made anew each run.

@@ -119,6 +119,9 @@ func NewLongTerm(ctx context.Context, pool *pgxpool.Pool, opts LongTermOptions) 
 // Schema returns the name of the schema that holds the items.
 func (s *LongTerm) Schema() string { return s.schema }
 
+// Pool returns the connection pool the store uses.
+func (s *LongTerm) Pool() *pgxpool.Pool { return s.pool }
+
 // Close implements longterm.Store. It closes the pool if OpenLongTerm
 // made it.
 func (s *LongTerm) Close() error {
