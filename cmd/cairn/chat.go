@@ -40,6 +40,7 @@ func newChatCmd(app *cli.App) *cobra.Command {
 		session string
 		resume  resumeFlag
 		force   bool
+		mem     memoryFlags
 	)
 	c := &cobra.Command{
 		Use:   "chat [--session ID | --resume [ID]]",
@@ -61,7 +62,10 @@ that one (whole IDs, never prefixes): the last turns are shown, and an
 interrupted turn can be finished first. The session goes on with the model
 it was run with unless --model says otherwise. --session ID continues that
 session, or starts it with that name. A session another process is running
-is refused, naming that process; --force takes it over.`,
+is refused, naming that process; --force takes it over. --memory-ns
+NAMESPACE gives the agent long-term memory in that namespace, and puts the
+--recall memories that best match each message in front of it, as
+` + "`cairn run`" + ` does.`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			if len(a) == 1 {
@@ -83,12 +87,21 @@ is refused, naming that process; --force takes it over.`,
 					return cli.BadID(fmt.Errorf("--resume: %w", err))
 				}
 			}
+			if err := mem.check(c); err != nil {
+				return err
+			}
 			store, ag, err := openRunAgent(c, app)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			ch := &chat{app: app, ctx: c.Context(), store: store, ag: ag, force: force}
+			defer mem.Close()
+			if mem.ns != "" {
+				if err := mem.attach(c.Context(), app, ag, nil, ""); err != nil {
+					return err
+				}
+			}
+			ch := &chat{app: app, ctx: c.Context(), store: store, ag: ag, force: force, mem: &mem}
 			defer ch.release()
 			if err := ch.open(resume, session); err != nil {
 				return err
@@ -102,6 +115,7 @@ is refused, naming that process; --force takes it over.`,
 	c.Flags().Var(&resume, "resume", "go on with a session: the ID given after it, else the most recently updated")
 	c.Flags().Lookup("resume").NoOptDefVal = "true"
 	c.Flags().BoolVar(&force, "force", false, "take the session over from the process that runs it (its writes are refused from then on)")
+	mem.add(c)
 	return c
 }
 
@@ -114,6 +128,7 @@ type chat struct {
 	ag    *agent.Agent
 	force bool
 	in    lineReader
+	mem   *memoryFlags
 
 	s      *agent.Session // nil until the first message of a new session
 	newID  string         // the ID a new session is to have ("" for a generated one)
@@ -165,6 +180,11 @@ func (ch *chat) open(resume resumeFlag, session string) error {
 func (ch *chat) take(s *agent.Session) error {
 	if err := ch.app.UseRecorded(ch.ag, s.State()); err != nil {
 		return err
+	}
+	if ch.mem.ns == "" {
+		if err := ch.mem.attach(ch.ctx, ch.app, ch.ag, s.State(), "cairn chat --resume "+s.ID()); err != nil {
+			return err
+		}
 	}
 	cl, err := claimSession(ch.ctx, ch.app, s, ch.force, "cairn chat --session "+s.ID()+" --force")
 	if err != nil {
@@ -294,7 +314,11 @@ func (ch *chat) loop() error {
 			if ch.s.Memory().LastSeq() > 0 {
 				opts = append(opts, agent.Continue())
 			}
-			return ch.s.Run(ctx, line, opts...)
+			background, err := ch.mem.background(ctx, line)
+			if err != nil {
+				return nil, err
+			}
+			return ch.s.Run(ctx, line, append(opts, background...)...)
 		}); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ func newResumeCmd(app *cli.App) *cobra.Command {
 	var approve, deny []string
 	var note string
 	var force bool
+	var mem memoryFlags
 	c := &cobra.Command{
 		Use:   `resume ID ["prompt"]`,
 		Short: "Finish an interrupted run, or continue a session with a new prompt",
@@ -29,9 +30,17 @@ continues with it as the next turn. ID is the whole ID: a command that
 changes a session never takes a prefix. The project's store is searched
 first, then the user-global store; a store named with --store,
 CAIRN_STORE or a config file given with --config is the only one
-searched.`,
+searched.
+
+--memory-ns NAMESPACE gives the agent long-term memory in that namespace,
+as ` + "`cairn run`" + ` does; a run that waits on a call of memory_save or
+memory_search needs it to finish. With a prompt, --recall memories that
+match it are put in front of it.`,
 		Args: args(cobra.RangeArgs(1, 2)),
 		RunE: func(c *cobra.Command, a []string) error {
+			if err := mem.check(c); err != nil {
+				return err
+			}
 			ctx := c.Context()
 			loc, err := app.Locate(ctx, a[0], cli.LocateOptions{Global: true, Exact: true, Command: "cairn sessions resume"})
 			if err != nil {
@@ -49,6 +58,10 @@ searched.`,
 			if err := app.UseRecorded(ag, s.State()); err != nil {
 				return err
 			}
+			defer mem.Close()
+			if err := mem.attach(ctx, app, ag, s.State(), "cairn sessions resume "+s.ID()); err != nil {
+				return err
+			}
 			cl, err := claimSession(ctx, app, s, force, "cairn sessions resume "+s.ID()+" --force")
 			if err != nil {
 				return err
@@ -64,7 +77,12 @@ searched.`,
 			app.Notef("session %s", s.ID())
 			var res *agent.Result
 			if len(a) == 2 && strings.TrimSpace(a[1]) != "" {
-				res, err = s.Run(ctx, a[1], append([]agent.RunOption{agent.Continue()}, out.Options()...)...)
+				background, berr := mem.background(ctx, a[1])
+				if berr != nil {
+					return berr
+				}
+				opts := append([]agent.RunOption{agent.Continue()}, background...)
+				res, err = s.Run(ctx, a[1], append(opts, out.Options()...)...)
 			} else {
 				switch s.State().Status {
 				case cairn.StatusRunning, cairn.StatusInterrupted, cairn.StatusAwaiting:
@@ -88,6 +106,7 @@ searched.`,
 	c.Flags().StringSliceVar(&deny, "deny", nil, "deny a tool call waiting for a person (CALL_ID, or all)")
 	c.Flags().StringVar(&note, "note", "", "a note recorded with the decisions")
 	c.Flags().BoolVar(&force, "force", false, "take the session over from the process that runs it (its writes are refused from then on)")
+	mem.add(c)
 	return c
 }
 

@@ -9,9 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
-	"github.com/cairnhq/cairn/agent/builtin"
 	"github.com/cairnhq/cairn/internal/cli"
-	"github.com/cairnhq/cairn/longterm"
 )
 
 func newRunCmd(app *cli.App) *cobra.Command {
@@ -21,8 +19,7 @@ func newRunCmd(app *cli.App) *cobra.Command {
 		reset   bool
 		detach  bool
 		force   bool
-		memNS   string
-		recall  int
+		mem     memoryFlags
 	)
 	c := &cobra.Command{
 		Use:   `run [--session ID | --continue] [--reset] "prompt"`,
@@ -59,18 +56,11 @@ the count agent.max_steps bounds. Notes go to stderr as JSON lines.`,
 					return cli.BadID(fmt.Errorf("--session: %w", err))
 				}
 			}
-			if memNS != "" {
-				if err := longterm.ValidateNamespace(memNS); err != nil {
-					return cli.Usage(cli.MemoryRules, "--memory-ns %q: %v", memNS, err)
-				}
-				if detach {
-					return cli.Usage("drop --detach, or --memory-ns", "--memory-ns does not go with --detach: a worker runs the configured agent")
-				}
-			} else if c.Flags().Changed("recall") {
-				return cli.Usage("add --memory-ns NAMESPACE", "--recall needs --memory-ns: it recalls the memories of a namespace")
+			if err := mem.check(c); err != nil {
+				return err
 			}
-			if recall < 0 || recall > 50 {
-				return cli.Usage("give --recall between 0 and 50", "--recall %d is not a number of memories", recall)
+			if mem.ns != "" && detach {
+				return cli.Usage("drop --detach, or --memory-ns", "--memory-ns does not go with --detach: a worker runs the configured agent")
 			}
 			prompt, err := promptArg(app, a)
 			if err != nil {
@@ -124,19 +114,19 @@ the count agent.max_steps bounds. Notes go to stderr as JSON lines.`,
 			if continuing && !reset {
 				opts = append(opts, agent.Continue())
 			}
-			if memNS != "" {
-				mem, _, err := app.OpenMemory(ctx)
-				if err != nil {
-					return err
-				}
-				defer mem.Close()
-				ag.Tools = append(ag.Tools, builtin.MemoryTools(mem, memNS)...)
-				background, err := builtin.RecallMemories(ctx, mem, memNS, prompt, recall)
-				if err != nil {
-					return cli.MemoryFail("recall", err)
-				}
-				opts = append(opts, agent.Background(background))
+			var st *cairn.State
+			if continuing && !reset {
+				st = s.State()
 			}
+			defer mem.Close()
+			if err := mem.attach(ctx, app, ag, st, "cairn run --session "+s.ID()); err != nil {
+				return err
+			}
+			background, err := mem.background(ctx, prompt)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, background...)
 			out := app.NewRunOutput()
 			app.Notef("session %s", s.ID())
 			res, err := s.Run(ctx, prompt, append(opts, out.Options()...)...)
@@ -154,8 +144,7 @@ the count agent.max_steps bounds. Notes go to stderr as JSON lines.`,
 	c.Flags().BoolVar(&cont, "continue", false, "continue the most recently updated session")
 	c.Flags().BoolVar(&reset, "reset", false, "start the session's memory fresh")
 	c.Flags().BoolVar(&detach, "detach", false, "queue the run for `cairn worker` and print the session ID at once")
-	c.Flags().StringVar(&memNS, "memory-ns", "", "give the agent long-term memory in this namespace (users/ada): memory_save, memory_search, recall")
-	c.Flags().IntVar(&recall, "recall", 5, "with --memory-ns: put this many memories that match the prompt into the context at the start")
+	mem.add(c)
 	c.Flags().BoolVar(&force, "force", false, "take the session over from the process that runs it (its writes are refused from then on)")
 	return c
 }

@@ -87,6 +87,17 @@ var Compactions = []string{"summarize", "drop", "off"}
 // agent.require_approval may name.
 var Tools = []string{"calc", "clock", "remember", "recall", "append_file"}
 
+// MemoryTools are the names of the long-term memory tools that --memory-ns
+// gives the agent; require_approval may name them too.
+var MemoryTools = []string{"memory_save", "memory_search"}
+
+// approvable reports whether require_approval may name the tool, and
+// lists the names it may.
+func approvable(name string) (bool, string) {
+	all := append(slices.Clone(Tools), MemoryTools...)
+	return slices.Contains(all, name), strings.Join(all, ", ")
+}
+
 // Serve configures cairn serve, for a deployment that starts it the same
 // way each time; its flags override each key.
 type Serve struct {
@@ -288,9 +299,9 @@ func (c *Config) Validate(file string) error {
 		return err
 	}
 	for _, name := range c.Agent.RequireApproval {
-		if !slices.Contains(Tools, name) {
+		if ok, all := approvable(name); !ok {
 			return &Error{File: file, Key: "agent.require_approval",
-				Msg: fmt.Sprintf("unknown tool %q (the tools are %s)", name, strings.Join(Tools, ", "))}
+				Msg: fmt.Sprintf("unknown tool %q (the tools are %s)", name, all)}
 		}
 	}
 	return nil
@@ -329,9 +340,9 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		if strings.TrimSpace(v) != "none" {
 			for _, name := range strings.Split(v, ",") {
 				name = strings.TrimSpace(name)
-				if !slices.Contains(Tools, name) {
+				if ok, all := approvable(name); !ok {
 					return &Error{File: "environment", Key: "CAIRN_REQUIRE_APPROVAL",
-						Msg: fmt.Sprintf("names %q, which is not a tool (the tools are %s; or \"none\")", name, strings.Join(Tools, ", "))}
+						Msg: fmt.Sprintf("names %q, which is not a tool (the tools are %s; or \"none\")", name, all)}
 				}
 				c.Agent.RequireApproval = append(c.Agent.RequireApproval, name)
 			}

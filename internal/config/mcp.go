@@ -96,7 +96,7 @@ func (c *Config) validateMCP(file string) error {
 	}
 	for _, t := range c.Agent.RequireApproval {
 		server, tool, ok := strings.Cut(t, "_")
-		if _, isServer := c.MCP.Servers[server]; ok && isServer && !slices.Contains(Tools, t) {
+		if _, isServer := c.MCP.Servers[server]; ok && isServer && !slices.Contains(Tools, t) && !slices.Contains(MemoryTools, t) {
 			return &Error{File: file, Key: "agent.require_approval", Msg: fmt.Sprintf(
 				"%q is a tool of MCP server %s: set approval = true in [mcp.servers.%s.tools.%s] (or approval = true in [mcp.servers.%s] for all its tools)",
 				t, server, server, tool, server)}
