@@ -77,7 +77,7 @@ func TestParse_Errors(t *testing.T) {
 		{"missing connection", "[persistence]\nconnection = \"nope\"\n", "persistence.connection", "no [connections.nope]", 2},
 		{"bad provider", "[model]\nprovider = \"gemini\"\n", "model.provider", "unknown provider", 2},
 		{"unknown tool", "[agent]\nname = \"x\"\nrequire_approval = [\"append_file\", \"rm_rf\"]\n", "agent.require_approval",
-			`unknown tool "rm_rf" (the tools are calc, clock, remember, recall, append_file)`, 3},
+			`unknown tool "rm_rf" (the tools are calc, clock, remember, recall, append_file, memory_save, memory_search)`, 3},
 		{"negative context budget", "[agent]\nname = \"x\"\ncontext_tokens = -100\n", "agent.context_tokens", `is -100; want 0 (the model's default) or a number of tokens`, 3},
 		{"context budget of another type", "[agent]\ncontext_tokens = \"8k\"\n", "agent.context_tokens", "incompatible types", 2},
 		{"unknown compaction", "[agent]\n\ncompaction = \"forget\"\n", "agent.compaction", `is "forget"; want summarize, drop or off`, 3},
