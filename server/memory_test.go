@@ -1,0 +1,223 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+// sqliteLongTerm is a long-term store in a SQLite file of its own.
+func sqliteLongTerm(t testing.TB) longterm.Store {
+	t.Helper()
+	lt, err := sqlite.OpenLongTerm(t.Context(), filepath.Join(t.TempDir(), "cairn.db"), sqlite.LongTermOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lt.Close() })
+	return lt
+}
+
+// TestAPI_Memory runs long-term memory over HTTP on the memory and SQLite
+// backends: put, get, list with labels and a cursor, namespaces, search,
+// conditional put and delete (409), bad input (400 naming the field),
+// missing items (404), delete and namespace delete.
+func TestAPI_Memory(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) longterm.Store{"memory": longTermStore, "sqlite": sqliteLongTerm} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, memoryStore(t), Config{Memory: open(t)})
+			memoryContract(t, h)
+		})
+	}
+}
+
+func memoryContract(t *testing.T, h *harness) {
+	put := func(body map[string]any) map[string]any {
+		t.Helper()
+		r := h.do("PUT", "/api/memory/item", body)
+		wantStatus(t, fmt.Sprintf("put %v", body["key"]), r, http.StatusOK)
+		return r.JSON(t)["item"].(map[string]any)
+	}
+	food := put(map[string]any{"namespace": "users/ada", "key": "food", "value": map[string]any{"food": "pizza"},
+		"text": "Ada loves pizza with olives", "labels": map[string]string{"kind": "preference"},
+		"source": map[string]any{"session": "trip", "seq": 4}, "ttl_seconds": 3600})
+	if food["version"].(float64) <= 0 || food["expires_at"] == nil || food["source"].(map[string]any)["session"] != "trip" {
+		t.Errorf("put returned %v; want a version, an expiry and the source", food)
+	}
+	put(map[string]any{"namespace": "users/ada/notes", "key": "city", "value": "Lisbon", "text": "Ada is going to Lisbon"})
+	put(map[string]any{"namespace": "users/adam", "key": "food", "value": "soup", "text": "Adam loves soup", "labels": map[string]string{"kind": "preference"}})
+
+	// Get.
+	r := h.do("GET", "/api/memory/item?ns=users/ada&key=food", nil)
+	wantStatus(t, "get", r, http.StatusOK)
+	got := r.JSON(t)["item"].(map[string]any)
+	if got["value"].(map[string]any)["food"] != "pizza" || got["version"] != food["version"] {
+		t.Errorf("get: %v, want the item put", got)
+	}
+	if _, ok := got["vector"]; ok {
+		t.Errorf("get shows a vector: %v", got)
+	}
+
+	// List: a prefix holds its own namespace and those under it, not a
+	// sibling that starts alike; labels filter; the cursor pages.
+	keys := func(path string) (string, string) {
+		t.Helper()
+		r := h.do("GET", path, nil)
+		wantStatus(t, path, r, http.StatusOK)
+		var page struct {
+			Items []longterm.Item `json:"items"`
+			Next  string          `json:"next"`
+		}
+		r.Decode(t, &page)
+		var out []string
+		for _, it := range page.Items {
+			out = append(out, it.Namespace+":"+it.Key)
+		}
+		return strings.Join(out, " "), page.Next
+	}
+	if got, _ := keys("/api/memory/items?prefix=users/ada"); got != "users/ada:food users/ada/notes:city" {
+		t.Errorf("items under users/ada: %s", got)
+	}
+	if got, _ := keys("/api/memory/items?label=kind=preference"); got != "users/ada:food users/adam:food" {
+		t.Errorf("items labelled kind=preference: %s", got)
+	}
+	var all []string
+	for path, pages := "/api/memory/items?limit=2", 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("the cursor does not end")
+		}
+		got, next := keys(path)
+		all = append(all, got)
+		if next == "" {
+			break
+		}
+		path = "/api/memory/items?limit=2&cursor=" + url.QueryEscape(next)
+	}
+	if got := strings.Join(all, " "); got != "users/ada:food users/ada/notes:city users/adam:food" {
+		t.Errorf("every item through the cursor: %s", got)
+	}
+
+	// Namespaces.
+	r = h.do("GET", "/api/memory/namespaces?prefix=users&depth=2", nil)
+	wantStatus(t, "namespaces", r, http.StatusOK)
+	if ns := fmt.Sprint(r.JSON(t)["namespaces"]); ns != "[users/ada users/adam]" {
+		t.Errorf("namespaces under users cut to 2 segments: %s", ns)
+	}
+
+	// Search, best first, with a prefix.
+	r = h.do("GET", "/api/memory/search?q=pizza+lisbon+olives", nil)
+	wantStatus(t, "search", r, http.StatusOK)
+	var found struct {
+		Results []struct {
+			Item  longterm.Item `json:"item"`
+			Score float64       `json:"score"`
+		} `json:"results"`
+	}
+	r.Decode(t, &found)
+	if len(found.Results) != 2 || found.Results[0].Item.Key != "food" || found.Results[0].Score != 1 || found.Results[1].Item.Key != "city" {
+		t.Errorf("search: %+v; want food (score 1) then city", found.Results)
+	}
+	r = h.do("GET", "/api/memory/search?q=loves&prefix=users/adam", nil)
+	r.Decode(t, &found)
+	if len(found.Results) != 1 || found.Results[0].Item.Namespace != "users/adam" {
+		t.Errorf("search under users/adam: %+v", found.Results)
+	}
+
+	// Conditional writes.
+	v := int64(food["version"].(float64))
+	r = h.do("PUT", "/api/memory/item", map[string]any{"namespace": "users/ada", "key": "food", "value": "sushi", "if_version": v + 100})
+	wantStatus(t, "put at a stale version", r, http.StatusConflict)
+	if e := r.Err(t); e["code"] != "conflict" {
+		t.Errorf("put at a stale version: %v", e)
+	}
+	r = h.do("PUT", "/api/memory/item", map[string]any{"namespace": "users/ada", "key": "food", "value": "sushi", "if_version": -1})
+	wantStatus(t, "create of an item that exists", r, http.StatusConflict)
+	replaced := put(map[string]any{"namespace": "users/ada", "key": "food", "value": "sushi", "if_version": v})
+	if int64(replaced["version"].(float64)) <= v || replaced["expires_at"] != nil {
+		t.Errorf("replace: %v; want a newer version and no expiry", replaced)
+	}
+	r = h.do("DELETE", fmt.Sprintf("/api/memory/item?ns=users/ada&key=food&if_version=%d", v), nil)
+	wantStatus(t, "delete at a stale version", r, http.StatusConflict)
+
+	// Bad input names the field.
+	for _, tc := range []struct {
+		method, path string
+		body         any
+		field        string
+	}{
+		{"PUT", "/api/memory/item", `{"namespace":"users//ada","key":"k","value":1}`, "namespace"},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"a b","value":1}`, "key"},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k"}`, "value"},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"ttl_seconds":-5}`, "ttl_seconds"},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"labels":{"":"x"}}`, "labels"},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"source":{"session":"a b"}}`, "source.session"},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"colour":"red"}`, "colour"},
+		{"GET", "/api/memory/item?ns=/users&key=k", nil, "ns"},
+		{"GET", "/api/memory/item?ns=users", nil, "key"},
+		{"GET", "/api/memory/items?label=nolabel", nil, "label"},
+		{"GET", "/api/memory/items?cursor=bogus", nil, "cursor"},
+		{"GET", "/api/memory/items?limit=0", nil, "limit"},
+		{"GET", "/api/memory/namespaces?prefix=users/", nil, "prefix"},
+		{"GET", "/api/memory/search?prefix=users", nil, "q"},
+		{"DELETE", "/api/memory/item?ns=users/ada&key=food&if_version=-3", nil, "if_version"},
+		{"DELETE", "/api/memory/namespace?prefix=", nil, "prefix"},
+	} {
+		r := h.do(tc.method, tc.path, tc.body)
+		wantStatus(t, tc.method+" "+tc.path, r, http.StatusBadRequest)
+		if e := r.Err(t); e["field"] != tc.field {
+			t.Errorf("%s %s: error %v, want field %q", tc.method, tc.path, e, tc.field)
+		}
+	}
+
+	// Missing items.
+	r = h.do("GET", "/api/memory/item?ns=users/ada&key=nope", nil)
+	wantStatus(t, "get of a missing item", r, http.StatusNotFound)
+	if e := r.Err(t); e["code"] != "not_found" {
+		t.Errorf("get of a missing item: %v", e)
+	}
+	wantStatus(t, "delete of a missing item", h.do("DELETE", "/api/memory/item?ns=users/ada&key=nope", nil), http.StatusNotFound)
+
+	// Delete, then the namespace.
+	wantStatus(t, "delete", h.do("DELETE", "/api/memory/item?ns=users/ada&key=food", nil), http.StatusNoContent)
+	wantStatus(t, "get after delete", h.do("GET", "/api/memory/item?ns=users/ada&key=food", nil), http.StatusNotFound)
+	r = h.do("DELETE", "/api/memory/namespace?prefix=users/ada", nil)
+	wantStatus(t, "delete namespace", r, http.StatusOK)
+	if n := r.JSON(t)["deleted"]; n != 1.0 {
+		t.Errorf("delete of users/ada erased %v items, want 1 (users/ada/notes:city; not users/adam)", n)
+	}
+	if got, _ := keys("/api/memory/items"); got != "users/adam:food" {
+		t.Errorf("items after the namespace delete: %s", got)
+	}
+}
+
+// TestAPI_MemoryAbsent: a server without long-term memory answers its
+// routes with 404, code no_memory and a hint.
+func TestAPI_MemoryAbsent(t *testing.T) {
+	h := newHarness(t, memoryStore(t), Config{})
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/memory/namespaces", ""},
+		{"GET", "/api/memory/items", ""},
+		{"GET", "/api/memory/item?ns=users/ada&key=food", ""},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"food","value":1}`},
+		{"DELETE", "/api/memory/item?ns=users/ada&key=food", ""},
+		{"DELETE", "/api/memory/namespace?prefix=users", ""},
+		{"GET", "/api/memory/search?q=pizza", ""},
+	} {
+		var body any
+		if c.body != "" {
+			body = c.body
+		}
+		r := h.do(c.method, c.path, body)
+		wantStatus(t, c.method+" "+c.path, r, http.StatusNotFound)
+		e := r.Err(t)
+		if e["code"] != "no_memory" || !strings.Contains(e["hint"].(string), "without one") {
+			t.Errorf("%s %s: error %v, want no_memory with a hint", c.method, c.path, e)
+		}
+	}
+}
