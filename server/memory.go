@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -369,4 +370,19 @@ func (s *Server) apiMemorySearch(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"results": res})
 	return nil
+}
+
+// sourceLink is the address of the event an item came from: the session
+// page at that seq, its timeline showing the event; the session's page
+// when the item names no seq; "" without a session.
+func sourceLink(src longterm.Source) string {
+	if src.Session == "" || validID("id", src.Session) != nil {
+		return ""
+	}
+	base := "/sessions/" + src.Session
+	if src.Seq <= 0 {
+		return base
+	}
+	from := max(1, src.Seq-PageEvents/2)
+	return fmt.Sprintf("%s?from=%d&at=%d#seq-%d", base, from, src.Seq, src.Seq)
 }

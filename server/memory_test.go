@@ -197,7 +197,8 @@ func memoryContract(t *testing.T, h *harness) {
 }
 
 // TestAPI_MemoryAbsent: a server without long-term memory answers its
-// routes with 404, code no_memory and a hint.
+// routes and its page with 404, code no_memory and a hint, and links no
+// memory page.
 func TestAPI_MemoryAbsent(t *testing.T) {
 	h := newHarness(t, memoryStore(t), Config{})
 	for _, c := range []struct{ method, path, body string }{
@@ -220,4 +221,97 @@ func TestAPI_MemoryAbsent(t *testing.T) {
 			t.Errorf("%s %s: error %v, want no_memory with a hint", c.method, c.path, e)
 		}
 	}
+	cookie, _ := signIn(t, h)
+	jar := map[string]string{"Cookie": CookieName + "=" + cookie}
+	r := h.doWith("GET", "/memory", nil, jar)
+	wantStatus(t, "the memory page", r, http.StatusNotFound)
+	if !strings.Contains(string(r.Body), "no long-term memory store") {
+		t.Errorf("the memory page of a server without memory does not say why: %s", clipBody(r.Body))
+	}
+	r = h.doWith("GET", "/sessions", nil, jar)
+	if strings.Contains(string(r.Body), `href="/memory"`) {
+		t.Error("the sessions page links a memory page the server does not have")
+	}
+}
+
+// TestUI_Memory: the memory page lists namespaces, items and search
+// results with links to their sources, and its forms delete an item and
+// a namespace, with the CSRF token and a confirmation.
+func TestUI_Memory(t *testing.T) {
+	h := newHarness(t, memoryStore(t), Config{Memory: longTermStore(t)})
+	ctx := t.Context()
+	mem := h.srv.cfg.Memory
+	for _, it := range []longterm.Item{
+		{Namespace: "users/ada", Key: "food", Value: []byte(`"pizza"`), Text: "Ada loves pizza", Labels: map[string]string{"kind": "preference"}, Source: longterm.Source{Session: "trip", Seq: 250}},
+		{Namespace: "users/ada/notes", Key: "city", Value: []byte(`"Lisbon"`)},
+		{Namespace: "users/bob", Key: "pet", Value: []byte(`"a cat <b>"`)},
+	} {
+		if _, err := mem.Put(ctx, it, longterm.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cookie, csrf := signIn(t, h)
+	jar := map[string]string{"Cookie": CookieName + "=" + cookie}
+	page := func(path string) string {
+		t.Helper()
+		r := h.doWith("GET", path, nil, jar)
+		wantStatus(t, path, r, http.StatusOK)
+		return string(r.Body)
+	}
+	body := page("/sessions")
+	if !strings.Contains(body, `href="/memory"`) {
+		t.Error("the sessions page does not link the memory page")
+	}
+	body = page("/memory?ns=users/ada")
+	for _, want := range []string{`href="/memory?ns=users/bob"`, `data-key="food"`, `data-key="city"`, "kind=preference",
+		`href="/sessions/trip?from=150&amp;at=250#seq-250"`, `action="/memory/delete-namespace"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page of users/ada lacks %s: %s", want, body)
+		}
+	}
+	if strings.Contains(body, `data-key="pet"`) {
+		t.Error("the page of users/ada shows users/bob's item")
+	}
+	body = page("/memory?q=cat&prefix=users")
+	if !strings.Contains(body, `id="mem-results"`) || !strings.Contains(body, "a cat &lt;b&gt;") || strings.Contains(body, `data-key="food"`) {
+		t.Errorf("the search for cat: %s", clipBody([]byte(body[strings.Index(body, "<main"):])))
+	}
+
+	// Deletes need the confirmation and the CSRF token.
+	r := h.doWith("POST", "/memory/delete", "ns=users/ada&key=food&csrf="+csrf, withForm(jar))
+	wantStatus(t, "delete without confirmation", r, http.StatusBadRequest)
+	r = h.doWith("POST", "/memory/delete", "ns=users/ada&key=food&confirm=food", withForm(jar))
+	wantStatus(t, "delete without the CSRF token", r, http.StatusForbidden)
+	r = h.doWith("POST", "/memory/delete", "ns=users/ada&key=food&confirm=food&csrf="+csrf, withForm(jar))
+	wantStatus(t, "delete", r, http.StatusSeeOther)
+	if body := page(r.Header.Get("Location")); !strings.Contains(body, "Deleted food of users/ada.") {
+		t.Error("the page after the delete does not say what was deleted")
+	}
+	if _, err := mem.Get(ctx, "users/ada", "food"); err == nil {
+		t.Error("the item is still there")
+	}
+	r = h.doWith("POST", "/memory/delete-namespace", "prefix=users/ada&confirm=users/ada&csrf="+csrf, withForm(jar))
+	wantStatus(t, "delete namespace", r, http.StatusSeeOther)
+	if body := page(r.Header.Get("Location")); !strings.Contains(body, "Deleted namespace users/ada and those under it: 1 item.") {
+		t.Error("the page after the namespace delete does not say what was deleted")
+	}
+	ns, err := mem.Namespaces(ctx, longterm.NamespaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ns.Namespaces) != "[users/bob]" {
+		t.Errorf("namespaces after the delete: %v", ns.Namespaces)
+	}
+
+	// A read-only server shows no delete form and refuses the action.
+	ro := newHarness(t, memoryStore(t), Config{Memory: mem, ReadOnly: true})
+	cookie, csrf = signIn(t, ro)
+	jar = map[string]string{"Cookie": CookieName + "=" + cookie}
+	r = ro.doWith("GET", "/memory?ns=users/bob", nil, jar)
+	wantStatus(t, "read-only memory page", r, http.StatusOK)
+	if strings.Contains(string(r.Body), "/memory/delete") {
+		t.Error("the read-only memory page offers a delete")
+	}
+	r = ro.doWith("POST", "/memory/delete", "ns=users/bob&key=pet&confirm=pet&csrf="+csrf, withForm(jar))
+	wantStatus(t, "read-only delete", r, http.StatusForbidden)
 }

@@ -28,9 +28,10 @@ type Config struct {
 	// Store holds the sessions the server shows and changes. The server
 	// does not close it.
 	Store cairn.Store
-	// Memory is the long-term memory the server serves under
-	// /api/memory. Nil: those routes answer 404 (code no_memory). The
-	// server does not close it.
+	// Memory is the long-term memory the server serves under /api/memory
+	// and shows on the inspector's memory page. Nil: those routes answer
+	// 404 (code no_memory) and the pages do not link to it. The server
+	// does not close it.
 	Memory longterm.Store
 	// Tokens are the access tokens a request may carry (Authorization:
 	// Bearer TOKEN), each at least MinTokenLength characters long and not
@@ -254,6 +255,9 @@ func (s *Server) table() []route {
 		ui("POST", "/sessions/{id}/resume", true, s.uiResume),
 		ui("POST", "/sessions/{id}/fork", true, s.uiFork),
 		ui("POST", "/sessions/{id}/delete", true, s.uiDelete),
+		ui("GET", "/memory", false, s.uiMemory),
+		ui("POST", "/memory/delete", true, s.uiMemoryDelete),
+		ui("POST", "/memory/delete-namespace", true, s.uiMemoryDeleteNamespace),
 	}
 }
 
