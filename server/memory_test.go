@@ -51,6 +51,10 @@ func memoryContract(t *testing.T, h *harness) {
 		t.Errorf("put returned %v; want a version, an expiry and the source", food)
 	}
 	put(map[string]any{"namespace": "users/ada/notes", "key": "city", "value": "Lisbon", "text": "Ada is going to Lisbon"})
+	if empty := put(map[string]any{"namespace": "users/ada/notes", "key": "nothing", "value": nil}); empty["value"] != nil {
+		t.Errorf("a put of null: %v, want the value null", empty)
+	}
+	wantStatus(t, "delete", h.do("DELETE", "/api/memory/item?ns=users/ada/notes&key=nothing", nil), http.StatusNoContent)
 	put(map[string]any{"namespace": "users/adam", "key": "food", "value": "soup", "text": "Adam loves soup", "labels": map[string]string{"kind": "preference"}})
 
 	// Get.

@@ -186,6 +186,9 @@ type errorData struct {
 
 func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, e *apiError) {
 	back := "/sessions"
+	if strings.HasPrefix(r.URL.Path, "/memory") && s.cfg.Memory != nil {
+		back = "/memory"
+	}
 	if id := r.PathValue("id"); id != "" && validID("id", id) == nil {
 		back = "/sessions/" + id
 	}

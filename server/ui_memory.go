@@ -75,6 +75,9 @@ func (s *Server) uiMemory(w http.ResponseWriter, r *http.Request) error {
 	}
 	d.Namespaces = nsPage.Namespaces
 	if nsPage.Next != "" {
+		if d.NS != "" {
+			nsq.Set("ns", d.NS)
+		}
 		nsq.Set("ns_cursor", nsPage.Next)
 		d.NSNext = "/memory?" + nsq.Encode()
 	}
