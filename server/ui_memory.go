@@ -32,6 +32,7 @@ type memoryRow struct {
 	longterm.Item
 	Snippet   string
 	Score     float64
+	Ranked    bool   // a search result: its score is shown
 	SourceURL string // the address of the event it came from, or ""
 	Deeper    bool   // the item is in a namespace under the one shown
 	CanWrite  bool   // the delete form is shown, with the page's CSRF token
@@ -107,7 +108,7 @@ func (s *Server) uiMemory(w http.ResponseWriter, r *http.Request) error {
 		d.Searched = true
 		for _, x := range res {
 			row := d.row(x.Item, "")
-			row.Score = x.Score
+			row.Score, row.Ranked = x.Score, true
 			d.Results = append(d.Results, row)
 		}
 	}
