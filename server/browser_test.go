@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/longterm"
 )
 
 // The browser tests drive the inspector in a real Chromium, headless, on
@@ -607,6 +608,86 @@ func TestBrowser_NarrowScreen(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(*screenshots, "inspector-sessions-420.png"), png, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestBrowser_Memory opens the memory page from the header, searches,
+// sees the ranked result, and follows its provenance link to the event
+// of the session it was saved from; at a phone's width the page does not
+// scroll sideways.
+func TestBrowser_Memory(t *testing.T) {
+	h := newHarness(t, sqliteStore(t), Config{Memory: sqliteLongTerm(t), PollInterval: 100 * time.Millisecond})
+	writeSession(t, h.store, "math", chatEvents(14))
+	for _, it := range []longterm.Item{
+		{Namespace: "users/ada", Key: "answer-9", Value: []byte(`{"answer":63}`), Text: "Ada asked what 9 times 7 is: 63",
+			Labels: map[string]string{"kind": "fact"}, Source: longterm.Source{Session: "math", Seq: 11}},
+		{Namespace: "users/ada/notes", Key: "city", Value: []byte(`"Lisbon"`), Text: "Ada is going to Lisbon"},
+		{Namespace: "users/a-person-with-a-rather-long-name/notes-about-their-preferences", Key: "food-preference-for-dinner-parties",
+			Value: []byte(`"pizza"`), Text: strings.Repeat("pizza ", 60)},
+	} {
+		if _, err := h.srv.cfg.Memory.Put(t.Context(), it, longterm.PutOptions{TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, h)
+	b.nav("open the memory page", chromedp.Click(chromedp.CSS(`header nav a[href="/memory"]`)))
+	b.wait("#mem-namespaces")
+	if got := b.text("#mem-namespaces"); !strings.Contains(got, "users/ada/notes") {
+		t.Errorf("the namespaces: %q", got)
+	}
+
+	// A namespace's items.
+	b.nav("open users/ada", chromedp.Click(chromedp.CSS(`#mem-namespaces a[href="/memory?ns=users/ada"]`)))
+	b.wait(`#mem-list li[data-key="city"]`)
+	if got := b.text(`#mem-list li[data-key="answer-9"]`); !strings.Contains(got, "kind=fact") || !strings.Contains(got, "expires") {
+		t.Errorf("the item's row: %q", got)
+	}
+
+	// A search, with the keyboard's "/".
+	b.do("search", chromedp.KeyEvent("/"))
+	b.until("the search box has the focus", `document.activeElement && document.activeElement.id === "q"`)
+	evalJS[string](b, `document.querySelector("#q").value = ""`)
+	b.do("type a query", chromedp.SendKeys(chromedp.CSS("#q"), "times 7"))
+	b.do("type a prefix", chromedp.SendKeys(chromedp.CSS("#prefix"), "users"))
+	b.nav("search", chromedp.Click(chromedp.CSS(`form[role="search"] button`)))
+	b.wait(`#mem-results li[data-key="answer-9"]`)
+	if n := evalJS[int](b, `document.querySelectorAll("#mem-results li.mem-item").length`); n != 1 {
+		t.Errorf("%d results, want 1", n)
+	}
+	if got := b.text(`#mem-results li[data-key="answer-9"] .score`); got != "1.00" {
+		t.Errorf("the result's score: %q", got)
+	}
+
+	// Its provenance: the session's page at the event.
+	b.nav("follow the source", chromedp.Click(chromedp.CSS(`#mem-results li[data-key="answer-9"] a.source`)))
+	b.wait("#seq-11.at")
+	if u := evalJS[string](b, "location.pathname + location.search + location.hash"); !strings.HasPrefix(u, "/sessions/math?") || !strings.HasSuffix(u, "#seq-11") {
+		t.Errorf("the source link led to %s", u)
+	}
+	if got := b.text("#state .at"); !strings.Contains(got, "After #11 ") {
+		t.Errorf("the state shown: %q, want the state after #11", got)
+	}
+
+	// A phone's width.
+	b.do("a phone's width", chromedp.EmulateViewport(420, 860))
+	b.open("/memory?ns=users&q=pizza")
+	b.wait("#mem-results li.mem-item")
+	if !evalJS[bool](b, `document.documentElement.scrollWidth <= window.innerWidth`) {
+		t.Errorf("the memory page at 420 px is %v px wide: it scrolls sideways", evalJS[float64](b, `document.documentElement.scrollWidth`))
+	}
+	if *screenshots != "" {
+		for _, w := range []int64{420, 1280} {
+			b.do("width", chromedp.EmulateViewport(w, 900))
+			b.open("/memory?ns=users/ada&q=ada")
+			b.wait("#mem-results li.mem-item")
+			png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(*screenshots, fmt.Sprintf("inspector-memory-%d.png", w)), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -24,7 +24,11 @@
 // server-sent events resumable with Last-Event-ID, append events with an
 // expected seq (409 with the current seq on a conflict, 400 naming the
 // field of a bad event), the state at any seq, approve or deny a pending
-// tool call, resume a run, fork, delete, export and import. Errors are
+// tool call, resume a run, fork, delete, export and import. With
+// Config.Memory, the routes under /api/memory serve long-term memory:
+// namespaces, items by prefix and label, get, put with an expected
+// version (409 on a conflict), delete, namespace delete and search; a
+// server without it answers them 404 (code no_memory). Errors are
 // {"error": {"code", "message", "field", "last_seq", "hint"}}.
 //
 // # The inspector
@@ -35,7 +39,9 @@
 // events at a time, next to the state after any seq (the time-travel
 // slider); a running session's page shows new events as they are saved.
 // Its actions (approve or deny, resume, fork, delete, export, import) ask
-// for confirmation. The pages are Go templates with one style sheet and
+// for confirmation. /memory, with Config.Memory, browses and searches
+// long-term memory, links each item to the session event it came from,
+// and deletes an item or a namespace behind a confirmation. The pages are Go templates with one style sheet and
 // one script, embedded: they work without the script, and without a build
 // step.
 //

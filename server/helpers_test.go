@@ -16,6 +16,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
+	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -67,6 +68,17 @@ func memoryStore(t testing.TB) cairn.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// longTermStore is a long-term memory store of its own, in memory.
+func longTermStore(t testing.TB) longterm.Store {
+	t.Helper()
+	lt, err := memory.NewLongTerm(longterm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lt.Close() })
+	return lt
 }
 
 func sqliteStore(t testing.TB) cairn.Store {

@@ -18,8 +18,8 @@ import (
 // has a documented status and the documented shape.
 func TestOpenAPI_MatchesHandlers(t *testing.T) {
 	notes := t.TempDir() + "/notes.txt"
-	h := newHarness(t, memoryStore(t), Config{Agent: fixtureAgent(t, notes), MaxBodyBytes: 64 << 10, MaxImportBytes: 64 << 10})
-	bare := newHarness(t, memoryStore(t), Config{}) // no agent
+	h := newHarness(t, memoryStore(t), Config{Agent: fixtureAgent(t, notes), Memory: longTermStore(t), MaxBodyBytes: 64 << 10, MaxImportBytes: 64 << 10})
+	bare := newHarness(t, memoryStore(t), Config{}) // no agent, no long-term memory
 	ro := newHarness(t, memoryStore(t), Config{ReadOnly: true})
 
 	r := h.do("GET", "/api/openapi.json", nil)
@@ -134,6 +134,33 @@ func TestOpenAPI_MatchesHandlers(t *testing.T) {
 		{"DELETE /api/sessions/{id}", 404, req(h, "DELETE", "/api/sessions/nope", nil)},
 		{"DELETE /api/sessions/{id}", 409, req(h, "DELETE", "/api/sessions/busy", nil)},
 		{"DELETE /api/sessions/{id}", 204, req(h, "DELETE", "/api/sessions/s1-fork", nil)},
+
+		{"PUT /api/memory/item", 200, req(h, "PUT", "/api/memory/item", `{"namespace":"users/ada","key":"food","value":{"food":"pizza"},"text":"Ada loves pizza","labels":{"kind":"preference"},"source":{"session":"s1","seq":3},"ttl_seconds":3600}`)},
+		{"PUT /api/memory/item", 200, req(h, "PUT", "/api/memory/item", `{"namespace":"users/ada/notes","key":"city","value":"Lisbon","if_version":-1}`)},
+		{"PUT /api/memory/item", 400, req(h, "PUT", "/api/memory/item", `{"namespace":"users//ada","key":"k","value":1}`)},
+		{"PUT /api/memory/item", 404, req(bare, "PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1}`)},
+		{"PUT /api/memory/item", 409, req(h, "PUT", "/api/memory/item", `{"namespace":"users/ada/notes","key":"city","value":"Porto","if_version":-1}`)},
+		{"PUT /api/memory/item", 413, req(h, "PUT", "/api/memory/item", `{"namespace":"users/ada","key":"big","value":`+big+`}`)},
+		{"GET /api/memory/item", 200, req(h, "GET", "/api/memory/item?ns=users/ada&key=food", nil)},
+		{"GET /api/memory/item", 400, req(h, "GET", "/api/memory/item?ns=users/ada&key=a+b", nil)},
+		{"GET /api/memory/item", 404, req(h, "GET", "/api/memory/item?ns=users/ada&key=nope", nil)},
+		{"GET /api/memory/item", 404, req(bare, "GET", "/api/memory/item?ns=users/ada&key=food", nil)},
+		{"GET /api/memory/items", 200, req(h, "GET", "/api/memory/items?prefix=users&label=kind=preference&limit=10", nil)},
+		{"GET /api/memory/items", 400, req(h, "GET", "/api/memory/items?cursor=bogus", nil)},
+		{"GET /api/memory/items", 404, req(bare, "GET", "/api/memory/items", nil)},
+		{"GET /api/memory/namespaces", 200, req(h, "GET", "/api/memory/namespaces?prefix=users&depth=2", nil)},
+		{"GET /api/memory/namespaces", 400, req(h, "GET", "/api/memory/namespaces?prefix=/users", nil)},
+		{"GET /api/memory/namespaces", 404, req(bare, "GET", "/api/memory/namespaces", nil)},
+		{"GET /api/memory/search", 200, req(h, "GET", "/api/memory/search?q=pizza&prefix=users", nil)},
+		{"GET /api/memory/search", 400, req(h, "GET", "/api/memory/search?q=", nil)},
+		{"GET /api/memory/search", 404, req(bare, "GET", "/api/memory/search?q=pizza", nil)},
+		{"DELETE /api/memory/item", 400, req(h, "DELETE", "/api/memory/item?ns=users/ada", nil)},
+		{"DELETE /api/memory/item", 404, req(h, "DELETE", "/api/memory/item?ns=users/ada&key=nope", nil)},
+		{"DELETE /api/memory/item", 409, req(h, "DELETE", "/api/memory/item?ns=users/ada&key=food&if_version=999", nil)},
+		{"DELETE /api/memory/item", 204, req(h, "DELETE", "/api/memory/item?ns=users/ada&key=food", nil)},
+		{"DELETE /api/memory/namespace", 400, req(h, "DELETE", "/api/memory/namespace", nil)},
+		{"DELETE /api/memory/namespace", 404, req(bare, "DELETE", "/api/memory/namespace?prefix=users", nil)},
+		{"DELETE /api/memory/namespace", 200, req(h, "DELETE", "/api/memory/namespace?prefix=users", nil)},
 	}
 	// Every operation refuses a request without a token, and every write
 	// a read-only server.

@@ -92,6 +92,7 @@ var funcs = template.FuncMap{
 		return strconv.FormatInt(n, 10) + " ms"
 	},
 	"interrupt": interruptText,
+	"nsURL":     namespaceURL,
 }
 
 // prettyJSON indents raw JSON for reading; anything else is shown as is.
@@ -126,13 +127,14 @@ type base struct {
 	ReadOnly bool
 	CanWrite bool
 	Agent    bool
+	Memory   bool // the server has long-term memory: the header links its page
 	Version  string
 	Notice   string
 }
 
 func (s *Server) base(r *http.Request, title, page string) base {
 	b := base{Title: title, Page: page, ReadOnly: s.cfg.ReadOnly, CanWrite: !s.cfg.ReadOnly,
-		Agent: s.cfg.Agent != nil && !s.cfg.ReadOnly, Version: s.pages.assetVersion(), Notice: notice(r)}
+		Agent: s.cfg.Agent != nil && !s.cfg.ReadOnly, Memory: s.cfg.Memory != nil, Version: s.pages.assetVersion(), Notice: notice(r)}
 	if ui, ok := r.Context().Value(uiKey{}).(*uiSession); ok {
 		b.CSRF = ui.CSRF
 	}
@@ -159,7 +161,7 @@ func notice(r *http.Request) string {
 	case "resumed":
 		return "The run goes on; new events appear below as they are saved."
 	}
-	return ""
+	return memoryNotice(q)
 }
 
 // render writes template name with data as a page.
@@ -184,6 +186,9 @@ type errorData struct {
 
 func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, e *apiError) {
 	back := "/sessions"
+	if strings.HasPrefix(r.URL.Path, "/memory") && s.cfg.Memory != nil {
+		back = "/memory"
+	}
 	if id := r.PathValue("id"); id != "" && validID("id", id) == nil {
 		back = "/sessions/" + id
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/longterm"
 )
 
 // Each refusal of the server, tested on its own: the answer's status and
@@ -447,7 +448,7 @@ func TestUI_Import(t *testing.T) {
 // twice, at the top and deeper: each is a 400 naming the key, and the
 // store is as it was. encoding/json would have taken the last of the two.
 func TestAPI_RefusesDuplicateKeys(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{Agent: fixtureAgent(t, t.TempDir()+"/notes.txt")})
+	h := newHarness(t, memoryStore(t), Config{Agent: fixtureAgent(t, t.TempDir()+"/notes.txt"), Memory: longTermStore(t)})
 	writeSession(t, h.store, "s1", chatEvents(7))
 	call := awaitingSession(t, h.store, h.srv.cfg.Agent, "await")
 	sys := func(text string) string { return `{"kind":"message.system","data":{"text":"` + text + `"}}` }
@@ -467,6 +468,9 @@ func TestAPI_RefusesDuplicateKeys(t *testing.T) {
 		{"POST /api/sessions/{id}/fork", "/api/sessions/s1/fork", `{"at":3,"as":"dk5","as":"dk6"}`, "bad_request", "as"},
 		{"POST /api/import", "/api/import?format=openai&as=dk7", `{"messages":[{"role":"user","content":"hi"}],"messages":[{"role":"user","content":"ho"}]}`, "invalid_document", "messages"},
 		{"POST /api/import", "/api/import?format=openai&as=dk8", `{"messages":[{"role":"user","content":"hi","content":"ho"}]}`, "invalid_document", "content"},
+		{"PUT /api/memory/item", "/api/memory/item", `{"namespace":"users/ada","key":"a","key":"b","value":1}`, "bad_request", "key"},
+		{"PUT /api/memory/item", "/api/memory/item", `{"namespace":"users/ada","key":"a","value":1,"labels":{"kind":"x","kind":"y"}}`, "bad_request", "labels.kind"},
+		{"PUT /api/memory/item", "/api/memory/item", `{"namespace":"users/ada","key":"a","value":{"food":"pizza","food":"soup"}}`, "bad_request", "value.food"},
 	}
 	// Every operation with a JSON body has a case.
 	r := h.do("GET", "/api/openapi.json", nil)
@@ -499,7 +503,8 @@ func TestAPI_RefusesDuplicateKeys(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {
 			before := storeContents(t, h)
-			r := h.do("POST", tc.path, tc.body)
+			method, _, _ := strings.Cut(tc.op, " ")
+			r := h.do(method, tc.path, tc.body)
 			wantStatus(t, tc.path, r, http.StatusBadRequest)
 			e := r.Err(t)
 			if e["code"] != tc.code || e["field"] != tc.field {
@@ -512,6 +517,13 @@ func TestAPI_RefusesDuplicateKeys(t *testing.T) {
 				t.Errorf("the store changed: %v, then %v", before, after)
 			}
 		})
+	}
+	page, err := h.srv.cfg.Memory.List(t.Context(), longterm.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 0 {
+		t.Errorf("long-term memory holds %d items after the refused puts, want none", len(page.Items))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/longterm"
 )
 
 // Defaults of Config.
@@ -27,6 +28,11 @@ type Config struct {
 	// Store holds the sessions the server shows and changes. The server
 	// does not close it.
 	Store cairn.Store
+	// Memory is the long-term memory the server serves under /api/memory
+	// and shows on the inspector's memory page. Nil: those routes answer
+	// 404 (code no_memory) and the pages do not link to it. The server
+	// does not close it.
+	Memory longterm.Store
 	// Tokens are the access tokens a request may carry (Authorization:
 	// Bearer TOKEN), each at least MinTokenLength characters long and not
 	// guessable (CheckToken).
@@ -226,6 +232,13 @@ func (s *Server) table() []route {
 		api("POST", "/api/sessions/{id}/fork", true, s.apiFork),
 		api("GET", "/api/sessions/{id}/export", false, s.apiExport),
 		imp,
+		api("GET", "/api/memory/namespaces", false, s.apiMemoryNamespaces),
+		api("GET", "/api/memory/items", false, s.apiMemoryItems),
+		api("GET", "/api/memory/item", false, s.apiMemoryGet),
+		api("PUT", "/api/memory/item", true, s.apiMemoryPut),
+		api("DELETE", "/api/memory/item", true, s.apiMemoryDelete),
+		api("DELETE", "/api/memory/namespace", true, s.apiMemoryDeleteNamespace),
+		api("GET", "/api/memory/search", false, s.apiMemorySearch),
 		{method: "GET", pattern: "/login", public: true, handle: s.uiLogin},
 		{method: "POST", pattern: "/login", public: true, handle: s.uiLoginPost},
 		{method: "GET", pattern: "/assets/{file}", public: true, handle: s.uiAsset},
@@ -242,6 +255,9 @@ func (s *Server) table() []route {
 		ui("POST", "/sessions/{id}/resume", true, s.uiResume),
 		ui("POST", "/sessions/{id}/fork", true, s.uiFork),
 		ui("POST", "/sessions/{id}/delete", true, s.uiDelete),
+		ui("GET", "/memory", false, s.uiMemory),
+		ui("POST", "/memory/delete", true, s.uiMemoryDelete),
+		ui("POST", "/memory/delete-namespace", true, s.uiMemoryDeleteNamespace),
 	}
 }
 

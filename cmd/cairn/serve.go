@@ -35,6 +35,8 @@ func newServeCmd(app *cli.App) *cobra.Command {
 		Short: "Serve the web inspector and the HTTP API over the store",
 		Long: `Serve the store's sessions over HTTP: a web inspector at /sessions and a JSON
 API under /api (described at /api/openapi.json), for agents in any language.
+The store's long-term memory is served too: the page /memory and the API
+under /api/memory.
 
 It listens on 127.0.0.1:7420 unless --addr says otherwise, and prints the
 address, a new access token and a one-time link that signs a browser in.
@@ -83,6 +85,15 @@ and can be resumed.`,
 				return err
 			}
 			defer store.Close()
+			// Long-term memory lives under the same URL; a store that
+			// keeps none, or that cannot open it, is served without it.
+			mem, _, err := app.OpenMemory(ctx)
+			if err != nil {
+				app.Warnf("serving without long-term memory (the memory API and page are off): %v", err)
+				mem = nil
+			} else {
+				defer mem.Close()
+			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return cli.Fail(fmt.Errorf("listen on %s: %w", addr, err), "is another server using that port? choose another with --addr")
@@ -98,6 +109,7 @@ and can be resumed.`,
 			snap := app.SnapshotPolicy()
 			srv, err := server.New(server.Config{
 				Store:    store,
+				Memory:   mem,
 				Tokens:   tokens,
 				ReadOnly: readOnly,
 				Agent:    traced(app.NewAgent),
@@ -121,7 +133,7 @@ and can be resumed.`,
 			base := "http://" + net.JoinHostPort(linkHost, realPort)
 			login := srv.LoginURL(base)
 			if app.Flags.JSON {
-				out := map[string]any{"url": base, "login": login, "read_only": readOnly}
+				out := map[string]any{"url": base, "login": login, "read_only": readOnly, "memory": mem != nil}
 				if generated {
 					out["token"] = tokens[0]
 				}

@@ -261,6 +261,44 @@ func TestServe_ConfigTable(t *testing.T) {
 	}
 }
 
+// TestServe_Memory: cairn serve serves the long-term memory of its store
+// (an item put by `cairn memory put` is found over the API); a store whose
+// memory it cannot open (encrypted, and no key configured) is served
+// without it, with one warning, and the memory routes answer no_memory.
+func TestServe_Memory(t *testing.T) {
+	dir := t.TempDir()
+	if e := start(t, dir, "memory", "put", "users/ada", "food", "pizza", "--text", "Ada loves pizza").Wait(); e.Code != 0 {
+		t.Fatalf("cairn memory put: %s", e)
+	}
+	s := serveIn(t, dir)
+	if !strings.Contains(s.proc.Stdout(), `"memory": true`) {
+		t.Errorf("cairn serve --json printed %s; want memory true", s.proc.Stdout())
+	}
+	status, body := s.request(t, "GET", "/api/memory/search?q=pizza", s.Token, "")
+	if status != http.StatusOK || !strings.Contains(string(body), `"key":"food"`) {
+		t.Errorf("a search of the store's memory: %d %s", status, body)
+	}
+
+	enc := t.TempDir()
+	os.WriteFile(filepath.Join(enc, "cairn.key"), []byte(strings.Repeat("ab", 32)), 0o600)
+	os.WriteFile(filepath.Join(enc, "cairn.toml"), []byte("[persistence]\nencryption_key_file = \"cairn.key\"\n"), 0o600)
+	if e := start(t, enc, "memory", "put", "users/ada", "food", "pizza").Wait(); e.Code != 0 {
+		t.Fatalf("cairn memory put with a key: %s", e)
+	}
+	os.Remove(filepath.Join(enc, "cairn.toml"))
+	s = serveIn(t, enc)
+	if !strings.Contains(s.proc.Stdout(), `"memory": false`) {
+		t.Errorf("cairn serve --json printed %s; want memory false", s.proc.Stdout())
+	}
+	if warn := s.proc.Stderr(); strings.Count(strings.TrimSpace(warn), "\n") != 0 || !strings.Contains(warn, "without long-term memory") || !strings.Contains(warn, "encrypted") {
+		t.Errorf("cairn serve's warning: %q, want one line saying why memory is off", warn)
+	}
+	status, body = s.request(t, "GET", "/api/memory/search?q=pizza", s.Token, "")
+	if status != http.StatusNotFound || !strings.Contains(string(body), "no_memory") {
+		t.Errorf("a search on a server without memory: %d %s", status, body)
+	}
+}
+
 func TestServe_BadAddr(t *testing.T) {
 	p := start(t, t.TempDir(), "serve", "--addr", "nonsense")
 	if e := p.Wait(); e.Code != 2 || !strings.Contains(e.Stderr, "--addr") {
