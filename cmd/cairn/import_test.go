@@ -64,7 +64,7 @@ func (c *cliEnv) killMidway(store []string, file, id string, total int64, args .
 		if try == 3 {
 			c.t.Fatalf("the import of %d events finished before a kill landed, %d times", total, try)
 		}
-		c.t.Logf("the import finished before the kill landed; again")
+		c.t.Logf("the import finished (or wrote its last event) before the kill landed; again")
 		if _, errOut, code := c.run(append(store, "sessions", "delete", id, "--yes")...); code != 0 {
 			c.t.Fatalf("delete %s: %s", id, errOut)
 		}
@@ -123,7 +123,10 @@ func (c *cliEnv) tryKillMidway(store []string, file, id string, total int64, arg
 	<-exited
 	seen = c.list(store...)[id]
 	if seen.LastSeq >= total {
-		c.t.Fatalf("the import had written all %d events when the kill landed", total)
+		// The kill came after the last write, as the import finished:
+		// as good as finished, for the test's purpose.
+		c.t.Logf("the import had written all %d events when the kill landed", total)
+		return seen, true
 	}
 	return seen, false
 }

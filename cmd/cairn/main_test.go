@@ -20,10 +20,12 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/internal/wire"
 )
 
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	testscript.Main(m, map[string]func(){
 		"cairn": func() { os.Exit(run(os.Args[1:])) },
 		// cairnexit N ARGS... runs cairn ARGS... and succeeds when it exits
@@ -73,7 +75,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("HOME", home)
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 			env.Setenv("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
-			for _, k := range []string{"CAIRN_TEST_POSTGRES", "CAIRN_TEST_REDIS", "CAIRN_TEST_MONGODB"} {
+			for _, k := range []string{"CAIRN_TEST_POSTGRES", "CAIRN_TEST_REDIS", "CAIRN_TEST_MONGODB", "GORACE"} {
 				env.Setenv(k, os.Getenv(k))
 			}
 			return nil

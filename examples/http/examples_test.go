@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/testing/fault"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	code := m.Run()
 	fault.RemoveBuilds()
 	os.Exit(code)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testing/fault"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/steps"
 )
 
@@ -34,6 +35,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	code := m.Run()
 	fault.RemoveBuilds()
 	os.Exit(code)

@@ -48,6 +48,7 @@ func adminClient(tb testing.TB) *goredis.Client {
 }
 
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	testenv.Examples(testenv.Redis, "REDIS_URL")
 	code := m.Run()
 	testenv.ReportSkips("store/redis")

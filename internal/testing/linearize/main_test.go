@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testing/fault"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 )
 
 var long = flag.Bool("long", false, "the long run: many more operations and faults on each backend (also CAIRN_LINEARIZE_LONG=1)")
@@ -36,6 +37,7 @@ type childConfig struct {
 }
 
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	if cfg := os.Getenv(childEnv); cfg != "" {
 		os.Exit(child(cfg))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/testing/fault"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 )
 
 var (
@@ -50,6 +51,7 @@ func wantKills() int {
 }
 
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	flag.Parse()
 	code := m.Run()
 	fault.RemoveBuilds()

@@ -46,3 +46,15 @@ func count(name string) int {
 	defer skipped.mu.Unlock()
 	return skipped.n[name]
 }
+
+func TestRaceEnv(t *testing.T) {
+	for _, c := range [][2]string{
+		{"", "atexit_sleep_ms=0"},
+		{"halt_on_error=1", "halt_on_error=1 atexit_sleep_ms=0"},
+		{"atexit_sleep_ms=50 log_path=x", "atexit_sleep_ms=50 log_path=x"},
+	} {
+		if got := RaceEnv(c[0]); got != c[1] {
+			t.Errorf("RaceEnv(%q) = %q, want %q", c[0], got, c[1])
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 var cairnBin string
 
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	dir, err := os.MkdirTemp("", "cairn-workertest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
