@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -164,29 +165,36 @@ func RunMemory(ctx context.Context, opts MemoryOptions) (*MemoryReport, error) {
 
 // memoryStore fills the store at u for every size of rs and measures it.
 func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryResult) error {
-	lt, err := longterm.Open(ctx, u, longterm.Options{})
-	if err != nil {
-		return fmt.Errorf("open %s: %w", text.RedactURL(u), err)
+	// Each size in a store of its own where the URL can name one (the
+	// server backends' namespace): a backend whose search statistics are
+	// the store's (Redis, MongoDB) would otherwise search every size in
+	// the sum of the fills. The file and SQLite stores share their file.
+	lts := make([]longterm.Store, len(rs))
+	for i := range rs {
+		su := sizeURL(u, rs[i].Items)
+		lt, err := longterm.Open(ctx, su, longterm.Options{})
+		if err != nil {
+			return fmt.Errorf("open %s: %w", text.RedactURL(su), err)
+		}
+		defer lt.Close()
+		lts[i] = lt
 	}
-	defer lt.Close()
 	s, err := cairn.Open(ctx, u, cairn.StoreOptions{Namespace: "bench_memory"})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", text.RedactURL(u), err)
 	}
 	defer s.Close()
-	filled := false
 	for i := range rs {
-		if err := fillMemory(ctx, lt, opts, &rs[i]); err != nil {
+		if err := fillMemory(ctx, lts[i], opts, &rs[i]); err != nil {
 			rs[i].Error = err.Error()
 		}
-		filled = filled || rs[i].Fill.Action == "filled"
-	}
-	if pl, ok := lt.(*postgres.LongTerm); ok && filled {
-		// As vacuumAnalyze does for the sessions: the figures are those of
-		// a server whose autovacuum has caught up with the fill.
-		opts.Progress(rs[0].Backend + ": VACUUM ANALYZE")
-		if _, err := pl.Pool().Exec(ctx, "VACUUM ANALYZE "+pgx.Identifier{pl.Schema(), "longterm_items"}.Sanitize()); err != nil {
-			return fmt.Errorf("vacuum analyze longterm_items: %w", err)
+		if pl, ok := lts[i].(*postgres.LongTerm); ok && rs[i].Fill.Action == "filled" {
+			// As vacuumAnalyze does for the sessions: the figures are
+			// those of a server whose autovacuum has caught up.
+			opts.Progress(rs[i].Backend + ": VACUUM ANALYZE")
+			if _, err := pl.Pool().Exec(ctx, "VACUUM ANALYZE "+pgx.Identifier{pl.Schema(), "longterm_items"}.Sanitize()); err != nil {
+				return fmt.Errorf("vacuum analyze longterm_items: %w", err)
+			}
 		}
 	}
 	// The appends go to a session of their own, made anew each run.
@@ -195,8 +203,7 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 		return fmt.Errorf("create the appends' session: %w", err)
 	}
 	defer s.Delete(context.WithoutCancel(ctx), w.id)
-	words := newWords(7)
-	r := rand.New(rand.NewPCG(3, 3))
+	words := NewWords(7)
 	puts := make([][]time.Duration, len(rs))
 	appends := make([][]time.Duration, len(rs))
 	alls := make([][]time.Duration, len(rs))
@@ -210,9 +217,9 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 				continue
 			}
 			err := func() error {
-				it := longterm.Item{Namespace: rs[i].Prefix + "/put", Key: fmt.Sprint("p", rep), Text: words.text(20)}
+				it := longterm.Item{Namespace: rs[i].Prefix + "/put", Key: fmt.Sprint("p", rep), Text: words.Text(20)}
 				t0 := time.Now()
-				if _, err := lt.Put(ctx, it, longterm.PutOptions{}); err != nil {
+				if _, err := lts[i].Put(ctx, it, longterm.PutOptions{}); err != nil {
 					return fmt.Errorf("put: %w", err)
 				}
 				puts[i] = append(puts[i], time.Since(t0))
@@ -222,9 +229,9 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 				}
 				appends[i] = append(appends[i], d...)
 				for _, sub := range []string{"", fmt.Sprint("/u", rep%100)} {
-					q := words.words[200+r.IntN(1800)] + " " + words.words[200+r.IntN(1800)]
+					q := words.Query()
 					t0 := time.Now()
-					found, err := lt.Search(ctx, longterm.SearchOptions{Query: q, Prefix: rs[i].Prefix + sub, Limit: 10})
+					found, err := lts[i].Search(ctx, longterm.SearchOptions{Query: q, Prefix: rs[i].Prefix + sub, Limit: 10})
 					if err != nil {
 						return fmt.Errorf("search: %w", err)
 					}
@@ -245,11 +252,34 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 	for i := range rs {
 		rs[i].Put, rs[i].Append = latency(puts[i]), latency(appends[i])
 		rs[i].SearchAll, rs[i].SearchUser = latency(alls[i]), latency(users[i])
-		if _, err := lt.DeleteNamespace(context.WithoutCancel(ctx), rs[i].Prefix+"/put"); err != nil && rs[i].Error == "" {
+		if _, err := lts[i].DeleteNamespace(context.WithoutCancel(ctx), rs[i].Prefix+"/put"); err != nil && rs[i].Error == "" {
 			rs[i].Error = fmt.Sprintf("delete the timed puts: %v", err)
 		}
 	}
 	return nil
+}
+
+// sizeURL returns the URL of the store for the fill of n items: u with
+// the namespace bench_memory_N for the server backends (postgres, redis,
+// mongodb), u itself for the others.
+func sizeURL(u string, n int) string {
+	switch backendName(u) {
+	case "postgres", "redis", "mongodb":
+	default:
+		return u
+	}
+	pu, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	q := pu.Query()
+	base := q.Get("namespace")
+	if base == "" {
+		base = "bench"
+	}
+	q.Set("namespace", fmt.Sprintf("%s_memory_%d", base, n))
+	pu.RawQuery = q.Encode()
+	return pu.String()
 }
 
 // fillMemory makes the store hold res.Items items under res.Prefix: the
@@ -282,13 +312,13 @@ func fillMemory(ctx context.Context, lt longterm.Store, opts MemoryOptions, res 
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
-			words := newWords(uint64(100 + g))
+			words := NewWords(uint64(100 + g))
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(res.Items) || ctx.Err() != nil {
 					return
 				}
-				it := longterm.Item{Namespace: fmt.Sprintf("%s/u%d", res.Prefix, i%100), Key: fmt.Sprint("k", i), Text: words.text(10 + int(i%21))}
+				it := longterm.Item{Namespace: fmt.Sprintf("%s/u%d", res.Prefix, i%100), Key: fmt.Sprint("k", i), Text: words.Text(10 + int(i%21))}
 				if _, err := lt.Put(ctx, it, longterm.PutOptions{}); err != nil {
 					cancel(fmt.Errorf("fill, item %d: %w", i, err))
 					return
@@ -328,33 +358,43 @@ func fillMemory(ctx context.Context, lt longterm.Store, opts MemoryOptions, res 
 	return nil
 }
 
-// words is a vocabulary of 20,000 made-up words, drawn with a Zipf law as
-// the words of prose are.
-type words struct {
-	words []string
-	zipf  *rand.Zipf
+// Words is a vocabulary of 20,000 made-up words, drawn with a Zipf law as
+// the words of prose are: the texts and queries of the long-term memory
+// benchmarks, here and in the backends' Go benchmarks.
+type Words struct {
+	list []string
+	zipf *rand.Zipf
+	pick *rand.Rand
 }
 
-func newWords(seed uint64) *words {
+// NewWords returns the vocabulary, the same whatever the seed, with draws
+// that follow from seed.
+func NewWords(seed uint64) *Words {
 	r := rand.New(rand.NewPCG(seed, 1))
-	w := &words{zipf: rand.NewZipf(r, 1.1, 2, 19999)}
-	v := rand.New(rand.NewPCG(7, 1)) // the same vocabulary whatever the seed
+	w := &Words{zipf: rand.NewZipf(r, 1.1, 2, 19999), pick: rand.New(rand.NewPCG(seed, 3))}
+	v := rand.New(rand.NewPCG(7, 1))
 	for range 20000 {
 		var b strings.Builder
 		for range 3 + v.IntN(6) {
 			b.WriteByte(byte('a' + v.IntN(26)))
 		}
-		w.words = append(w.words, b.String())
+		w.list = append(w.list, b.String())
 	}
 	return w
 }
 
-func (w *words) text(n int) string {
+// Text returns n words drawn by frequency, separated by spaces.
+func (w *Words) Text(n int) string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = w.words[w.zipf.Uint64()]
+		out[i] = w.list[w.zipf.Uint64()]
 	}
 	return strings.Join(out, " ")
+}
+
+// Query returns two words of middling frequency (ranks 200 to 2,000).
+func (w *Words) Query() string {
+	return w.list[200+w.pick.IntN(1800)] + " " + w.list[200+w.pick.IntN(1800)]
 }
 
 // WriteMemoryTable writes rep for people: a table per store, a row per

@@ -104,17 +104,32 @@ func TestRunMemory_Postgres(t *testing.T) {
 	u := testenv.URL(t, testenv.Postgres)
 	prefix := "t" + strings.ToLower(testenv.RandHex(4))
 	t.Cleanup(func() {
-		s, err := longterm.Open(context.WithoutCancel(t.Context()), u, longterm.Options{})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer s.Close()
-		if _, err := s.DeleteNamespace(context.WithoutCancel(t.Context()), prefix); err != nil {
-			t.Error(err)
+		for _, n := range []int{100, 300} {
+			s, err := longterm.Open(context.WithoutCancel(t.Context()), sizeURL(u, n), longterm.Options{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := s.DeleteNamespace(context.WithoutCancel(t.Context()), prefix); err != nil {
+				t.Error(err)
+			}
+			s.Close()
 		}
 	})
 	runMemory(t, u, prefix, false)
+}
+
+func TestSizeURL(t *testing.T) {
+	for _, c := range [][2]string{
+		{"sqlite:///tmp/m.db", "sqlite:///tmp/m.db"},
+		{"memory:", "memory:"},
+		{"postgres://h/db?sslmode=disable", "postgres://h/db?namespace=bench_memory_1000&sslmode=disable"},
+		{"redis://h:6379/5?namespace=team", "redis://h:6379/5?namespace=team_memory_1000"},
+	} {
+		if got := sizeURL(c[0], 1000); got != c[1] {
+			t.Errorf("sizeURL(%q) = %q, want %q", c[0], got, c[1])
+		}
+	}
 }
 
 func TestRunMemory_Refused(t *testing.T) {

@@ -3,13 +3,12 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairnhq/cairn/internal/bench"
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/store/postgres"
@@ -51,42 +50,14 @@ var (
 	analysedSchemas sync.Map
 )
 
-// benchWords is a vocabulary of made-up words, drawn with a Zipf law as
-// the words of prose are (as store/sqlite's benchmarks draw them).
-type benchWords struct {
-	words []string
-	zipf  *rand.Zipf
-}
-
-func newBenchWords(seed uint64) *benchWords {
-	r := rand.New(rand.NewPCG(seed, 1))
-	w := &benchWords{zipf: rand.NewZipf(r, 1.1, 2, 19999)}
-	for range 20000 {
-		var b strings.Builder
-		for range 3 + r.IntN(6) {
-			b.WriteByte(byte('a' + r.IntN(26)))
-		}
-		w.words = append(w.words, b.String())
-	}
-	return w
-}
-
-func (w *benchWords) text(n int) string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = w.words[w.zipf.Uint64()]
-	}
-	return strings.Join(out, " ")
-}
-
 // fillLongTerm puts n items of 10 to 30 words into ten namespaces under
 // "users", from eight writers at once.
 func fillLongTerm(b *testing.B, s longterm.Store, n int) {
 	b.Helper()
 	texts := make([]string, n)
-	w := newBenchWords(7)
+	w := bench.NewWords(7)
 	for i := range texts {
-		texts[i] = w.text(10 + i%21)
+		texts[i] = w.Text(10 + i%21)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -116,11 +87,10 @@ func benchLongTerm(b *testing.B, open func(b *testing.B) longterm.Store) {
 			s := open(b)
 			fillLongTerm(b, s, n)
 			b.Run("op=search", func(b *testing.B) {
-				w := newBenchWords(7)
-				r := rand.New(rand.NewPCG(3, 3))
+				w := bench.NewWords(7)
 				found := 0
 				for b.Loop() {
-					q := w.words[200+r.IntN(1800)] + " " + w.words[200+r.IntN(1800)]
+					q := w.Query()
 					rs, err := s.Search(b.Context(), longterm.SearchOptions{Query: q, Prefix: "users"})
 					if err != nil {
 						b.Fatal(err)
@@ -132,10 +102,10 @@ func benchLongTerm(b *testing.B, open func(b *testing.B) longterm.Store) {
 			b.Run("op=put", func(b *testing.B) {
 				// Replaces the items, one after the other: the memory
 				// keeps its size.
-				w := newBenchWords(9)
+				w := bench.NewWords(9)
 				i := 0
 				for b.Loop() {
-					it := longterm.Item{Namespace: fmt.Sprintf("users/u%d", i%10), Key: fmt.Sprint("k", i%n), Text: w.text(20)}
+					it := longterm.Item{Namespace: fmt.Sprintf("users/u%d", i%10), Key: fmt.Sprint("k", i%n), Text: w.Text(20)}
 					if _, err := s.Put(b.Context(), it, longterm.PutOptions{}); err != nil {
 						b.Fatal(err)
 					}

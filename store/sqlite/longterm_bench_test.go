@@ -3,44 +3,15 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
+	"github.com/cairnhq/cairn/internal/bench"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
-
-// benchWords is a vocabulary of made-up words, drawn with a Zipf law as
-// the words of prose are.
-type benchWords struct {
-	words []string
-	zipf  *rand.Zipf
-}
-
-func newBenchWords(seed uint64) *benchWords {
-	r := rand.New(rand.NewPCG(seed, 1))
-	w := &benchWords{zipf: rand.NewZipf(r, 1.1, 2, 19999)}
-	for range 20000 {
-		var b strings.Builder
-		for range 3 + r.IntN(6) {
-			b.WriteByte(byte('a' + r.IntN(26)))
-		}
-		w.words = append(w.words, b.String())
-	}
-	return w
-}
-
-func (w *benchWords) text(n int) string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = w.words[w.zipf.Uint64()]
-	}
-	return strings.Join(out, " ")
-}
 
 // filled holds the files fillLongTerm filled, by size and spread, for the
 // runs of one benchmark.
@@ -70,9 +41,9 @@ func fillLongTerm(b *testing.B, n, spread int) *sqlite.LongTerm {
 		return s
 	}
 	filled.Store(key, path)
-	w := newBenchWords(7)
+	w := bench.NewWords(7)
 	for i := range n {
-		it := longterm.Item{Namespace: fmt.Sprintf("users/u%d", i%spread), Key: fmt.Sprint("k", i), Text: w.text(10 + i%21)}
+		it := longterm.Item{Namespace: fmt.Sprintf("users/u%d", i%spread), Key: fmt.Sprint("k", i), Text: w.Text(10 + i%21)}
 		if _, err := s.Put(context.Background(), it, longterm.PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
@@ -90,12 +61,11 @@ func BenchmarkLongTermSearch(b *testing.B) {
 	}{{1000, 1, "users"}, {100000, 1, "users"}, {100000, 100, "users/u7"}} {
 		b.Run(fmt.Sprintf("items=%d/namespaces=%d/prefix=%s", c.n, c.spread, c.prefix), func(b *testing.B) {
 			s := fillLongTerm(b, c.n, c.spread)
-			w := newBenchWords(7)
-			r := rand.New(rand.NewPCG(3, 3))
+			w := bench.NewWords(7)
 			found := 0
 			b.ResetTimer()
 			for b.Loop() {
-				q := w.words[200+r.IntN(1800)] + " " + w.words[200+r.IntN(1800)]
+				q := w.Query()
 				rs, err := s.Search(b.Context(), longterm.SearchOptions{Query: q, Prefix: c.prefix})
 				if err != nil {
 					b.Fatal(err)
@@ -116,10 +86,10 @@ func BenchmarkLongTermPut(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	w := newBenchWords(7)
+	w := bench.NewWords(7)
 	i := 0
 	for b.Loop() {
-		it := longterm.Item{Namespace: "users/ada", Key: fmt.Sprint("k", i%5000), Text: w.text(20)}
+		it := longterm.Item{Namespace: "users/ada", Key: fmt.Sprint("k", i%5000), Text: w.Text(20)}
 		if _, err := s.Put(b.Context(), it, longterm.PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
