@@ -187,17 +187,24 @@ func (s *Server) apiMemoryItems(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) apiMemoryGet(w http.ResponseWriter, r *http.Request) error {
-	mem, err := s.memory()
-	if err != nil {
-		return err
+// memoryItemRequest reads what a request on one item names: the server's
+// memory, and the item's namespace (ns) and key, checked.
+func (s *Server) memoryItemRequest(r *http.Request) (mem longterm.Store, ns, key string, err error) {
+	if mem, err = s.memory(); err != nil {
+		return nil, "", "", err
 	}
 	q := r.URL.Query()
-	ns, err := queryNamespace(q, "ns")
-	if err != nil {
-		return err
+	if ns, err = queryNamespace(q, "ns"); err != nil {
+		return nil, "", "", err
 	}
-	key, err := queryKey(q)
+	if key, err = queryKey(q); err != nil {
+		return nil, "", "", err
+	}
+	return mem, ns, key, nil
+}
+
+func (s *Server) apiMemoryGet(w http.ResponseWriter, r *http.Request) error {
+	mem, ns, key, err := s.memoryItemRequest(r)
 	if err != nil {
 		return err
 	}
@@ -269,20 +276,11 @@ func (s *Server) apiMemoryPut(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) apiMemoryDelete(w http.ResponseWriter, r *http.Request) error {
-	mem, err := s.memory()
+	mem, ns, key, err := s.memoryItemRequest(r)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	ns, err := queryNamespace(q, "ns")
-	if err != nil {
-		return err
-	}
-	key, err := queryKey(q)
-	if err != nil {
-		return err
-	}
-	ifVersion, err := queryInt(q, "if_version", 0, 0, 1<<62)
+	ifVersion, err := queryInt(r.URL.Query(), "if_version", 0, 0, 1<<62)
 	if err != nil {
 		return err
 	}

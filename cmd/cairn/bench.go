@@ -129,11 +129,7 @@ func benchScale(c *cobra.Command, app *cli.App, stores []string, sessions string
 	if quick {
 		opts.Reps = 3
 	}
-	if cli.IsTerminal(app.Stderr) {
-		opts.Progress = func(step string) { fmt.Fprintf(app.Stderr, "\r\033[Kbench: %s…", step) }
-	} else {
-		opts.Log = func(line string) { fmt.Fprintf(app.Stderr, "bench: %s\n", line) }
-	}
+	opts.Progress, opts.Log = benchOutput(app)
 	rep, err := bench.RunScale(c.Context(), opts)
 	return benchReport(app, opts.Progress != nil, rep, err, bench.WriteScaleTable)
 }
@@ -152,13 +148,19 @@ func benchMemory(c *cobra.Command, app *cli.App, stores []string, memory string,
 	if quick {
 		opts.Reps = 30
 	}
-	if cli.IsTerminal(app.Stderr) {
-		opts.Progress = func(step string) { fmt.Fprintf(app.Stderr, "\r\033[Kbench: %s…", step) }
-	} else {
-		opts.Log = func(line string) { fmt.Fprintf(app.Stderr, "bench: %s\n", line) }
-	}
+	opts.Progress, opts.Log = benchOutput(app)
 	rep, err := bench.RunMemory(c.Context(), opts)
 	return benchReport(app, opts.Progress != nil, rep, err, bench.WriteMemoryTable)
+}
+
+// benchOutput returns how a scale or memory benchmark tells what it does:
+// on a terminal, a line rewritten as it goes (progress); else a line of
+// stderr now and then (log).
+func benchOutput(app *cli.App) (progress, log func(string)) {
+	if cli.IsTerminal(app.Stderr) {
+		return func(step string) { fmt.Fprintf(app.Stderr, "\r\033[Kbench: %s…", step) }, nil
+	}
+	return nil, func(line string) { fmt.Fprintf(app.Stderr, "bench: %s\n", line) }
 }
 
 // benchReport ends a benchmark that err ended or that made rep: it clears

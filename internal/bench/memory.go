@@ -208,6 +208,7 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 	appends := make([][]time.Duration, len(rs))
 	alls := make([][]time.Duration, len(rs))
 	users := make([][]time.Duration, len(rs))
+	opts.Log(fmt.Sprintf("%s: %d puts, appends and searches at each size", rs[0].Backend, opts.Reps))
 	for rep := range opts.Reps {
 		if rep%20 == 0 {
 			opts.Progress(fmt.Sprintf("%s: put, append and search %d of %d", rs[0].Backend, rep+1, opts.Reps))
@@ -301,6 +302,7 @@ func fillMemory(ctx context.Context, lt longterm.Store, opts MemoryOptions, res 
 			return fmt.Errorf("read the fill's marker: %w", err)
 		}
 	}
+	opts.Log(fmt.Sprintf("%s: filling %s items", res.Backend, thousands(res.Items)))
 	say("removing an earlier fill")
 	if _, err := lt.DeleteNamespace(ctx, res.Prefix); err != nil {
 		return fmt.Errorf("remove an earlier fill: %w", err)
