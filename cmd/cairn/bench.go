@@ -150,7 +150,15 @@ func benchMemory(c *cobra.Command, app *cli.App, stores []string, memory string,
 	}
 	opts.Progress, opts.Log = benchOutput(app)
 	rep, err := bench.RunMemory(c.Context(), opts)
-	return benchReport(app, opts.Progress != nil, rep, err, bench.WriteMemoryTable)
+	if err := benchReport(app, opts.Progress != nil, rep, err, bench.WriteMemoryTable); err != nil {
+		return err
+	}
+	for _, r := range rep.Results {
+		if r.Error == "" {
+			return nil
+		}
+	}
+	return cli.Fail(errors.New("bench: no store could be measured"), "the report says why for each; check a store with `cairn doctor --store URL`")
 }
 
 // benchOutput returns how a scale or memory benchmark tells what it does:
