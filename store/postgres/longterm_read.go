@@ -130,7 +130,7 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 	}
 	limit := f.next()
 	rows, err := s.pool.Query(ctx, `SELECT `+ltColumns(vector)+` FROM `+s.table+` AS i
-		WHERE `+f.sql()+` ORDER BY i.path, i.key LIMIT `+limit, append(f.args, opts.Limit+1)...)
+		WHERE `+f.sql()+` ORDER BY i.path, i.key LIMIT `+limit, unprepared(append(f.args, opts.Limit+1))...)
 	if err != nil {
 		return nil, s.fail("list", err)
 	}
@@ -274,6 +274,16 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 	return out, nil
 }
 
+// unprepared runs a query as an unnamed statement, so that PostgreSQL
+// plans it with its values each time. A prepared statement gets a
+// generic plan after its fifth run, and the generic plan of a search
+// cannot tell a prefix that holds every item from one that holds a few:
+// at 100,000 items it read the whole (path, key) index beside the text
+// index, 9 ms a search where the planned one takes 2.
+func unprepared(args []any) []any {
+	return append([]any{pgx.QueryExecModeExec}, args...)
+}
+
 // textHits returns the best q.Candidates items by ts_rank, ties in List's
 // order. ts_rank weighs how often the query's phrases occur and how rare
 // they are; it is not normalised by the text's length (its
@@ -282,7 +292,7 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 // search's vector side).
 func (s *LongTerm) textHits(ctx context.Context, tx pgx.Tx, q ltdriver.Search, query string) ([]ltdriver.Hit, error) {
 	sql, args := s.textQuery(q, query)
-	rows, err := tx.Query(ctx, sql, args...)
+	rows, err := tx.Query(ctx, sql, unprepared(args)...)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +331,7 @@ func (s *LongTerm) textQuery(q ltdriver.Search, query string) (string, []any) {
 func (s *LongTerm) vectorHits(ctx context.Context, tx pgx.Tx, q ltdriver.Search) ([]ltdriver.Hit, error) {
 	f := s.itemFilter(q.Prefix, q.Labels)
 	f.add(`i.vector_model = $? AND length(i.vector) = $?`, q.Model, 4*len(q.Vector))
-	rows, err := tx.Query(ctx, `SELECT i.id, i.namespace, i.key, i.vector FROM `+s.table+` AS i WHERE `+f.sql(), f.args...)
+	rows, err := tx.Query(ctx, `SELECT i.id, i.namespace, i.key, i.vector FROM `+s.table+` AS i WHERE `+f.sql(), unprepared(f.args)...)
 	if err != nil {
 		return nil, err
 	}

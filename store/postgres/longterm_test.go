@@ -1,10 +1,12 @@
 package postgres_test
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -117,5 +119,66 @@ func TestLongTerm_TextIndexPlan(t *testing.T) {
 	}
 	if got, want := postgres.TSVector("Or the-THE ! 'x' or"), `'or':1,5 'the':2,3 'x':4`; got != want {
 		t.Errorf("TSVector = %s, want %s", got, want)
+	}
+}
+
+// TestLongTerm_SearchPlannedWithItsValues: a search is planned with its
+// prefix and words each time, not once for all. After five runs of a
+// prepared statement PostgreSQL may keep a generic plan, which cannot
+// tell a prefix that holds every item from one that holds a few: it read
+// the whole (path, key) index beside the text index for a search of
+// every item (9 ms at 100,000 items, where the planned search takes 2).
+// The index scans are counted by PostgreSQL's statistics, which a
+// connection reports within seconds of going idle.
+func TestLongTerm_SearchPlannedWithItsValues(t *testing.T) {
+	ns := "lt_" + testenv.RandHex(6)
+	dropSchemaLater(t, ns)
+	s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	table := pgx.Identifier{s.Schema(), "longterm_items"}.Sanitize()
+	pool := adminPool(t)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO `+table+` (namespace, path, key, value, text, tsv, version, created_at, updated_at)
+		SELECT 'users/u' || (i % 10), 'users u' || (i % 10), 'k' || i, 'null', convert_to('word' || i || ' common', 'UTF8'),
+			('''word' || i || ''':1 ''common'':2')::tsvector, i, 1, 1 FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `ANALYZE `+table); err != nil {
+		t.Fatal(err)
+	}
+	// Each search reads the items once, through the text index or the
+	// (path, key) index (or the table, which would fail the wait).
+	// Counted when the store's connections have ended, which reports
+	// their statistics.
+	scans := func() (path, text int64) {
+		t.Helper()
+		if err := pool.QueryRow(t.Context(), `SELECT
+			coalesce(sum(idx_scan) FILTER (WHERE indexrelname = 'longterm_items_path_key_key'), 0),
+			coalesce(sum(idx_scan) FILTER (WHERE indexrelname = 'longterm_items_tsv'), 0)
+			FROM pg_stat_user_indexes WHERE schemaname = $1`, s.Schema()).Scan(&path, &text); err != nil {
+			t.Fatal(err)
+		}
+		return path, text
+	}
+	path0, text0 := scans()
+	const searches = 12
+	for i := range searches {
+		rs, err := s.Search(t.Context(), longterm.SearchOptions{Query: fmt.Sprint("word", 100+i), Prefix: "users"})
+		if err != nil || len(rs) != 1 || rs[0].Item.Key != fmt.Sprint("k", 100+i) {
+			t.Fatalf("search %d: %v, %v", i, rs, err)
+		}
+	}
+	s.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	path, text := scans()
+	for path+text < path0+text0+searches && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		path, text = scans()
+	}
+	if text != text0+searches || path != path0 {
+		t.Errorf("%d searches of a prefix that holds every item read the text index %d times and the (path, key) index %d times: each should read the text index alone",
+			searches, text-text0, path-path0)
 	}
 }
