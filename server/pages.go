@@ -36,7 +36,7 @@ type asset struct {
 }
 
 func loadPages() (*pages, error) {
-	t, err := template.New("").Funcs(funcs).ParseFS(uiFS, "ui/templates/*.html")
+	t, err := template.New("").Funcs(funcs).Funcs(fleetFuncs).ParseFS(uiFS, "ui/templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("server: templates: %w", err)
 	}

@@ -239,6 +239,7 @@ func (s *Server) table() []route {
 		api("DELETE", "/api/memory/item", true, s.apiMemoryDelete),
 		api("DELETE", "/api/memory/namespace", true, s.apiMemoryDeleteNamespace),
 		api("GET", "/api/memory/search", false, s.apiMemorySearch),
+		api("GET", "/api/fleet", false, s.apiFleet),
 		{method: "GET", pattern: "/login", public: true, handle: s.uiLogin},
 		{method: "POST", pattern: "/login", public: true, handle: s.uiLoginPost},
 		{method: "GET", pattern: "/assets/{file}", public: true, handle: s.uiAsset},
@@ -256,6 +257,7 @@ func (s *Server) table() []route {
 		ui("POST", "/sessions/{id}/fork", true, s.uiFork),
 		ui("POST", "/sessions/{id}/delete", true, s.uiDelete),
 		ui("GET", "/memory", false, s.uiMemory),
+		ui("GET", "/fleet", false, s.uiFleet),
 		ui("POST", "/memory/delete", true, s.uiMemoryDelete),
 		ui("POST", "/memory/delete-namespace", true, s.uiMemoryDeleteNamespace),
 	}
