@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -687,6 +688,96 @@ func TestBrowser_Memory(t *testing.T) {
 			}
 			if err := os.WriteFile(filepath.Join(*screenshots, fmt.Sprintf("inspector-memory-%d.png", w)), png, 0o644); err != nil {
 				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestBrowser_FleetAndWorkers(t *testing.T) {
+	st, _ := workersFixture(t, time.Now().Add(-10*time.Minute))
+	h := newHarness(t, st, Config{})
+	// A day of runs: most complete, some fail in a tool, a few wait.
+	now := time.Now().UTC()
+	for i := range 60 {
+		at := now.Add(-23*time.Hour + time.Duration(i)*23*time.Minute)
+		outcome, tool, fail := cairn.StatusCompleted, "calc", false
+		switch {
+		case i%9 == 4:
+			outcome, tool, fail = cairn.StatusFailed, "search_tickets", true
+		case i%13 == 7:
+			outcome, tool = cairn.StatusAwaiting, "refund"
+		case i%17 == 3:
+			outcome = cairn.StatusInterrupted
+		}
+		agent, model := "support", "gpt-4o-mini"
+		if i%3 == 0 {
+			agent, model = "triage", "claude-haiku"
+		}
+		writeFleetSession(t, h.store, fmt.Sprintf("day-%02d", i), at, agent, model, tool, fail, outcome, nil)
+	}
+	b := newBrowser(t, h)
+	b.nav("open the fleet page", chromedp.Click(chromedp.CSS(`header nav a[href="/fleet"]`)))
+	b.wait("#fleet-chart rect")
+	if n := evalJS[int](b, `document.querySelectorAll("#fleet-chart rect.o-failed").length`); n == 0 {
+		t.Error("the chart has no failed runs")
+	}
+	if got := b.text("#fleet-models"); !strings.Contains(got, "gpt-4o-mini") || !strings.Contains(got, "claude-haiku") {
+		t.Errorf("the models table: %q", got)
+	}
+
+	// A failing tool leads to the runs in which it failed, and to their sessions.
+	b.nav("follow the failing tool", chromedp.Click(chromedp.CSS(`#fleet-tools a`)))
+	b.wait("#fleet-sessions tbody tr[data-id]")
+	if got := evalJS[string](b, `new URL(location.href).searchParams.get("tool")`); got != "search_tickets" {
+		t.Errorf("the tool link led to tool=%q", got)
+	}
+	statuses := evalJS[[]string](b, `[...document.querySelectorAll("#fleet-sessions tbody tr[data-id] .status")].map(e => e.textContent)`)
+	if len(statuses) == 0 || slices.ContainsFunc(statuses, func(s string) bool { return s != "failed" }) {
+		t.Errorf("the sessions behind the failing tool: %v, want all failed", statuses)
+	}
+
+	// A column's part leads to its runs.
+	b.open("/fleet")
+	b.wait("#fleet-chart rect.o-completed")
+	b.nav("follow a column", chromedp.Click(chromedp.CSS(`#fleet-chart a:first-of-type rect`)))
+	b.wait("#fleet-scope")
+	if got := evalJS[string](b, `new URL(location.href).searchParams.get("from")`); got == "" {
+		t.Error("a column's link does not narrow the window")
+	}
+	if !strings.Contains(b.text("#fleet-scope"), "1 runs started") && !strings.Contains(b.text("#fleet-scope"), "2 runs started") {
+		t.Errorf("a column's runs: %q", b.text("#fleet-scope"))
+	}
+
+	// The workers page.
+	b.nav("open the workers page", chromedp.Click(chromedp.CSS(`header nav a[href="/workers"]`)))
+	b.wait(`#work tr[data-id="mail-dead"]`)
+	if got := b.text(`#work tr[data-id="mail-dead"]`); !strings.Contains(got, "stalled") {
+		t.Errorf("the dead worker's session: %q", got)
+	}
+	if got := b.text(`#holders`); !strings.Contains(got, "worker-a") || !strings.Contains(got, "in ") {
+		t.Errorf("the holders: %q", got)
+	}
+
+	for _, page := range []string{"/fleet", "/workers"} {
+		b.do("a phone's width", chromedp.EmulateViewport(420, 860))
+		b.open(page)
+		b.wait("main h1")
+		if !evalJS[bool](b, `document.documentElement.scrollWidth <= window.innerWidth + 1`) {
+			t.Errorf("%s at 420 px is %v px wide: it scrolls sideways", page, evalJS[float64](b, `document.documentElement.scrollWidth`))
+		}
+		if *screenshots != "" {
+			name := strings.TrimPrefix(page, "/")
+			for _, w := range []int64{420, 1280} {
+				b.do("width", chromedp.EmulateViewport(w, 900))
+				b.open(page)
+				b.wait("main h1")
+				png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(*screenshots, fmt.Sprintf("inspector-%s-%d.png", name, w)), png, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}

@@ -163,8 +163,8 @@ func TestUI_Fleet(t *testing.T) {
 	body := page("/fleet")
 	for _, want := range []string{
 		`<svg id="fleet-chart"`, `<rect class="o-failed"`, `<rect class="o-completed"`,
-		`outcome=failed`,                  // the failed part of its column links to its runs
-		`href="/fleet?model=m-big&amp;since=24h"`, // a model's row, to its runs
+		`outcome=failed`, // the failed part of its column links to its runs
+		`href="/fleet?model=m-big&amp;since=24h"`,             // a model's row, to its runs
 		`href="/fleet?since=24h&amp;tool=search&#43;%3Cb%3E"`, // a failing tool, escaped
 		`search &lt;b&gt;`, `href="/sessions/bad-1"`, `href="/sessions/ok-1"`,
 		`2 runs started`,

@@ -156,6 +156,7 @@ func TestOpenAPI_MatchesHandlers(t *testing.T) {
 		{"GET /api/memory/search", 404, req(bare, "GET", "/api/memory/search?q=pizza", nil)},
 		{"GET /api/fleet", 200, req(h, "GET", "/api/fleet?since=7d", nil)},
 		{"GET /api/fleet", 400, req(h, "GET", "/api/fleet?outcome=exploded", nil)},
+		{"GET /api/workers", 200, req(h, "GET", "/api/workers", nil)},
 		{"DELETE /api/memory/item", 400, req(h, "DELETE", "/api/memory/item?ns=users/ada", nil)},
 		{"DELETE /api/memory/item", 404, req(h, "DELETE", "/api/memory/item?ns=users/ada&key=nope", nil)},
 		{"DELETE /api/memory/item", 409, req(h, "DELETE", "/api/memory/item?ns=users/ada&key=food&if_version=999", nil)},

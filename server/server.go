@@ -240,6 +240,7 @@ func (s *Server) table() []route {
 		api("DELETE", "/api/memory/namespace", true, s.apiMemoryDeleteNamespace),
 		api("GET", "/api/memory/search", false, s.apiMemorySearch),
 		api("GET", "/api/fleet", false, s.apiFleet),
+		api("GET", "/api/workers", false, s.apiWorkers),
 		{method: "GET", pattern: "/login", public: true, handle: s.uiLogin},
 		{method: "POST", pattern: "/login", public: true, handle: s.uiLoginPost},
 		{method: "GET", pattern: "/assets/{file}", public: true, handle: s.uiAsset},
@@ -258,6 +259,7 @@ func (s *Server) table() []route {
 		ui("POST", "/sessions/{id}/delete", true, s.uiDelete),
 		ui("GET", "/memory", false, s.uiMemory),
 		ui("GET", "/fleet", false, s.uiFleet),
+		ui("GET", "/workers", false, s.uiWorkers),
 		ui("POST", "/memory/delete", true, s.uiMemoryDelete),
 		ui("POST", "/memory/delete-namespace", true, s.uiMemoryDeleteNamespace),
 	}

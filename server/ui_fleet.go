@@ -187,10 +187,36 @@ var fleetFuncs = template.FuncMap{
 		}
 		return strconv.FormatFloat(100*float64(n)/float64(of), 'f', 1, 64)
 	},
+	"stateText": func(st string) string {
+		if i := slices.Index(workStates, st); i >= 0 {
+			return [...]string{"waiting", "running", "stalled", "to finish", "awaiting approval"}[i]
+		}
+		return st
+	},
+	"age": func(t, now time.Time) string { return roughly(now.Sub(t)) + " ago" },
+	"until": func(t, now time.Time) string {
+		if t.Before(now) {
+			return "expired " + roughly(now.Sub(t)) + " ago"
+		}
+		return "in " + roughly(t.Sub(now))
+	},
 	"outcomeText": func(o string) string {
 		if i := slices.Index(fleetOutcomes, o); i >= 0 {
 			return [...]string{"completed", "failed", "hit max steps", "interrupted", "awaiting approval", "running"}[i]
 		}
 		return o
 	},
+}
+
+// roughly is d for a person: "40 s", "12 min", "3 h", "2 days".
+func roughly(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
 }
