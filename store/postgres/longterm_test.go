@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,6 +117,12 @@ func TestLongTerm_TextIndexPlan(t *testing.T) {
 	rs, err := s.Search(t.Context(), longterm.SearchOptions{Query: "word43-common or !", Prefix: "users"})
 	if err != nil || len(rs) != 1 || rs[0].Item.Key != "k43" {
 		t.Errorf("search: %v, %v", rs, err)
+	}
+	// The index has no pending list for searches to scan (migration 0007).
+	var opts []string
+	if err := pool.QueryRow(t.Context(), `SELECT coalesce(c.reloptions, '{}') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = 'longterm_items_tsv'`, s.Schema()).Scan(&opts); err != nil || !slices.Contains(opts, "fastupdate=off") {
+		t.Errorf("the text index's options: %v, %v; want fastupdate=off", opts, err)
 	}
 	if got, want := postgres.TSVector("Or the-THE ! 'x' or"), `'or':1,5 'the':2,3 'x':4`; got != want {
 		t.Errorf("TSVector = %s, want %s", got, want)
