@@ -339,12 +339,18 @@ func percentile(sorted []int64, p int) int64 {
 	return sorted[max(i-1, 0)]
 }
 
-func (s *Server) apiFleet(w http.ResponseWriter, r *http.Request) error {
+// fleetView reads the fleet view that r asks for.
+func (s *Server) fleetView(r *http.Request) (fleetQuery, time.Duration, *fleetReport, error) {
 	fq, bucket, err := parseFleetQuery(r.URL.Query(), time.Now())
 	if err != nil {
-		return err
+		return fq, 0, nil, err
 	}
 	rep, err := s.fleet(r.Context(), fq, bucket)
+	return fq, bucket, rep, err
+}
+
+func (s *Server) apiFleet(w http.ResponseWriter, r *http.Request) error {
+	_, _, rep, err := s.fleetView(r)
 	if err != nil {
 		return err
 	}

@@ -149,14 +149,7 @@ func TestUI_Fleet(t *testing.T) {
 	base := time.Now().UTC().Add(-20 * time.Hour)
 	writeFleetSession(t, h.store, "ok-1", base, "support", "m-small", "calc", false, cairn.StatusCompleted, nil)
 	writeFleetSession(t, h.store, "bad-1", base.Add(2*time.Hour), "support", "m-big", "search <b>", true, cairn.StatusFailed, nil)
-	cookie, _ := signIn(t, h)
-	jar := map[string]string{"Cookie": CookieName + "=" + cookie}
-	page := func(path string) string {
-		t.Helper()
-		r := h.doWith("GET", path, nil, jar)
-		wantStatus(t, path, r, http.StatusOK)
-		return string(r.Body)
-	}
+	jar, _, page := browse(t, h)
 	if body := page("/sessions"); !strings.Contains(body, `href="/fleet"`) {
 		t.Error("the sessions page does not link the fleet page")
 	}

@@ -254,14 +254,7 @@ func TestUI_Memory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cookie, csrf := signIn(t, h)
-	jar := map[string]string{"Cookie": CookieName + "=" + cookie}
-	page := func(path string) string {
-		t.Helper()
-		r := h.doWith("GET", path, nil, jar)
-		wantStatus(t, path, r, http.StatusOK)
-		return string(r.Body)
-	}
+	jar, csrf, page := browse(t, h)
 	body := page("/sessions")
 	if !strings.Contains(body, `href="/memory"`) {
 		t.Error("the sessions page does not link the memory page")
@@ -309,8 +302,7 @@ func TestUI_Memory(t *testing.T) {
 
 	// A read-only server shows no delete form and refuses the action.
 	ro := newHarness(t, memoryStore(t), Config{Memory: mem, ReadOnly: true})
-	cookie, csrf = signIn(t, ro)
-	jar = map[string]string{"Cookie": CookieName + "=" + cookie}
+	jar, csrf, _ = browse(t, ro)
 	r = ro.doWith("GET", "/memory?ns=users/bob", nil, jar)
 	wantStatus(t, "read-only memory page", r, http.StatusOK)
 	if strings.Contains(string(r.Body), "/memory/delete") {

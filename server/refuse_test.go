@@ -87,6 +87,21 @@ func withForm(h map[string]string) map[string]string {
 
 // signIn opens the one-time link and returns the browser's cookie and the
 // pages' CSRF token.
+// browse signs a client in to h and returns its cookie header, its CSRF
+// token and page, which GETs a path that must answer 200 and returns the
+// body.
+func browse(t testing.TB, h *harness) (jar map[string]string, csrf string, page func(path string) string) {
+	t.Helper()
+	cookie, csrf := signIn(t, h)
+	jar = map[string]string{"Cookie": CookieName + "=" + cookie}
+	return jar, csrf, func(path string) string {
+		t.Helper()
+		r := h.doWith("GET", path, nil, jar)
+		wantStatus(t, path, r, http.StatusOK)
+		return string(r.Body)
+	}
+}
+
 func signIn(t testing.TB, h *harness) (cookie, csrf string) {
 	t.Helper()
 	link := h.srv.LoginURL(h.ts.URL)

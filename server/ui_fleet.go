@@ -87,11 +87,7 @@ func fleetURL(fq fleetQuery, change func(q url.Values)) template.URL {
 }
 
 func (s *Server) uiFleet(w http.ResponseWriter, r *http.Request) error {
-	fq, bucket, err := parseFleetQuery(r.URL.Query(), time.Now())
-	if err != nil {
-		return err
-	}
-	rep, err := s.fleet(r.Context(), fq, bucket)
+	fq, bucket, rep, err := s.fleetView(r)
 	if err != nil {
 		return err
 	}
@@ -158,7 +154,7 @@ func drawFleetChart(fq fleetQuery, rep *fleetReport, bucket time.Duration) fleet
 			h := max(int(float64(n)*scale+0.5), 2)
 			y -= h
 			c.Bars = append(c.Bars, fleetBar{X: x, Y: y, W: width, H: h, Outcome: o,
-				Title: fmt.Sprintf("%s runs %s: %d (%s–%s UTC)", o, "started", n, b.Start.UTC().Format("Jan 2 15:04"), end.UTC().Format("15:04")),
+				Title: fmt.Sprintf("%s runs started: %d (%s–%s UTC)", o, n, b.Start.UTC().Format("Jan 2 15:04"), end.UTC().Format("15:04")),
 				URL: fleetURL(fq, func(q url.Values) {
 					q.Del("since")
 					q.Set("from", b.Start.UTC().Format(time.RFC3339))

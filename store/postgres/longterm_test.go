@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/longterm"
@@ -84,23 +85,7 @@ func TestLongTermConformance_Encrypted(t *testing.T) {
 // writes is the text's tokens with their positions, quoted (so a word
 // that is tsquery syntax, such as "or" or "!", is a word or nothing).
 func TestLongTerm_TextIndexPlan(t *testing.T) {
-	ns := "lt_" + testenv.RandHex(6)
-	dropSchemaLater(t, ns)
-	s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	table := pgx.Identifier{s.Schema(), "longterm_items"}.Sanitize()
-	pool := adminPool(t)
-	if _, err := pool.Exec(t.Context(), `INSERT INTO `+table+` (namespace, path, key, value, text, tsv, version, created_at, updated_at)
-		SELECT 'users/u' || (i % 10), 'users u' || (i % 10), 'k' || i, 'null', convert_to('word' || i || ' common', 'UTF8'),
-			('''word' || i || ''':1 ''common'':2')::tsvector, i, 1, 1 FROM generate_series(1, 20000) AS i`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(t.Context(), `ANALYZE `+table); err != nil {
-		t.Fatal(err)
-	}
+	s, pool := wordsStore(t)
 	query, args := s.LongTermTextQuery([][]string{{"word42"}, {"word43", "common"}}, "users")
 	rows, err := pool.Query(t.Context(), "EXPLAIN "+query, args...)
 	if err != nil {
@@ -138,23 +123,7 @@ func TestLongTerm_TextIndexPlan(t *testing.T) {
 // The index scans are counted by PostgreSQL's statistics, which a
 // connection reports within seconds of going idle.
 func TestLongTerm_SearchPlannedWithItsValues(t *testing.T) {
-	ns := "lt_" + testenv.RandHex(6)
-	dropSchemaLater(t, ns)
-	s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	table := pgx.Identifier{s.Schema(), "longterm_items"}.Sanitize()
-	pool := adminPool(t)
-	if _, err := pool.Exec(t.Context(), `INSERT INTO `+table+` (namespace, path, key, value, text, tsv, version, created_at, updated_at)
-		SELECT 'users/u' || (i % 10), 'users u' || (i % 10), 'k' || i, 'null', convert_to('word' || i || ' common', 'UTF8'),
-			('''word' || i || ''':1 ''common'':2')::tsvector, i, 1, 1 FROM generate_series(1, 20000) AS i`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(t.Context(), `ANALYZE `+table); err != nil {
-		t.Fatal(err)
-	}
+	s, pool := wordsStore(t)
 	// Each search reads the items once, through the text index or the
 	// (path, key) index (or the table, which would fail the wait).
 	// Counted when the store's connections have ended, which reports
@@ -188,4 +157,29 @@ func TestLongTerm_SearchPlannedWithItsValues(t *testing.T) {
 		t.Errorf("%d searches of a prefix that holds every item read the text index %d times and the (path, key) index %d times: each should read the text index alone",
 			searches, text-text0, path-path0)
 	}
+}
+
+// wordsStore is a long-term store of 20,000 items under users/u0 to
+// users/u9, item k<i> holding the words word<i> and common, written
+// straight into its table and analysed; and the test's admin pool.
+func wordsStore(t *testing.T) (*postgres.LongTerm, *pgxpool.Pool) {
+	t.Helper()
+	ns := "lt_" + testenv.RandHex(6)
+	dropSchemaLater(t, ns)
+	s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	table := pgx.Identifier{s.Schema(), "longterm_items"}.Sanitize()
+	pool := adminPool(t)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO `+table+` (namespace, path, key, value, text, tsv, version, created_at, updated_at)
+		SELECT 'users/u' || (i % 10), 'users u' || (i % 10), 'k' || i, 'null', convert_to('word' || i || ' common', 'UTF8'),
+			('''word' || i || ''':1 ''common'':2')::tsvector, i, 1, 1 FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `ANALYZE `+table); err != nil {
+		t.Fatal(err)
+	}
+	return s, pool
 }
