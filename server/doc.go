@@ -41,9 +41,13 @@
 // Its actions (approve or deny, resume, fork, delete, export, import) ask
 // for confirmation. /memory, with Config.Memory, browses and searches
 // long-term memory, links each item to the session event it came from,
-// and deletes an item or a namespace behind a confirmation. The pages are Go templates with one style sheet and
-// one script, embedded: they work without the script, and without a build
-// step.
+// and deletes an item or a namespace behind a confirmation. /fleet charts
+// the runs that started in a window by outcome, with their model calls by
+// model and their tools by failures, each mark a link to the runs behind
+// it (GET /api/fleet); /workers shows each queue by state, the lease
+// holders, and the sessions queued or under way (GET /api/workers). The
+// pages are Go templates with one style sheet and one script, embedded:
+// they work without the script, and without a build step.
 //
 // # Safety
 //
