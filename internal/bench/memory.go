@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/text"
+	"github.com/cairnhq/cairn/internal/words"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/store/postgres"
 )
@@ -203,7 +202,7 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 		return fmt.Errorf("create the appends' session: %w", err)
 	}
 	defer s.Delete(context.WithoutCancel(ctx), w.id)
-	words := NewWords(7)
+	vocab := words.New(7)
 	puts := make([][]time.Duration, len(rs))
 	appends := make([][]time.Duration, len(rs))
 	alls := make([][]time.Duration, len(rs))
@@ -218,7 +217,7 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 				continue
 			}
 			err := func() error {
-				it := longterm.Item{Namespace: rs[i].Prefix + "/put", Key: fmt.Sprint("p", rep), Text: words.Text(20)}
+				it := longterm.Item{Namespace: rs[i].Prefix + "/put", Key: fmt.Sprint("p", rep), Text: vocab.Text(20)}
 				t0 := time.Now()
 				if _, err := lts[i].Put(ctx, it, longterm.PutOptions{}); err != nil {
 					return fmt.Errorf("put: %w", err)
@@ -230,7 +229,7 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 				}
 				appends[i] = append(appends[i], d...)
 				for _, sub := range []string{"", fmt.Sprint("/u", rep%100)} {
-					q := words.Query()
+					q := vocab.Query()
 					t0 := time.Now()
 					found, err := lts[i].Search(ctx, longterm.SearchOptions{Query: q, Prefix: rs[i].Prefix + sub, Limit: 10})
 					if err != nil {
@@ -314,13 +313,13 @@ func fillMemory(ctx context.Context, lt longterm.Store, opts MemoryOptions, res 
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
-			words := NewWords(uint64(100 + g))
+			vocab := words.New(uint64(100 + g))
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(res.Items) || ctx.Err() != nil {
 					return
 				}
-				it := longterm.Item{Namespace: fmt.Sprintf("%s/u%d", res.Prefix, i%100), Key: fmt.Sprint("k", i), Text: words.Text(10 + int(i%21))}
+				it := longterm.Item{Namespace: fmt.Sprintf("%s/u%d", res.Prefix, i%100), Key: fmt.Sprint("k", i), Text: vocab.Text(10 + int(i%21))}
 				if _, err := lt.Put(ctx, it, longterm.PutOptions{}); err != nil {
 					cancel(fmt.Errorf("fill, item %d: %w", i, err))
 					return
@@ -358,45 +357,6 @@ func fillMemory(ctx context.Context, lt longterm.Store, opts MemoryOptions, res 
 		return fmt.Errorf("write the fill's marker: %w", err)
 	}
 	return nil
-}
-
-// Words is a vocabulary of 20,000 made-up words, drawn with a Zipf law as
-// the words of prose are: the texts and queries of the long-term memory
-// benchmarks, here and in the backends' Go benchmarks.
-type Words struct {
-	list []string
-	zipf *rand.Zipf
-	pick *rand.Rand
-}
-
-// NewWords returns the vocabulary, the same whatever the seed, with draws
-// that follow from seed.
-func NewWords(seed uint64) *Words {
-	r := rand.New(rand.NewPCG(seed, 1))
-	w := &Words{zipf: rand.NewZipf(r, 1.1, 2, 19999), pick: rand.New(rand.NewPCG(seed, 3))}
-	v := rand.New(rand.NewPCG(7, 1))
-	for range 20000 {
-		var b strings.Builder
-		for range 3 + v.IntN(6) {
-			b.WriteByte(byte('a' + v.IntN(26)))
-		}
-		w.list = append(w.list, b.String())
-	}
-	return w
-}
-
-// Text returns n words drawn by frequency, separated by spaces.
-func (w *Words) Text(n int) string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = w.list[w.zipf.Uint64()]
-	}
-	return strings.Join(out, " ")
-}
-
-// Query returns two words of middling frequency (ranks 200 to 2,000).
-func (w *Words) Query() string {
-	return w.list[200+w.pick.IntN(1800)] + " " + w.list[200+w.pick.IntN(1800)]
 }
 
 // WriteMemoryTable writes rep for people: a table per store, a row per

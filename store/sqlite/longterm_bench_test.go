@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cairnhq/cairn/internal/bench"
+	"github.com/cairnhq/cairn/internal/words"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -41,7 +41,7 @@ func fillLongTerm(b *testing.B, n, spread int) *sqlite.LongTerm {
 		return s
 	}
 	filled.Store(key, path)
-	w := bench.NewWords(7)
+	w := words.New(7)
 	for i := range n {
 		it := longterm.Item{Namespace: fmt.Sprintf("users/u%d", i%spread), Key: fmt.Sprint("k", i), Text: w.Text(10 + i%21)}
 		if _, err := s.Put(context.Background(), it, longterm.PutOptions{}); err != nil {
@@ -61,7 +61,7 @@ func BenchmarkLongTermSearch(b *testing.B) {
 	}{{1000, 1, "users"}, {100000, 1, "users"}, {100000, 100, "users/u7"}} {
 		b.Run(fmt.Sprintf("items=%d/namespaces=%d/prefix=%s", c.n, c.spread, c.prefix), func(b *testing.B) {
 			s := fillLongTerm(b, c.n, c.spread)
-			w := bench.NewWords(7)
+			w := words.New(7)
 			found := 0
 			b.ResetTimer()
 			for b.Loop() {
@@ -86,7 +86,7 @@ func BenchmarkLongTermPut(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	w := bench.NewWords(7)
+	w := words.New(7)
 	i := 0
 	for b.Loop() {
 		it := longterm.Item{Namespace: "users/ada", Key: fmt.Sprint("k", i%5000), Text: w.Text(20)}
