@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -295,4 +296,52 @@ func Clone(item *longterm.Item, vector bool) longterm.Item {
 		c.Vector = append([]float32(nil), item.Vector...)
 	}
 	return c
+}
+
+// SkipNamespaces lists the namespaces opts asks for (checked by
+// CheckNamespaces) by seeking through a store's items in path order
+// (longterm.PathOrder): first returns the namespace of the first live item
+// whose path is at pos or after it (after it alone when !inclusive) and
+// before hi, or found false when there is none. Each namespace listed
+// costs one seek, and with a depth each cut one: a cut of full depth skips
+// its whole subtree.
+func SkipNamespaces(opts longterm.NamespaceOptions, first func(pos, hi string, inclusive bool) (ns string, found bool, err error)) (*longterm.NamespacePage, error) {
+	hi := "\x7f"
+	pos, inclusive := "", true
+	if opts.Prefix != "" {
+		pos, hi = longterm.PrefixRange(opts.Prefix)
+	}
+	// after moves the seek past namespace ns listed as cut: past the
+	// subtree of a cut of full depth (all of it lists as the cut), past ns
+	// alone otherwise.
+	after := func(ns, cut string) {
+		if opts.Depth > 0 && strings.Count(cut, "/")+1 == opts.Depth {
+			pos, inclusive = longterm.PathOrder(cut)+"!", true
+			return
+		}
+		pos, inclusive = longterm.PathOrder(ns), false
+	}
+	if opts.Cursor != "" && longterm.ComparePaths(opts.Cursor, opts.Prefix) >= 0 {
+		after(opts.Cursor, opts.Cursor)
+	}
+	page := &longterm.NamespacePage{}
+	for len(page.Namespaces) <= opts.Limit {
+		ns, found, err := first(pos, hi, inclusive)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			break
+		}
+		cut := CutNamespace(ns, opts.Depth)
+		if n := len(page.Namespaces); n == 0 || page.Namespaces[n-1] != cut {
+			page.Namespaces = append(page.Namespaces, cut)
+		}
+		after(ns, cut)
+	}
+	if len(page.Namespaces) > opts.Limit {
+		page.Namespaces = page.Namespaces[:opts.Limit]
+		page.Next = page.Namespaces[opts.Limit-1]
+	}
+	return page, nil
 }

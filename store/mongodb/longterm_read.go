@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -105,24 +104,8 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 	if err != nil {
 		return nil, err
 	}
-	hi := "\x7f"
-	pos, inclusive := "", true
-	if opts.Prefix != "" {
-		pos, hi = longterm.PrefixRange(opts.Prefix)
-	}
-	after := func(ns, cut string) {
-		if opts.Depth > 0 && strings.Count(cut, "/")+1 == opts.Depth {
-			pos, inclusive = longterm.PathOrder(cut)+"!", true
-			return
-		}
-		pos, inclusive = longterm.PathOrder(ns), false
-	}
-	if opts.Cursor != "" && longterm.ComparePaths(opts.Cursor, opts.Prefix) >= 0 {
-		after(opts.Cursor, opts.Cursor)
-	}
 	now := toNanos(ltdriver.Now(s.opts))
-	page := &longterm.NamespacePage{}
-	for len(page.Namespaces) <= opts.Limit {
+	return ltdriver.SkipNamespaces(opts, func(pos, hi string, inclusive bool) (string, bool, error) {
 		op := "$gt"
 		if inclusive {
 			op = "$gte"
@@ -131,22 +114,13 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 		err := s.items.FindOne(ctx, bson.D{{Key: "path", Value: bson.D{{Key: op, Value: pos}, {Key: "$lt", Value: hi}}}, ltLive(now)},
 			options.FindOne().SetSort(bson.D{{Key: "path", Value: 1}}).SetProjection(bson.D{{Key: "ns", Value: 1}})).Decode(&d)
 		if errors.Is(err, mongo.ErrNoDocuments) {
-			break
+			return "", false, nil
 		}
 		if err != nil {
-			return nil, s.fail("namespaces", err)
+			return "", false, s.fail("namespaces", err)
 		}
-		cut := ltdriver.CutNamespace(d.Namespace, opts.Depth)
-		if n := len(page.Namespaces); n == 0 || page.Namespaces[n-1] != cut {
-			page.Namespaces = append(page.Namespaces, cut)
-		}
-		after(d.Namespace, cut)
-	}
-	if len(page.Namespaces) > opts.Limit {
-		page.Namespaces = page.Namespaces[:opts.Limit]
-		page.Next = page.Namespaces[opts.Limit-1]
-	}
-	return page, nil
+		return d.Namespace, true, nil
+	})
 }
 
 // BM25's parameters, as ltdriver.Index uses them.

@@ -582,50 +582,32 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 	if err != nil {
 		return nil, err
 	}
-	lo, hi := "-", "+"
-	if opts.Prefix != "" {
-		p, h := longterm.PrefixRange(opts.Prefix)
-		lo, hi = "["+p, "("+h
-	}
-	after := func(ns, cut string) {
-		if opts.Depth > 0 && strings.Count(cut, "/")+1 == opts.Depth {
-			lo = "[" + longterm.PathOrder(cut) + "!"
-			return
-		}
-		lo = "[" + longterm.PathOrder(ns) + "\x01" // past every member of ns
-	}
-	if opts.Cursor != "" && longterm.ComparePaths(opts.Cursor, opts.Prefix) >= 0 {
-		after(opts.Cursor, opts.Cursor)
-	}
 	now := ltdriver.Now(s.opts)
-	page := &longterm.NamespacePage{}
-	for len(page.Namespaces) <= opts.Limit {
-		ms, err := s.client.ZRangeByLex(ctx, s.base+"paths", &goredis.ZRangeBy{Min: lo, Max: hi, Count: 1}).Result()
-		if err != nil {
-			return nil, s.fail("namespaces", err)
+	return ltdriver.SkipNamespaces(opts, func(pos, hi string, inclusive bool) (string, bool, error) {
+		// A member is path NUL key: pos itself is "[pos", past every
+		// member of pos is "[pos\x01".
+		lo := "[" + pos
+		if !inclusive {
+			lo += "\x01"
 		}
-		if len(ms) == 0 {
-			break
+		for {
+			ms, err := s.client.ZRangeByLex(ctx, s.base+"paths", &goredis.ZRangeBy{Min: lo, Max: "(" + hi, Count: 1}).Result()
+			if err != nil {
+				return "", false, s.fail("namespaces", err)
+			}
+			if len(ms) == 0 {
+				return "", false, nil
+			}
+			exp, err := s.client.HGet(ctx, s.itemKey(ms[0]), "ea").Result()
+			if err != nil && !errors.Is(err, goredis.Nil) {
+				return "", false, s.fail("namespaces", err)
+			}
+			if errors.Is(err, goredis.Nil) || ltdriver.Expired(unstamp(exp), now) {
+				lo = "(" + ms[0]
+				continue
+			}
+			path, _, _ := strings.Cut(ms[0], "\x00")
+			return strings.ReplaceAll(path, " ", "/"), true, nil
 		}
-		exp, err := s.client.HGet(ctx, s.itemKey(ms[0]), "ea").Result()
-		if err != nil && !errors.Is(err, goredis.Nil) {
-			return nil, s.fail("namespaces", err)
-		}
-		if errors.Is(err, goredis.Nil) || ltdriver.Expired(unstamp(exp), now) {
-			lo = "(" + ms[0]
-			continue
-		}
-		path, _, _ := strings.Cut(ms[0], "\x00")
-		ns := strings.ReplaceAll(path, " ", "/")
-		cut := ltdriver.CutNamespace(ns, opts.Depth)
-		if n := len(page.Namespaces); n == 0 || page.Namespaces[n-1] != cut {
-			page.Namespaces = append(page.Namespaces, cut)
-		}
-		after(ns, cut)
-	}
-	if len(page.Namespaces) > opts.Limit {
-		page.Namespaces = page.Namespaces[:opts.Limit]
-		page.Next = page.Namespaces[opts.Limit-1]
-	}
-	return page, nil
+	})
 }

@@ -157,27 +157,8 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 	if err != nil {
 		return nil, err
 	}
-	hi := "\x7f"
-	pos, inclusive := "", true
-	if opts.Prefix != "" {
-		pos, hi = longterm.PrefixRange(opts.Prefix)
-	}
-	// after moves the seek past namespace ns listed as cut: past the
-	// subtree of a cut of full depth (all of it lists as the cut), past ns
-	// alone otherwise.
-	after := func(ns, cut string) {
-		if opts.Depth > 0 && strings.Count(cut, "/")+1 == opts.Depth {
-			pos, inclusive = longterm.PathOrder(cut)+"!", true
-			return
-		}
-		pos, inclusive = longterm.PathOrder(ns), false
-	}
-	if opts.Cursor != "" && longterm.ComparePaths(opts.Cursor, opts.Prefix) >= 0 {
-		after(opts.Cursor, opts.Cursor)
-	}
 	now := nanos(ltdriver.Now(s.opts))
-	page := &longterm.NamespacePage{}
-	for len(page.Namespaces) <= opts.Limit {
+	return ltdriver.SkipNamespaces(opts, func(pos, hi string, inclusive bool) (string, bool, error) {
 		op := ">"
 		if inclusive {
 			op = ">="
@@ -187,22 +168,13 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 			WHERE i.path `+op+` ? AND i.path < ? AND (i.expires_at = 0 OR i.expires_at > ?)
 			ORDER BY i.path LIMIT 1`, pos, hi, now).Scan(&ns)
 		if errors.Is(err, sql.ErrNoRows) {
-			break
+			return "", false, nil
 		}
 		if err != nil {
-			return nil, s.fail("namespaces", err)
+			return "", false, s.fail("namespaces", err)
 		}
-		cut := ltdriver.CutNamespace(ns, opts.Depth)
-		if n := len(page.Namespaces); n == 0 || page.Namespaces[n-1] != cut {
-			page.Namespaces = append(page.Namespaces, cut)
-		}
-		after(ns, cut)
-	}
-	if len(page.Namespaces) > opts.Limit {
-		page.Namespaces = page.Namespaces[:opts.Limit]
-		page.Next = page.Namespaces[opts.Limit-1]
-	}
-	return page, nil
+		return ns, true, nil
+	})
 }
 
 // Search implements longterm.Store. The text side is FTS5's MATCH ranked
