@@ -3,9 +3,6 @@ package mongodb_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +16,6 @@ import (
 	"github.com/cairnhq/cairn/longterm/lttest"
 	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
-	"github.com/cairnhq/cairn/store/memory"
 )
 
 // ltURL is the test server's URI with a namespace parameter.
@@ -139,59 +135,10 @@ func TestLongTerm_Erasure(t *testing.T) {
 	})
 }
 
-// TestLongTerm_ScoresAsMemory checks that the store's BM25 and the memory
-// backend's give one corpus the same scores and order, so that a search
-// ranks alike on every backend.
+// TestLongTerm_ScoresAsMemory: the store's BM25 and the memory backend's
+// give one corpus the same scores and order.
 func TestLongTerm_ScoresAsMemory(t *testing.T) {
-	s := openScored(t)
-	mem, err := memory.NewLongTerm(longterm.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	words := strings.Fields("ada bob pizza jazz teal otter 17 café crème rain umbrella the a of lighthouse keeper")
-	for i := range 60 {
-		var text []string
-		for j := range 3 + i%9 {
-			text = append(text, words[(i*7+j*j*3+j)%len(words)])
-		}
-		if i%11 == 0 {
-			text = nil // an item whose text has no token
-		}
-		it := longterm.Item{Namespace: fmt.Sprintf("n/%d", i%3), Key: fmt.Sprint("k", i), Text: strings.Join(text, " ") + " !", Value: json.RawMessage(`{}`)}
-		for _, st := range []longterm.Store{s, mem} {
-			if _, err := st.Put(t.Context(), it, longterm.PutOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	compared := 0
-	for _, q := range []string{"pizza", "teal-otter-17", "the lighthouse", "crème rain ada", "a", "otter teal", "nothing"} {
-		for _, prefix := range []string{"", "n/1"} {
-			opts := longterm.SearchOptions{Query: q, Prefix: prefix, Limit: 100}
-			got, err := s.Search(t.Context(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := mem.Search(t.Context(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(want) {
-				t.Errorf("search %q under %q: the store found %d, memory %d", q, prefix, len(got), len(want))
-				continue
-			}
-			compared += len(got)
-			for i := range got {
-				g, w := got[i], want[i]
-				if g.Item.Key != w.Item.Key || math.Abs(g.TextScore-w.TextScore) > 1e-9*max(1, w.TextScore) {
-					t.Errorf("search %q under %q, result %d: the store %s %v, memory %s %v", q, prefix, i, g.Item.Key, g.TextScore, w.Item.Key, w.TextScore)
-				}
-			}
-		}
-	}
-	if compared < 100 {
-		t.Errorf("only %d results compared: the corpus does not test the scores", compared)
-	}
+	lttest.ScoresAsMemory(t, openScored(t))
 }
 
 // openScored opens a store on a namespace of its own.

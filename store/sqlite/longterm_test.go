@@ -98,63 +98,15 @@ func TestLongTerm_TextIndex(t *testing.T) {
 	}
 }
 
-// TestLongTerm_ScoresAsMemory checks that FTS5's bm25() and the BM25 of
-// the memory backend (ltdriver.Index) give one corpus the same scores, so
-// that a search ranks alike on every backend.
+// TestLongTerm_ScoresAsMemory: FTS5's bm25() and the memory backend's
+// BM25 give one corpus the same scores and order.
 func TestLongTerm_ScoresAsMemory(t *testing.T) {
 	lite, err := sqlite.OpenLongTerm(t.Context(), filepath.Join(t.TempDir(), "cairn.db"), sqlite.LongTermOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lite.Close()
-	mem, err := memory.NewLongTerm(longterm.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	words := strings.Fields("ada bob pizza jazz teal otter 17 café crème rain umbrella the a of lighthouse keeper")
-	for i := range 60 {
-		var text []string
-		for j := range 3 + i%9 {
-			text = append(text, words[(i*7+j*j*3+j)%len(words)])
-		}
-		if i%11 == 0 {
-			text = nil // an item whose text has no token
-		}
-		it := longterm.Item{Namespace: fmt.Sprintf("n/%d", i%3), Key: fmt.Sprint("k", i), Text: strings.Join(text, " ") + " !", Value: json.RawMessage(`{}`)}
-		for _, s := range []longterm.Store{lite, mem} {
-			if _, err := s.Put(t.Context(), it, longterm.PutOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	compared := 0
-	for _, q := range []string{"pizza", "teal-otter-17", "the lighthouse", "crème rain ada", "a", "otter teal", "nothing"} {
-		for _, prefix := range []string{"", "n/1"} {
-			opts := longterm.SearchOptions{Query: q, Prefix: prefix, Limit: 100}
-			got, err := lite.Search(t.Context(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := mem.Search(t.Context(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(want) {
-				t.Errorf("search %q under %q: sqlite found %d, memory %d", q, prefix, len(got), len(want))
-				continue
-			}
-			compared += len(got)
-			for i := range got {
-				g, w := got[i], want[i]
-				if g.Item.Key != w.Item.Key || math.Abs(g.TextScore-w.TextScore) > 1e-9*max(1, w.TextScore) {
-					t.Errorf("search %q under %q, result %d: sqlite %s %v, memory %s %v", q, prefix, i, g.Item.Key, g.TextScore, w.Item.Key, w.TextScore)
-				}
-			}
-		}
-	}
-	if compared < 100 {
-		t.Errorf("only %d results compared: the corpus does not test the scores", compared)
-	}
+	lttest.ScoresAsMemory(t, lite)
 }
 
 // TestLongTerm_SearchPaths searches in each of the ways SQLite's text
