@@ -110,19 +110,20 @@ func parseFleetQuery(q url.Values, now time.Time) (fleetQuery, time.Duration, er
 
 // fleetReport is a fleet view: GET /api/fleet's body, and the page's data.
 type fleetReport struct {
-	From      time.Time      `json:"from"`
-	To        time.Time      `json:"to"`
-	BucketSec int64          `json:"bucket_seconds"`
-	Sessions  int            `json:"sessions_read"` // sessions updated in the window, read for the view
-	Capped    bool           `json:"capped"`        // more were updated: the view holds the latest MaxFleetSessions
-	Runs      int            `json:"runs"`          // runs the filter keeps
-	Outcomes  map[string]int `json:"outcomes"`      // those runs by outcome
-	Buckets   []fleetBucket  `json:"buckets"`
-	Models    []fleetModel   `json:"models"`
-	Tools     []fleetTool    `json:"tools"`
-	Agents    []string       `json:"agents"`          // the agents of the window's runs, for the filter
-	Matching  []fleetSession `json:"matching"`        // the sessions behind the view, newest first
-	More      int            `json:"matching_beyond"` // sessions behind it that the list leaves out
+	From       time.Time      `json:"from"`
+	To         time.Time      `json:"to"`
+	BucketSec  int64          `json:"bucket_seconds"`
+	Sessions   int            `json:"sessions_read"` // sessions updated in the window, read for the view
+	Capped     bool           `json:"capped"`        // more were updated: the view holds the latest MaxFleetSessions
+	Unreadable int            `json:"unreadable"`    // sessions left out: damaged, or sealed without the key
+	Runs       int            `json:"runs"`          // runs the filter keeps
+	Outcomes   map[string]int `json:"outcomes"`      // those runs by outcome
+	Buckets    []fleetBucket  `json:"buckets"`
+	Models     []fleetModel   `json:"models"`
+	Tools      []fleetTool    `json:"tools"`
+	Agents     []string       `json:"agents"`          // the agents of the window's runs, for the filter
+	Matching   []fleetSession `json:"matching"`        // the sessions behind the view, newest first
+	More       int            `json:"matching_beyond"` // sessions behind it that the list leaves out
 }
 
 // fleetBucket counts the runs that started in [Start, Start+bucket).
@@ -247,12 +248,17 @@ func (s *Server) fleet(ctx context.Context, fq fleetQuery, bucket time.Duration)
 			if errors.Is(err, cairn.ErrNotFound) {
 				continue // deleted since the listing
 			}
+			if errors.Is(err, cairn.ErrDamaged) || errors.Is(err, cairn.ErrSealed) {
+				rep.Unreadable++ // one session the view cannot read does not hide the others
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("load session %s: %w", info.ID, err)
 			}
 			runs, err := sessionRuns(rec.Events)
 			if err != nil {
-				return nil, fmt.Errorf("session %s: %w", info.ID, err)
+				rep.Unreadable++
+				continue
 			}
 			kept := 0
 			for _, r := range runs {

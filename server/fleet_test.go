@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -126,6 +128,14 @@ func TestAPI_Fleet(t *testing.T) {
 		}
 	}
 
+	// A session the view cannot read is left out, and counted.
+	damaged := newHarness(t, damagedLoads{Store: h.store, id: "bad-1"}, Config{})
+	var left fleetReport
+	damaged.do("GET", "/api/fleet?"+window, nil).Decode(t, &left)
+	if left.Unreadable != 1 || left.Runs != 3 {
+		t.Errorf("with bad-1 damaged: %d unreadable, %d runs; want 1, 3", left.Unreadable, left.Runs)
+	}
+
 	// A view reads at most maxFleetSessions sessions, and says so.
 	defer func(n int) { maxFleetSessions = n }(maxFleetSessions)
 	maxFleetSessions = 3
@@ -175,4 +185,17 @@ func TestUI_Fleet(t *testing.T) {
 	if !strings.Contains(string(r.Body), "unknown window") {
 		t.Errorf("the error page: %s", clipBody(r.Body))
 	}
+}
+
+// damagedLoads is a store whose session id loads as damaged.
+type damagedLoads struct {
+	cairn.Store
+	id string
+}
+
+func (d damagedLoads) Load(ctx context.Context, id string, from int64) (*cairn.Record, error) {
+	if id == d.id {
+		return nil, fmt.Errorf("session %s: %w", id, cairn.ErrDamaged)
+	}
+	return d.Store.Load(ctx, id, from)
 }
