@@ -107,7 +107,7 @@ func (s *Server) workers(ctx context.Context) (*workersReport, error) {
 				continue // neither queued nor under way in a holder's hands
 			}
 			ws := workerSession{ID: info.ID, Queue: queue, Status: info.Status, CreatedAt: info.CreatedAt, UpdatedAt: info.UpdatedAt, Input: info.FirstMessage}
-			if ws.Input == "" && info.Status == cairn.StatusNew && inputs < maxQueuedInputs {
+			if ws.Input == "" && queued && inputs < maxQueuedInputs {
 				inputs++
 				ws.Input = s.queuedInput(ctx, info.ID)
 			}

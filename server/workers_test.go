@@ -107,6 +107,9 @@ func TestAPI_Workers(t *testing.T) {
 	if s := rep.Sessions[4]; s.Input != "answer <Ada>" {
 		t.Errorf("mail-new's input: %q, want the queued input", s.Input)
 	}
+	if s := rep.Sessions[1]; s.Input != "file the receipts" {
+		t.Errorf("mail-run's input: %q, want the queued input of a run under way", s.Input)
+	}
 	queues := map[string]workerQueue{}
 	for _, q := range rep.Queues {
 		queues[q.Queue] = q
