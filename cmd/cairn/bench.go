@@ -58,13 +58,15 @@ of the expired tenth while a writer appends. docs/SCALING.md describes it.
 
 With --memory (1,000, 10,000 and 100,000 items; or --memory N,M,…), it
 measures long-term memory instead: it puts N items of 10 to 30 words into
-100 namespaces under bench/memory_N in each --store (a SQLite file in a
-temporary folder when none is given), or reuses the fill already there, and
-times a put beside a session append on the same store, and a search (two
-words of middling frequency, the best 10) of all the items and of one
-namespace, the sizes taken in turn. The targets: search at the largest
-size within 3× the smallest, a put within 2× an append. Remove the fills
-with cairn memory delete bench --yes.`,
+100 namespaces under bench/memory_N of a store of its own for each size
+and --store (a SQLite file or folder with -N added, memory-1000.db; the
+namespace bench_memory_N on a server; a SQLite file in a temporary folder
+when no --store is given), or reuses the fill already there, and times a
+put beside a session append on the same store, and a search (two words of
+middling frequency, the best 10) of all the items and of one namespace,
+the sizes taken in turn. The targets: search at the largest size within
+3× the smallest, a put within 2× an append. Remove the fills with cairn
+memory delete bench --yes, or the files.`,
 		Example: `  cairn bench
   cairn bench --long --store sqlite:long.db --json
   cairn bench --sessions 10000,100000 --store sqlite:scale.db --store postgres://localhost/cairn

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -164,10 +166,10 @@ func RunMemory(ctx context.Context, opts MemoryOptions) (*MemoryReport, error) {
 
 // memoryStore fills the store at u for every size of rs and measures it.
 func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryResult) error {
-	// Each size in a store of its own where the URL can name one (the
-	// server backends' namespace): a backend whose search statistics are
-	// the store's (Redis, MongoDB) would otherwise search every size in
-	// the sum of the fills. The file and SQLite stores share their file.
+	// Each size in a store of its own (sizeURL): a backend whose search
+	// statistics are the store's would otherwise search every size with
+	// the word counts of the sum of the fills. The session appends go to
+	// the store at u, on the same server or in the same folder.
 	lts := make([]longterm.Store, len(rs))
 	for i := range rs {
 		su := sizeURL(u, rs[i].Items)
@@ -259,12 +261,27 @@ func memoryStore(ctx context.Context, u string, opts MemoryOptions, rs []MemoryR
 	return nil
 }
 
-// sizeURL returns the URL of the store for the fill of n items: u with
-// the namespace bench_memory_N for the server backends (postgres, redis,
-// mongodb), u itself for the others.
+// sizeURL returns the URL of the store for the fill of n items, so that
+// each size is a store of its own: u with the namespace bench_memory_N
+// for the server backends (postgres, redis, mongodb), the file or folder
+// of u with -N before its extension for sqlite and file (a search's
+// statistics are its store's: a fill of 1,000 that shares a file with one
+// of 100,000 is searched with the other's word counts), u itself for
+// memory.
 func sizeURL(u string, n int) string {
 	switch backendName(u) {
 	case "postgres", "redis", "mongodb":
+	case "sqlite", "file":
+		rest, query, _ := strings.Cut(u, "?")
+		ext := path.Ext(rest)
+		if strings.ContainsAny(ext, "/:") {
+			ext = ""
+		}
+		sized := strings.TrimSuffix(rest, ext) + fmt.Sprintf("-%d", n) + ext
+		if query != "" {
+			sized += "?" + query
+		}
+		return sized
 	default:
 		return u
 	}

@@ -71,7 +71,7 @@ func TestRunMemory_SQLite(t *testing.T) {
 			t.Errorf("%d items: fill %+v, want filled", r.Items, r.Fill)
 		}
 		// The fill stays, and the timed puts are gone.
-		if got := countItems(t, u, r.Prefix); got != r.Items {
+		if got := countItems(t, sizeURL(u, r.Items), r.Prefix); got != r.Items {
 			t.Errorf("%s holds %d items after the run, want the %d of the fill", r.Prefix, got, r.Items)
 		}
 	}
@@ -85,7 +85,7 @@ func TestRunMemory_SQLite(t *testing.T) {
 		if r.Fill.Action != "filled" {
 			t.Errorf("refill, %d items: fill %+v, want filled", r.Items, r.Fill)
 		}
-		if got := countItems(t, u, r.Prefix); got != r.Items {
+		if got := countItems(t, sizeURL(u, r.Items), r.Prefix); got != r.Items {
 			t.Errorf("after the refill %s holds %d items, want %d", r.Prefix, got, r.Items)
 		}
 	}
@@ -121,7 +121,10 @@ func TestRunMemory_Postgres(t *testing.T) {
 
 func TestSizeURL(t *testing.T) {
 	for _, c := range [][2]string{
-		{"sqlite:///tmp/m.db", "sqlite:///tmp/m.db"},
+		{"sqlite:///tmp/m.db", "sqlite:///tmp/m-1000.db"},
+		{"sqlite:memory.db?busy_timeout=5000", "sqlite:memory-1000.db?busy_timeout=5000"},
+		{"sqlite:bench", "sqlite:bench-1000"},
+		{"file:./runs", "file:./runs-1000"},
 		{"memory:", "memory:"},
 		{"postgres://h/db?sslmode=disable", "postgres://h/db?namespace=bench_memory_1000&sslmode=disable"},
 		{"redis://h:6379/5?namespace=team", "redis://h:6379/5?namespace=team_memory_1000"},
