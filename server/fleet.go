@@ -63,25 +63,15 @@ func parseFleetQuery(q url.Values, now time.Time) (fleetQuery, time.Duration, er
 	if fq.Outcome != "" && !slices.Contains(fleetOutcomes, fq.Outcome) {
 		return fq, 0, badRequest("outcome", "unknown outcome %q (want one of %s)", fq.Outcome, strings.Join(fleetOutcomes, ", "))
 	}
-	for _, l := range q["label"] {
-		if l == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(l, "=")
-		if !ok || k == "" {
-			return fq, 0, badRequest("label", "label %q is not KEY=VALUE", l)
-		}
-		if fq.Labels == nil {
-			fq.Labels = map[string]string{}
-		}
-		fq.Labels[k] = v
+	var err error
+	if fq.Labels, err = queryLabels(q, "KEY=VALUE"); err != nil {
+		return fq, 0, err
 	}
 	from, to := q.Get("from"), q.Get("to")
 	if from != "" || to != "" {
 		if from == "" || to == "" {
 			return fq, 0, badRequest("from", "from and to go together (RFC 3339 times)")
 		}
-		var err error
 		if fq.From, err = time.Parse(time.RFC3339Nano, from); err != nil {
 			return fq, 0, badRequest("from", "from=%q is not an RFC 3339 time", from)
 		}

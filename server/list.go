@@ -58,18 +58,8 @@ func parseListQuery(q url.Values) (listQuery, error) {
 	if !slices.Contains(lq.statuses, sessions.StatusIncomplete) {
 		lq.opts.Status = lq.statuses
 	}
-	for _, l := range q["label"] {
-		if l == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(l, "=")
-		if !ok || k == "" {
-			return lq, badRequest("label", "label %q is not KEY=VALUE", l)
-		}
-		if lq.opts.Labels == nil {
-			lq.opts.Labels = map[string]string{}
-		}
-		lq.opts.Labels[k] = v
+	if lq.opts.Labels, err = queryLabels(q, "KEY=VALUE"); err != nil {
+		return lq, err
 	}
 	for _, t := range []struct {
 		name string
@@ -90,6 +80,27 @@ func parseListQuery(q url.Values) (listQuery, error) {
 		lq.opts.Cursor = c
 	}
 	return lq, nil
+}
+
+// queryLabels reads the request's label=NAME=VALUE parameters; nil for
+// none, a 400 naming the parameter for one without "=" (form names the
+// shape in the message).
+func queryLabels(q url.Values, form string) (map[string]string, error) {
+	var out map[string]string
+	for _, l := range q["label"] {
+		if l == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, badRequest("label", "label %q is not %s", l, form)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 func statusList() string {

@@ -105,21 +105,12 @@ func queryPrefix(q url.Values) (string, error) {
 	return p, nil
 }
 
-// queryLabels reads the label parameters, each NAME=VALUE.
-func queryLabels(q url.Values) (map[string]string, error) {
-	var out map[string]string
-	for _, l := range q["label"] {
-		if l == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(l, "=")
-		if !ok || k == "" {
-			return nil, badRequest("label", "label %q is not NAME=VALUE", l)
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[k] = v
+// memoryLabels reads the label parameters, each NAME=VALUE, by the rules
+// of long-term memory's labels.
+func memoryLabels(q url.Values) (map[string]string, error) {
+	out, err := queryLabels(q, "NAME=VALUE")
+	if err != nil {
+		return nil, err
 	}
 	if err := longterm.ValidateLabels(out); err != nil {
 		return nil, memoryError(err, map[string]string{"labels": "label"})
@@ -167,7 +158,7 @@ func (s *Server) apiMemoryItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	labels, err := queryLabels(q)
+	labels, err := memoryLabels(q)
 	if err != nil {
 		return err
 	}
@@ -338,7 +329,7 @@ func (s *Server) searchMemory(r *http.Request, mem longterm.Store, q url.Values)
 	if err != nil {
 		return nil, err
 	}
-	labels, err := queryLabels(q)
+	labels, err := memoryLabels(q)
 	if err != nil {
 		return nil, err
 	}
