@@ -1,11 +1,12 @@
 package longterm
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cairnhq/cairn/internal/text"
 )
 
 // Tokens returns the tokens of text as search sees them: the runs of
@@ -17,7 +18,7 @@ func Tokens(text string) []string {
 	var out []string
 	start := -1
 	for i, r := range text {
-		if tokenRune(r) {
+		if IsTokenRune(r) {
 			if start < 0 {
 				start = i
 			}
@@ -34,7 +35,9 @@ func Tokens(text string) []string {
 	return out
 }
 
-func tokenRune(r rune) bool {
+// IsTokenRune reports whether r belongs in a token, as Tokens reads
+// them: a letter, a digit or a private-use character.
+func IsTokenRune(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 	}
@@ -72,35 +75,4 @@ func Phrases(query string) [][]string {
 // object keys and the strings, numbers and booleans of the JSON value, in
 // document order, separated by spaces. It returns "" for a value that is
 // not valid JSON.
-func DeriveText(value json.RawMessage) string {
-	dec := json.NewDecoder(bytes.NewReader(value))
-	dec.UseNumber()
-	var b strings.Builder
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			break
-		}
-		var s string
-		switch v := tok.(type) {
-		case string:
-			s = v
-		case json.Number:
-			s = v.String()
-		case bool:
-			if v {
-				s = "true"
-			} else {
-				s = "false"
-			}
-		}
-		if s == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(s)
-	}
-	return b.String()
-}
+func DeriveText(value json.RawMessage) string { return text.JSONText(value) }

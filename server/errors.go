@@ -46,6 +46,7 @@ var sentinelAnswers = []struct {
 	{cairn.ErrInvalidEvent, apiError{Status: http.StatusBadRequest, Code: "invalid_event"}},
 	{cairn.ErrLeaseHeld, apiError{Status: http.StatusConflict, Code: "lease_held", Hint: "another process runs this session; wait for its run to end"}},
 	{cairn.ErrSealed, apiError{Status: http.StatusUnprocessableEntity, Code: "sealed", Hint: "start cairn serve with the session's encryption key configured"}},
+	{sessions.ErrNoSearch, apiError{Status: http.StatusNotImplemented, Code: "no_search", Hint: "a store opened with encryption at rest keeps no searchable text"}},
 	{cairn.ErrDamaged, apiError{Status: http.StatusInternalServerError, Code: "damaged", Hint: "`cairn doctor` and `cairn sessions repair` look at damaged sessions"}},
 }
 

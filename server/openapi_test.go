@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cairnhq/cairn"
 )
 
 // TestOpenAPI_MatchesHandlers checks the document served at
@@ -156,6 +158,9 @@ func TestOpenAPI_MatchesHandlers(t *testing.T) {
 		{"GET /api/memory/search", 404, req(bare, "GET", "/api/memory/search?q=pizza", nil)},
 		{"GET /api/fleet", 200, req(h, "GET", "/api/fleet?since=7d", nil)},
 		{"GET /api/fleet", 400, req(h, "GET", "/api/fleet?outcome=exploded", nil)},
+		{"GET /api/search", 200, req(h, "GET", "/api/search?q=hello", nil)},
+		{"GET /api/search", 400, req(h, "GET", "/api/search?q=hello&limit=0", nil)},
+		{"GET /api/search", 501, req(newHarness(t, noSearch{memoryStore(t)}, Config{}), "GET", "/api/search?q=hello", nil)},
 		{"GET /api/workers", 200, req(h, "GET", "/api/workers", nil)},
 		{"DELETE /api/memory/item", 400, req(h, "DELETE", "/api/memory/item?ns=users/ada", nil)},
 		{"DELETE /api/memory/item", 404, req(h, "DELETE", "/api/memory/item?ns=users/ada&key=nope", nil)},
@@ -277,3 +282,7 @@ func clipBody(b []byte) string {
 	}
 	return string(b)
 }
+
+// noSearch hides every optional ability of the store it holds, search
+// among them, as an encrypting store has no search.
+type noSearch struct{ cairn.Store }

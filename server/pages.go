@@ -66,6 +66,8 @@ func (p *pages) assetVersion() string {
 }
 
 var funcs = template.FuncMap{
+	"marked":   marked,
+	"eventURL": eventURL,
 	"clip": func(s string, n int) string {
 		if len(s) <= n {
 			return s

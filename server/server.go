@@ -240,6 +240,7 @@ func (s *Server) table() []route {
 		api("DELETE", "/api/memory/namespace", true, s.apiMemoryDeleteNamespace),
 		api("GET", "/api/memory/search", false, s.apiMemorySearch),
 		api("GET", "/api/fleet", false, s.apiFleet),
+		api("GET", "/api/search", false, s.apiSearch),
 		api("GET", "/api/workers", false, s.apiWorkers),
 		{method: "GET", pattern: "/login", public: true, handle: s.uiLogin},
 		{method: "POST", pattern: "/login", public: true, handle: s.uiLoginPost},

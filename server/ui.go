@@ -74,6 +74,9 @@ type sessionsData struct {
 	Items    []sessionJSON
 	Statuses []cairn.Status
 	Q        string
+	Text     string      // a search of the sessions' text (text=), whose results Found holds
+	Found    []foundJSON // the sessions the search found, best first
+	Words    map[string]bool
 	Status   string
 	Label    string
 	Cursor   string
@@ -84,6 +87,9 @@ type sessionsData struct {
 
 func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	if strings.TrimSpace(q.Get("text")) != "" {
+		return s.uiSearch(w, r)
+	}
 	if q.Get("limit") == "" {
 		q.Set("limit", strconv.Itoa(DefaultListLimit))
 	}

@@ -10,7 +10,7 @@ func newSessionsCmd(app *cli.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "sessions",
 		Aliases: []string{"session"},
-		Short:   "List, show, resume, export, import, fork, copy, repair, snapshot and delete saved sessions",
+		Short:   "List, search, show, resume, export, import, fork, copy, repair, snapshot and delete saved sessions",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
 			return c.Help()
@@ -18,6 +18,7 @@ func newSessionsCmd(app *cli.App) *cobra.Command {
 	}
 	c.AddCommand(
 		newListCmd(app),
+		newSearchCmd(app),
 		newShowCmd(app),
 		newDeleteCmd(app),
 		newGCCmd(app),

@@ -2,7 +2,10 @@
 package text
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -42,4 +45,37 @@ func RedactURL(raw string) string {
 		return raw
 	}
 	return raw[:i+2+colon+1] + "xxxxx" + raw[i+2+at:]
+}
+
+// JSONText returns the object keys and the strings, numbers and booleans
+// of a JSON value, in document order, separated by spaces: the words a
+// text search sees in it. It returns what it read before the first error,
+// "" for a value that is not JSON.
+func JSONText(value []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.UseNumber()
+	var b strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		var s string
+		switch v := tok.(type) {
+		case string:
+			s = v
+		case json.Number:
+			s = v.String()
+		case bool:
+			s = strconv.FormatBool(v)
+		}
+		if s == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }

@@ -48,9 +48,20 @@ func (x *Index) Len() int { return len(x.docs) }
 // column in a row's length. A text without a token matches nothing and
 // counts in the statistics, as in FTS5, where every item has a row.
 func (x *Index) Set(id, ns, text string) {
+	x.set(id, longterm.Tokens(text), strings.Count(ns, "/")+1)
+}
+
+// SetText indexes text as document id, replacing what id held, with no
+// namespace: a document's length is its text's tokens (the session
+// stores' index of event texts, cairn.Searcher).
+func (x *Index) SetText(id, text string) {
+	x.set(id, longterm.Tokens(text), 0)
+}
+
+// set indexes toks as document id, whose length counts extra more tokens.
+func (x *Index) set(id string, toks []string, extra int) {
 	x.Remove(id)
-	toks := longterm.Tokens(text)
-	d := doc{tokens: toks, length: len(toks) + strings.Count(ns, "/") + 1}
+	d := doc{tokens: toks, length: len(toks) + extra}
 	x.docs[id] = d
 	x.tokens += d.length
 	for _, t := range toks {

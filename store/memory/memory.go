@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
 // DB holds sessions of every namespace. Stores opened on one DB with
@@ -30,6 +31,7 @@ type DB struct {
 	mu         sync.Mutex
 	namespaces map[string]map[string]*session
 	items      *items // long-term memory (longterm.go), made by the first OpenLongTerm
+	texts      map[string]*ltdriver.Index // each namespace's event texts (search.go)
 }
 
 type session struct {
@@ -37,6 +39,7 @@ type session struct {
 	events  [][]byte // the envelopes, as driver.AppendEnvelope writes them
 	expires time.Time
 	snap    *cairn.Snapshot // the latest snapshot (snapshot.go), nil: none
+	indexed []int64         // the seqs of its events in the text index (search.go)
 }
 
 // NewDB returns an empty DB.
@@ -59,7 +62,8 @@ type Store struct {
 
 var (
 	_ cairn.Store   = (*Store)(nil)
-	_ cairn.Sweeper = (*Store)(nil)
+	_ cairn.Sweeper  = (*Store)(nil)
+	_ cairn.Searcher = (*Store)(nil)
 )
 
 // New returns a store on a DB of its own.
@@ -91,7 +95,7 @@ func (s *Store) live(id string) *session {
 		return nil
 	}
 	if driver.Expired(ss.expires, s.opts.Now()) {
-		delete(s.ns(), id)
+		s.drop(id)
 		return nil
 	}
 	return ss
@@ -177,6 +181,7 @@ func (s *Store) appendLocked(ss *session, expectSeq int64, events []cairn.Event)
 	}
 	now := s.opts.Now().UTC()
 	ss.events = append(ss.events, envs...)
+	s.index(ss, events)
 	driver.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), now)
 	ss.expires = s.opts.ExpiresAt(now)
 	return nil
@@ -251,7 +256,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	return s.withLive(id, func(*session) error {
-		delete(s.ns(), id)
+		s.drop(id)
 		return nil
 	})
 }
@@ -280,7 +285,7 @@ func (s *Store) expired(remove bool) (int, error) {
 	for id, ss := range s.ns() {
 		if driver.Expired(ss.expires, now) {
 			if remove {
-				delete(s.ns(), id)
+				s.drop(id)
 			}
 			n++
 		}

@@ -17,6 +17,7 @@ type Abilities struct {
 	Claims bool // cairn.Claimer: ClaimNext (a store with claims has leases too)
 	Sweep  bool // cairn.Sweeper: Sweep
 	Check  bool // cairn.Checker: Check
+	Search bool // cairn.Searcher: Search, kept by Append and erased by Delete, expiry and Sweep
 
 	// Snapshots is cairn.Snapshotter: PutSnapshot, LoadSnapshot,
 	// DropSnapshot, and cairn.Restore through them.
@@ -57,6 +58,7 @@ func (a Abilities) list() []ability {
 		{"Claims", "cairn.Claimer", a.Claims, implements[cairn.Claimer]},
 		{"Sweep", "cairn.Sweeper", a.Sweep, implements[cairn.Sweeper]},
 		{"Check", "cairn.Checker", a.Check, implements[cairn.Checker]},
+		{"Search", "cairn.Searcher", a.Search, implements[cairn.Searcher]},
 		{"Snapshots", "cairn.Snapshotter", a.Snapshots, implements[cairn.Snapshotter]},
 	}
 }

@@ -18,7 +18,7 @@
 // order, fields, filters and cursor, deletion, TTL on a controlled clock,
 // namespaces, limits, retried appends, every method after Close and every
 // sentinel error, and each declared ability (leases and fenced appends,
-// claims, sweeping, checking, snapshots and cairn.Restore through them). A
+// claims, sweeping, checking, search, snapshots and cairn.Restore through them). A
 // store that lacks a declared ability, or has one it does not declare,
 // fails.
 //
@@ -107,6 +107,9 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 	}
 	if abilities.Check {
 		tests = append(tests, test{"Check", testCheck})
+	}
+	if abilities.Search {
+		tests = append(tests, test{"Search", testSearch})
 	}
 	if abilities.DeleteEvent != nil {
 		tests = append(tests, test{"DeletedEvent", testDeletedEvent})

@@ -1,0 +1,104 @@
+package cairn
+
+import (
+	"context"
+	"strings"
+
+	"github.com/cairnhq/cairn/internal/text"
+)
+
+// Searcher is an optional Store ability: a text index of the sessions'
+// events, kept by Append in the same write and erased with the session by
+// Delete, Sweep and expiry. sessions.Search and `cairn sessions search`
+// use it.
+type Searcher interface {
+	// Search returns the live sessions of the store's namespace whose
+	// events' SearchText match query, best first, one hit per session
+	// (its best event), at most limit. Each word of the query (a run of
+	// characters between white space) is a phrase of its tokens, as
+	// longterm.Phrases reads it; an event matches when it holds any of
+	// them, and scores by BM25 over the index, as SQLite's FTS5 bm25()
+	// does. A query without a token matches nothing.
+	Search(ctx context.Context, query string, limit int) ([]SearchHit, error)
+}
+
+// SearchHit is one session that a Searcher found.
+type SearchHit struct {
+	ID    string  // the session
+	Seq   int64   // its best-matching event
+	Score float64 // BM25, higher is better; comparable within one search
+}
+
+// SearchText returns the text of e that a Searcher indexes: the text of a
+// user message, a model response's text and each tool call's name and
+// arguments, a tool result's name and output, a compaction's summary, a
+// failed run's error message, and a custom event's type and payload. The
+// strings of JSON arguments and payloads are taken without their quotes
+// and braces. Other kinds (system messages among them, the same in every
+// session of an agent) and an event whose data was sealed by encryption
+// at rest give "".
+func (e Event) SearchText() string {
+	v, err := e.value()
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	switch d := v.(type) {
+	case *MessageUser:
+		for _, p := range d.Parts {
+			if p.Type == "text" {
+				parts = append(parts, p.Text)
+			}
+		}
+	case *ModelResponse:
+		parts = append(parts, d.Text)
+		for _, c := range d.ToolCalls {
+			parts = append(parts, c.Name, text.JSONText(c.Args))
+		}
+	case *ToolResult:
+		parts = append(parts, d.Name, d.Output)
+	case *MemoryCompacted:
+		parts = append(parts, d.Summary)
+	case *RunFinished:
+		if d.Error != nil {
+			parts = append(parts, d.Error.Message)
+		}
+	case *Custom:
+		parts = append(parts, d.Type, text.JSONText(d.Payload))
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if sealedToken(p) {
+			return "" // the sealed form: its clear words are not the event's
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// sealedToken reports whether s has the form of a token of encryption at
+// rest (store/crypt): "cairn1.", a data key ID of 8 letters and digits, a
+// dot and base64url.
+func sealedToken(s string) bool {
+	rest, ok := strings.CutPrefix(s, "cairn1.")
+	if !ok || len(rest) < 10 || rest[8] != '.' {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if i == 8 {
+			continue
+		}
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i < 8 || c != '-' && c != '_') {
+			return false
+		}
+	}
+	return true
+}
