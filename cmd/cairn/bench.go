@@ -51,10 +51,12 @@ the end. docs/PERFORMANCE.md describes the method.
 With --sessions N (or N,M,… for several sizes), it measures instead what the
 commands cost in a store of N sessions: it fills each --store with N
 realistic sessions (4 events, ~1 KB each, over 30 days; mixed statuses; a
-tenth labelled, a tenth expired) in a namespace bench_scale_N, or reuses the
-fill already there, and times the first page of the list, status and label
-filters, the 20th page, show, a mistyped ID, a prefix, delete, and last gc
-of the expired tenth while a writer appends. docs/SCALING.md describes it.
+tenth labelled, a tenth expired; each question with words of its own and an
+order number no other session has) in a namespace bench_scale_N, or reuses
+the fill already there, and times the first page of the list, status and
+label filters, the 20th page, show, a mistyped ID, a prefix, a search for
+one session's order number (cairn sessions search), delete, and last gc of
+the expired tenth while a writer appends. docs/SCALING.md describes it.
 
 With --memory (1,000, 10,000 and 100,000 items; or --memory N,M,…), it
 measures long-term memory instead: it puts N items of 10 to 30 words into

@@ -14,7 +14,7 @@ import (
 
 // scaleOps are the operations a scale report times, in its order.
 var scaleOps = []string{"list", "filter_status_common", "filter_status_rare", "filter_status_none", "filter_label",
-	"page_20", "show", "show_missing", "prefix", "delete"}
+	"page_20", "show", "show_missing", "prefix", "search", "delete"}
 
 // runScale runs the scale benchmark at n sessions on the store at u, in
 // namespaces whose names start with prefix, and returns its one result.
@@ -55,7 +55,7 @@ func checkScale(t *testing.T, res ScaleResult, n int, prefixServed bool) {
 		}
 		return min(c, pageSize)
 	}
-	rows := map[string]int{"list": pageSize, "show": 4, "show_missing": 0, "delete": 1,
+	rows := map[string]int{"list": pageSize, "show": 4, "show_missing": 0, "search": 1, "delete": 1,
 		"filter_status_common": count(func(s session) bool { return s.status == cairn.StatusCompleted }),
 		"filter_status_rare":   count(func(s session) bool { return s.status == cairn.StatusMaxSteps }),
 		"filter_status_none":   0,

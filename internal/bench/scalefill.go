@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/words"
 )
 
 // The shape of a scale fill. A fill is reused only when its marker records
 // the same version, so a change to what a fill holds must bump fillVersion.
 const (
-	fillVersion = 1
+	fillVersion = 2
 	fillSpan    = 30 * 24 * time.Hour // the history the sessions' times spread over
 	// scaleTTL expires the sessions last updated in the first tenth of
 	// the span: those are what gc removes.
@@ -139,6 +140,26 @@ var (
 	answer   = strings.Repeat("Three countries account for most failed payments; the refunds are listed below. ", 4)
 )
 
+// vocabulary gives the words of the sessions' questions.
+var vocabulary = sync.OnceValue(func() *words.Words { return words.New(1) })
+
+// orderWord is a word that session i of a fill holds and no other: the
+// order number its question names.
+func orderWord(i int) string { return fmt.Sprintf("ord%07d", i) }
+
+// asked is what session i's question says beyond the common part: 12
+// words drawn by frequency, the same for the same i, and its order.
+func asked(i int) string {
+	var b strings.Builder
+	h := mix(uint64(i) ^ 0xa5ced)
+	for j := range 12 {
+		r := mix(h + uint64(j))
+		rank := r % 20000 * ((r >> 32) % 20000) / 20000 // the frequent words more often
+		b.WriteString(vocabulary().At(int(rank)) + " ")
+	}
+	return b.String() + "Order " + orderWord(i) + "."
+}
+
 // turn is a session's history: one user turn of 4 events (~1 KB), ended
 // as its status says; none for a new session.
 func turn(st cairn.Status, at time.Time, i int) []cairn.Event {
@@ -159,7 +180,7 @@ func turn(st cairn.Status, at time.Time, i int) []cairn.Event {
 	}
 	evs := []cairn.Event{
 		cairn.MustEvent(cairn.KindRunStarted, run, cairn.RunStarted{RunID: run, Agent: "support", Model: "gpt-4.1"}),
-		cairn.MustEvent(cairn.KindMessageUser, run, cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: question}}}),
+		cairn.MustEvent(cairn.KindMessageUser, run, cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: question + asked(i)}}}),
 		cairn.MustEvent(cairn.KindModelResponse, run, cairn.ModelResponse{Text: answer, Model: "gpt-4.1",
 			Usage: cairn.Usage{InputTokens: 420, OutputTokens: 96}, FinishReason: "stop", LatencyMS: 900}),
 		end,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/sessions"
 )
 
 // scaleRun times the operations of the commands on a filled store.
@@ -72,12 +73,16 @@ func (r *scaleRun) timeOp(ctx context.Context, name string, f func() (int, strin
 
 // live returns the ID of a session that has not expired and has a
 // history, a different one at each call.
-func (r *scaleRun) live() string {
+func (r *scaleRun) live() string { return r.p.sessionAt(r.liveIndex()).meta.ID }
+
+// liveIndex is live's session's index in the plan.
+func (r *scaleRun) liveIndex() int {
 	e := r.p.expired()
 	for {
 		r.pick++
-		if s := r.p.sessionAt(e + (r.pick*7919)%(r.p.n-e)); len(s.events) > 0 {
-			return s.meta.ID
+		i := e + (r.pick*7919)%(r.p.n-e)
+		if s := r.p.sessionAt(i); len(s.events) > 0 {
+			return i
 		}
 	}
 }
@@ -97,6 +102,7 @@ func (r *scaleRun) ops(ctx context.Context, res *ScaleResult) error {
 		{"show", r.show},
 		{"show_missing", r.missing},
 		{"prefix", r.prefix},
+		{"search", r.search},
 		{"delete", r.delete},
 	} {
 		f := o.f
@@ -236,6 +242,25 @@ func (r *scaleRun) prefix(ctx context.Context) (int, string, error) {
 		return 0, "", fmt.Errorf("no session listed for the prefix %s of a live session", ref)
 	}
 	return len(page.Sessions), "", nil
+}
+
+// search is `cairn sessions search` of the order number of a live
+// session: a word that one session among all holds. A store that cannot
+// search says so in the note.
+func (r *scaleRun) search(ctx context.Context) (int, string, error) {
+	i := r.liveIndex()
+	id := r.p.sessionAt(i).meta.ID
+	found, err := sessions.Search(ctx, r.s, orderWord(i), sessions.SearchOptions{})
+	if errors.Is(err, sessions.ErrNoSearch) {
+		return 0, "the store does not search", nil
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	if len(found) != 1 || found[0].Session.ID != id {
+		return len(found), fmt.Sprintf("%d sessions found for the order of %s, which only it holds", len(found), id), nil
+	}
+	return 1, "", nil
 }
 
 // delete is `cairn delete` of a session of 4 events, written untimed

@@ -45,3 +45,7 @@ func (w *Words) Text(n int) string {
 func (w *Words) Query() string {
 	return w.list[200+w.pick.IntN(1800)] + " " + w.list[200+w.pick.IntN(1800)]
 }
+
+// At returns the word of the given rank by frequency (0 the most
+// frequent), taken modulo the vocabulary's size.
+func (w *Words) At(rank int) string { return w.list[rank%len(w.list)] }
