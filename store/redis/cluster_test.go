@@ -59,7 +59,7 @@ func openCluster(tb testing.TB, opts cairn.StoreOptions, extra string) *redis.St
 // TestConformanceCluster runs the conformance suite on a real Redis
 // Cluster (3 masters, 3 replicas), reached through a cluster URL.
 func TestConformanceCluster(t *testing.T) {
-	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
+	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true, Search: true}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		return openCluster(t, opts, "")
 	})
 }
@@ -141,5 +141,66 @@ func TestOpen_StandaloneURLOnClusterNode(t *testing.T) {
 	}
 	if !moved {
 		t.Error("no Create met a MOVED reply: the cluster has one master?")
+	}
+}
+
+// TestSearch_Cluster checks search on a real cluster, with sessions on
+// every master: a word one session holds is found, again after the text
+// index is lost (the first Search indexes the namespace again), and its
+// hash is on no master once the session is deleted.
+func TestSearch_Cluster(t *testing.T) {
+	ns := "t_" + testenv.RandHex(6)
+	s := openCluster(t, cairn.StoreOptions{Namespace: ns}, "")
+	cc := s.Client().(*goredis.ClusterClient)
+	var ids []string
+	for i := range 24 {
+		id := "s" + string(rune('a'+i))
+		ids = append(ids, id)
+		text := "plain words"
+		if i == 17 {
+			text = "a quokkafish here"
+		}
+		mustCreate(t, s, id)
+		mustAppend(t, s, id, 0, storetest.UserTurn(0, "r", text)...)
+	}
+	find := func(what string) {
+		t.Helper()
+		hits, err := s.Search(t.Context(), "quokkafish", 10)
+		if err != nil || len(hits) != 1 || hits[0].ID != "sr" || hits[0].Seq != 2 {
+			t.Fatalf("Search %s = %v, %v; want sr's event 2", what, hits, err)
+		}
+	}
+	find("")
+	pairs, stats := redis.SearchKeys(s)
+	for _, k := range append([]string{pairs, stats}, func() []string {
+		var out []string
+		for _, id := range ids {
+			out = append(out, redis.TermsKey(s, id))
+		}
+		return out
+	}()...) {
+		if err := cc.Del(t.Context(), k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	find("after the index was lost")
+	if err := s.Delete(t.Context(), "sr"); err != nil {
+		t.Fatal(err)
+	}
+	hash := redis.TokenHash("quokkafish")
+	err := cc.ForEachMaster(t.Context(), func(ctx context.Context, c *goredis.Client) error {
+		iter := c.Scan(ctx, 0, "cairn:"+ns+":*", 500).Iterator()
+		for iter.Next(ctx) {
+			if where := rawSearch(t, c, []string{iter.Val()}, []string{hash}); len(where) > 0 {
+				t.Errorf("after Delete the word's hash is still in %s", where[0])
+			}
+		}
+		return iter.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.Search(t.Context(), "quokkafish", 10); err != nil || len(hits) != 0 {
+		t.Errorf("Search after Delete = %v, %v; want nothing", hits, err)
 	}
 }

@@ -73,8 +73,25 @@
 // (List repairs what it meets), and ClaimNext lists and acquires, at a
 // cost that grows with the waiting sessions.
 //
+// # Search
+//
+// Store is a cairn.Searcher, with a text index of its own (no module). The
+// append script writes, with the events, each event's postings into a
+// sorted set in the session's slot: per token (named by TokenHash, never
+// by its text) its count and the event's length. Beside the side indexes,
+// the namespace keeps which sessions hold each token, and the BM25
+// statistics, over the namespace. On a single server the same script
+// writes those; on Cluster and Ring the token's sessions are written just
+// before the script and the counts just after, so no event is stored
+// unfindable and the postings decide what matches. A search reads the
+// sessions its words are in, whatever the namespace's size, and never
+// returns an expired one. Delete, Sweep and a Create over an expired
+// session remove a session's entries.
+//
 // A namespace written by an earlier version builds its side indexes and
-// claim set on first use; while processes of that version still write to
-// it, read docs/STORES.md, "The Redis store", Upgrading; the key layout,
-// scripts, leases, TTL, List and claims are there too, step by step.
+// claim set on first use, and its text index on the first Search (reading
+// every session's events once, which that version's later writes miss);
+// while processes of that version still write to it, read docs/STORES.md,
+// "The Redis store", Upgrading; the key layout, scripts, leases, TTL, List
+// and claims are there too, step by step.
 package redis

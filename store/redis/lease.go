@@ -135,22 +135,24 @@ const fencedAppendArgs = appendArgs + 2
 // has been taken over since.
 //
 //	KEYS: meta, events[, index, claims]
-//	ARGV: appendScript's twelve, token, nonce, event...
+//	ARGV: appendScript's first twelve, token, nonce, its four of the text
+//	      index, event...
 //	returns "OK", "DONE", "NOTFOUND", "LOST", "CONFLICT" or "DAMAGED n"
-var fencedAppendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + advanceHelpers + retryHelpers + leaseFence + callHelpers + `
+var fencedAppendScript = goredis.NewScript(luaHelpers + sideHelpers + searchHelpers + claimHelpers + advanceHelpers + retryHelpers + leaseFence + callHelpers + `
 local bad, cur = fence(ARGV[1], ARGV[13])
 if bad == 'LOST' and seen(ARGV[14]) then return 'DONE' end
 if bad then return bad end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
-  if retried(cur[2], ARGV[4], ARGV[5], 15) then return 'DONE' end
+  if retried(cur[2], ARGV[4], ARGV[5], 19) then return 'DONE' end
   return 'CONFLICT'
 end
 local damaged = unheld(cur[2])
 if damaged then return damaged end
 note(ARGV[14], 'OK')
-for i = 15, #ARGV, 500 do
+for i = 19, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
+searched(15, ARGV[11], ARGV[3])
 advance(cur[1], cur[5], cur[8], cur[7])
 if KEYS[3] then
   index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0')
@@ -367,7 +369,8 @@ func readLease(id string, vals []any, now time.Time) (lease cairn.Lease, live bo
 }
 
 // AppendFenced implements cairn.Leaser: one script checks the lease, then
-// does what Append's script does.
+// does what Append's script does (a split store's steps before and after
+// too).
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
 	events, err = s.guard.Append(s.opts.Limits, id, expectSeq, events)
@@ -385,16 +388,23 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		hasMsg = "1"
 	}
 	n := nonce()
+	ix := indexEvents(events)
 	args := make([]any, 0, fencedAppendArgs+len(events))
 	args = append(args,
 		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
 		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
 		hasMsg, d.FirstMessage, formatTime(now), id, score(now), tok, n)
+	args = append(args, ix.args()...)
 	evs, err := encodeEvents(events)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
 	args = append(args, evs...)
+	if s.split {
+		if err := s.hint(ctx, id, ix); err != nil {
+			return fmt.Errorf("append %s: text index: %w", id, err)
+		}
+	}
 	res, err := change(ctx, func(ctx context.Context) (string, error) {
 		return s.runAppend(ctx, id, fencedAppendScript, args) // with min_replicas, WAIT too (replicas.go)
 	}, func(ctx context.Context) (string, bool, error) {
@@ -416,6 +426,9 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		return err
 	}
 	if s.split {
+		if err := s.tally(ctx, id, ix); err != nil {
+			return fmt.Errorf("append %s: text index: %w", id, err)
+		}
 		if err := s.reindex(ctx, id); err != nil {
 			return fmt.Errorf("append %s: index: %w", id, err)
 		}

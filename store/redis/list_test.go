@@ -3,6 +3,7 @@ package redis_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,10 +189,28 @@ func TestStore_Sweep(t *testing.T) {
 			if n != 2 {
 				t.Errorf("Sweep = %d, want 2", n)
 			}
-			if keys := sessionKeys(t, ns); len(keys) != 2 {
-				t.Errorf("keys after Sweep = %v, want live's meta and events", keys)
+			if keys := sessionKeys(t, ns); len(keys) != 3 {
+				t.Errorf("keys after Sweep = %v, want live's meta, events and postings", keys)
 			}
-			members, err := c.ZRange(t.Context(), index, 0, -1).Result()
+			pairs, stats := redis.SearchKeys(s)
+			members, err := c.ZRange(t.Context(), pairs, 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range members {
+				if !strings.HasSuffix(m, ":live") && !strings.HasPrefix(m, "s:live:") {
+					t.Errorf("%s after Sweep holds %q, want live's pairs only", pairs, m)
+				}
+			}
+			fields, err := c.HKeys(t.Context(), stats).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(fields)
+			if want := []string{"l:live", "len", "n", "n:live", "ready"}; !slices.Equal(fields, want) {
+				t.Errorf("%s after Sweep has fields %v, want %v", stats, fields, want)
+			}
+			members, err = c.ZRange(t.Context(), index, 0, -1).Result()
 			if err != nil {
 				t.Fatal(err)
 			}

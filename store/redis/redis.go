@@ -42,6 +42,7 @@ type Store struct {
 	guard  driver.Guard
 
 	rebuildMu sync.Mutex // one rebuild of the claim set at a time
+	searchMu  sync.Mutex // one indexing of the namespace's sessions at a time (searchReady)
 
 	minReplicas    int           // an append waits until this many replicas hold it (see replicas.go)
 	replicaTimeout time.Duration // how long it waits

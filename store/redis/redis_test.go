@@ -104,7 +104,7 @@ func openStore(tb testing.TB, opts cairn.StoreOptions) *redis.Store {
 }
 
 // conformanceAbilities are the store's, with the hook that reads its envelopes.
-var conformanceAbilities = storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true,
+var conformanceAbilities = storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true, Search: true,
 	Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
 		raw, err := adminClient(t).LRange(t.Context(), redis.EventsKey(s.(*redis.Store), id), 0, -1).Result()
 		if err != nil {

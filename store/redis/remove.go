@@ -13,11 +13,12 @@ import (
 )
 
 // Delete implements cairn.Store. One script deletes every key of the
-// session and (unless the store is split) its entries in the namespace
-// index, the claim set and the side indexes; a split store reads the
-// session's status and labels first and removes its index entries right
-// after. An Append that arrives later finds no meta and gets
-// cairn.ErrNotFound, so it cannot bring the session back.
+// session, its postings among them, and (unless the store is split) its
+// entries in the namespace index, the claim set, the side indexes and the
+// text index; a split store reads the session's status and labels first
+// and removes its index entries right after. An Append that arrives later
+// finds no meta and gets cairn.ErrNotFound, so it cannot bring the
+// session back.
 func (s *Store) Delete(ctx context.Context, id string) (err error) {
 	defer unavailable(&err)
 	if err := s.guard.Session(id); err != nil {
@@ -45,6 +46,9 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 	if s.split {
 		if err := unplaceScript.Run(ctx, s.client, s.unplaceKeys(before.status, before.labels, ""), id).Err(); err != nil {
 			return fmt.Errorf("delete %s: index: %w", id, err)
+		}
+		if err := s.unsearch(ctx, id); err != nil {
+			return fmt.Errorf("delete %s: text index: %w", id, err)
 		}
 	}
 	switch res {
@@ -233,6 +237,13 @@ func (s *Store) remove(ctx context.Context, ids []string, extra string) (int, er
 			return nil
 		}); err != nil {
 			return n, fmt.Errorf("remove: index: %w", err)
+		}
+		gone := make([]string, len(drop))
+		for j, i := range drop {
+			gone[j] = ids[i]
+		}
+		if err := s.unsearch(ctx, gone...); err != nil {
+			return n, fmt.Errorf("remove: text index: %w", err)
 		}
 	}
 	return n, nil

@@ -27,18 +27,24 @@ local function expired(exp, now)
   return now >= exp
 end
 
--- touch gives the session's keys a relative TTL, or none when ttl is "0".
--- was is the session's expires_at before the write, false when its keys
--- were just made: keys get a TTL only in a script that also sets
--- expires_at to a time, so when it was never ("0", "" or false) and ttl is
--- "0", they have none to take away.
+-- terms returns the key of the session's postings (searchindex.go), the
+-- meta's (KEYS[1], "...:meta") neighbour in the session's slot.
+local function terms()
+  return string.sub(KEYS[1], 1, -5) .. 'terms'
+end
+
+-- touch gives the session's keys (meta, events, postings) a relative TTL,
+-- or none when ttl is "0". was is the session's expires_at before the
+-- write, false when its keys were just made: keys get a TTL only in a
+-- script that also sets expires_at to a time, so when it was never ("0",
+-- "" or false) and ttl is "0", they have none to take away.
 local function touch(ttl, was)
   if ttl == '0' and (not was or was == '' or was == '0') then return end
-  for i = 1, 2 do
+  for _, k in ipairs({KEYS[1], KEYS[2], terms()}) do
     if ttl ~= '0' then
-      redis.call('EXPIRE', KEYS[i], ttl)
+      redis.call('EXPIRE', k, ttl)
     else
-      redis.call('PERSIST', KEYS[i])
+      redis.call('PERSIST', k)
     end
   end
 end
@@ -169,19 +175,22 @@ end
 // createScript makes a session unless a live one holds the ID, and adds it
 // to the claim set, scored by its creation time (a new session is
 // claimable). The first session of a namespace (no index yet) also marks
-// the claim set complete: there is no other session it could miss.
+// the claim set and the text index complete: there is no other session
+// they could miss. What an expired session of the ID left is cleared, its
+// postings and (unless the store is split) its entries in the text index
+// too.
 //
 //	KEYS: meta, events[, index, claims]
 //	ARGV: now, expires_at, ttl, id, score, created_at, updated_at, labels,
 //	      created_score, nonce
 //	returns "OK" or "EXISTS"
-var createScript = goredis.NewScript(luaHelpers + sideHelpers + callHelpers + `
+var createScript = goredis.NewScript(luaHelpers + sideHelpers + searchHelpers + callHelpers + `
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local exp = redis.call('HGET', KEYS[1], 'expires_at')
   if not expired(exp, ARGV[1]) then return 'EXISTS' end
 end
 local old = redis.call('HMGET', KEYS[1], 'status', 'labels')
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], terms())
 redis.call('HSET', KEYS[1],
   'created_at', ARGV[6], 'updated_at', ARGV[7], 'expires_at', ARGV[2],
   'status', 'new', 'steps', 0, 'first_message', '', 'labels', ARGV[8],
@@ -191,7 +200,12 @@ touch(ARGV[3])
 if KEYS[3] then
   local p = sidepfx(KEYS[3])
   if old[2] then unplace(p, ARGV[4], old[1], old[2]) end
-  if redis.call('EXISTS', KEYS[3]) == 0 then index(p .. 'ids', 0, '', ARGV[3], '0') end
+  local pairs, st = searchkeys(p)
+  unsearch(pairs, st, ARGV[4])
+  if redis.call('EXISTS', KEYS[3]) == 0 then
+    index(p .. 'ids', 0, '', ARGV[3], '0')
+    ready(st, ARGV[3])
+  end
   place(p, ARGV[4], 'new', ARGV[8], ARGV[5], ARGV[2], ARGV[3])
 end
 if KEYS[4] then
@@ -204,7 +218,7 @@ return 'OK'
 
 // appendArgs is the number of ARGV entries of appendScript before the
 // events.
-const appendArgs = 12
+const appendArgs = 16
 
 // appendScript appends events if the session is live and its last seq is
 // the expected one, and applies the events' summary to the meta. Only an
@@ -214,25 +228,28 @@ const appendArgs = 12
 //	KEYS: meta, events[, index, claims]
 //	ARGV: now, expires_at, ttl, expect_seq, new_last_seq, steps_delta,
 //	      status ("" unchanged), has_message ("1"/"0"), first_message,
-//	      updated_at, id, score, event...
+//	      updated_at, id, score, postings, hashes, documents, tokens
+//	      (see searched), event...
 //	returns "OK", "DONE", "NOTFOUND", "CONFLICT" or "DAMAGED n"
 //
 // At a stale expected seq, an append whose events the session holds
 // exactly at their seqs (retried), followed by others or not, writes
 // nothing and returns "DONE". A session whose events list does not hold
 // as many events as its last seq says (see unheld) is not appended to.
-var appendScript = goredis.NewScript(luaHelpers + sideHelpers + claimHelpers + advanceHelpers + retryHelpers + `
+// The events' postings go into the text index with them.
+var appendScript = goredis.NewScript(luaHelpers + sideHelpers + searchHelpers + claimHelpers + advanceHelpers + retryHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'status', 'labels', 'first_message', 'steps')
 if not cur[2] or expired(cur[1], ARGV[1]) then return 'NOTFOUND' end
 if tonumber(cur[2]) ~= tonumber(ARGV[4]) then
-  if retried(cur[2], ARGV[4], ARGV[5], 13) then return 'DONE' end
+  if retried(cur[2], ARGV[4], ARGV[5], 17) then return 'DONE' end
   return 'CONFLICT'
 end
 local bad = unheld(cur[2])
 if bad then return bad end
-for i = 13, #ARGV, 500 do
+for i = 17, #ARGV, 500 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 499, #ARGV)))
 end
+searched(13, ARGV[11], ARGV[3])
 advance(cur[1], cur[3], cur[6], cur[5])
 if KEYS[3] then
   index(KEYS[3], ARGV[12], ARGV[11], ARGV[3], '0')
@@ -241,21 +258,27 @@ end
 return 'OK'
 `)
 
-// removeScript deletes a session's keys, its index entry and its claim set
-// entry. With only_expired "1" it leaves a live session alone (Sweep,
-// List's pruning).
+// removeScript deletes a session's keys, its index entry, its claim set
+// entry and (unless the store is split) its entries in the text index.
+// With only_expired "1" it leaves a live session alone (Sweep, List's
+// pruning).
 //
 //	KEYS: meta, events[, index, claims]
 //	ARGV: now, id, only_expired
 //	returns "DELETED" (it was live), "EXPIRED" (deleted, it had expired),
 //	"MISSING" (no such session) or "LIVE" (kept, only_expired)
-var removeScript = goredis.NewScript(luaHelpers + sideHelpers + `
+var removeScript = goredis.NewScript(luaHelpers + sideHelpers + searchHelpers + `
 local function unindex(status, labels)
   for i = 3, #KEYS do redis.call('ZREM', KEYS[i], ARGV[2]) end
-  if KEYS[3] then unplace(sidepfx(KEYS[3]), ARGV[2], status, labels) end
+  if KEYS[3] then
+    local p = sidepfx(KEYS[3])
+    unplace(p, ARGV[2], status, labels)
+    local pairs, st = searchkeys(p)
+    unsearch(pairs, st, ARGV[2])
+  end
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[2])
+  redis.call('DEL', KEYS[2], terms())
   unindex(false, false)
   return 'MISSING'
 end
@@ -268,7 +291,7 @@ if ARGV[3] == '1' and not gone then
   end
   return 'LIVE'
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], terms())
 unindex(cur[2], cur[3])
 if gone then return 'EXPIRED' end
 return 'DELETED'

@@ -118,19 +118,28 @@ end
 // List's repair: it sets the session's score in the namespace index and
 // puts it in the side indexes as its meta says, and out of the other
 // status sets. With gt "1" it does nothing when the index holds a later
-// score for the session (an update of a later write ran first).
+// score for the session (an update of a later write ran first). It keeps
+// the text index's namespace keys alive as long as the namespace index
+// (searchindex.go), and marks the text index complete when the namespace
+// had no index yet.
 //
 //	KEYS: index, ids, expiry, status set, label set... (n_labels), other
 //	      status set...
 //	ARGV: id, score, expires_at, ttl, gt, n_labels
 //	returns "OK" or "STALE"
-var placeScript = goredis.NewScript(luaHelpers + `
+var placeScript = goredis.NewScript(luaHelpers + searchHelpers + `
 local id, score, ttl = ARGV[1], ARGV[2], ARGV[4]
+local pairs, st = searchkeys(string.sub(KEYS[2], 1, -4))
+keepttl(pairs, ttl, true)
+keepttl(st, ttl, true)
 if ARGV[5] == '1' then
   local cur = redis.call('ZSCORE', KEYS[1], id)
   if cur and tonumber(cur) > tonumber(score) then return 'STALE' end
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then index(KEYS[2], 0, '', ttl, '0') end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  index(KEYS[2], 0, '', ttl, '0')
+  ready(st, ttl)
+end
 index(KEYS[1], score, id, ttl, '0')
 index(KEYS[2], 0, id, ttl, '0')
 local exp = ARGV[3]

@@ -54,10 +54,12 @@ func TestStore_TTL(t *testing.T) {
 	mustCreate(t, s, "a")
 	mustAppend(t, s, "a", 0, storetest.UserTurn(0, "r", "hello")...)
 	keys := append(sessionKeys(t, ns), "cairn:"+ns+":sessions")
-	if len(keys) != 3 {
-		t.Fatalf("keys = %v, want the meta, the events and the index", keys)
+	if len(keys) != 4 {
+		t.Fatalf("keys = %v, want the meta, the events, the postings and the index", keys)
 	}
+	pairs, stats := redis.SearchKeys(s)
 	keys = append(keys, redis.SideKeys(s)...)
+	keys = append(keys, pairs, stats)
 	for _, k := range keys {
 		got, err := c.TTL(t.Context(), k).Result()
 		if err != nil {
@@ -184,8 +186,8 @@ func TestStore_OneSlot(t *testing.T) {
 				keys = append(keys, k)
 			}
 		}
-		if len(keys) != 2 {
-			t.Fatalf("session %s has keys %v, want its meta and events", id, keys)
+		if len(keys) != 3 {
+			t.Fatalf("session %s has keys %v, want its meta, events and postings", id, keys)
 		}
 		want := crc16([]byte(ns+":"+id)) % 16384
 		for _, k := range keys {
@@ -216,7 +218,7 @@ func TestStore_DeleteLeavesNothing(t *testing.T) {
 			want = append(want, k)
 		}
 	}
-	if got := sessionKeys(t, ns); !slices.Equal(got, want) || len(got) != 2 {
+	if got := sessionKeys(t, ns); !slices.Equal(got, want) || len(got) != 3 {
 		t.Errorf("keys after Delete = %v, want only kept's %v", got, want)
 	}
 	members, err := adminClient(t).ZRange(t.Context(), "cairn:"+ns+":sessions", 0, -1).Result()
@@ -229,7 +231,7 @@ func TestStore_DeleteLeavesNothing(t *testing.T) {
 	if err := s.Append(t.Context(), "gone", 16, storetest.Custom(17, "late")); !errors.Is(err, cairn.ErrNotFound) {
 		t.Errorf("late Append: got %v, want ErrNotFound", err)
 	}
-	if got := sessionKeys(t, ns); len(got) != 2 {
+	if got := sessionKeys(t, ns); len(got) != 3 {
 		t.Errorf("a late Append left keys behind: %v", got)
 	}
 }
@@ -315,8 +317,8 @@ func TestStore_SnapshotInMeta(t *testing.T) {
 	if err := s.PutSnapshot(t.Context(), "a", cairn.Snapshot{Seq: 4, Data: data}); err != nil {
 		t.Fatal(err)
 	}
-	if keys := sessionKeys(t, ns); len(keys) != 2 {
-		t.Errorf("keys after a put = %v, want the meta and the events", keys)
+	if keys := sessionKeys(t, ns); len(keys) != 3 {
+		t.Errorf("keys after a put = %v, want the meta, the events and the postings", keys)
 	}
 	if got, err := c.HGet(t.Context(), meta, "snapshot").Result(); err != nil || got != string(data) {
 		t.Errorf("the meta's snapshot field = %q, %v", got, err)

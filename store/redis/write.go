@@ -11,9 +11,10 @@ import (
 )
 
 // Create implements cairn.Store. One script checks that no live session
-// holds the ID, clears what an expired one left behind, writes the meta,
-// sets its TTL and (unless the store is split) adds it to the index and to
-// the claim set.
+// holds the ID, clears what an expired one left behind (its entries in the
+// text index too), writes the meta, sets its TTL and (unless the store is
+// split) adds it to the index and to the claim set; a split store clears
+// the text index's namespace keys and adds it to the index after.
 func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) {
 	defer unavailable(&err)
 	if err := s.guard.Session(meta.ID); err != nil {
@@ -51,6 +52,11 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 		return fmt.Errorf("create %s: unexpected script reply %q", meta.ID, res)
 	}
 	if s.split {
+		// What an expired session of the ID left in the text index goes
+		// before the session is listed: others meet it there.
+		if err := s.unsearch(ctx, meta.ID); err != nil {
+			return fmt.Errorf("create %s: text index: %w", meta.ID, err)
+		}
 		if err := s.reindex(ctx, meta.ID); err != nil {
 			return fmt.Errorf("create %s: index: %w", meta.ID, err)
 		}
@@ -60,9 +66,11 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 
 // Append implements cairn.Store. The whole append is one EVALSHA: the
 // script checks that the session is live and at expectSeq, pushes the
-// events, applies their summary to the meta and refreshes the TTL, so its
-// cost does not depend on the length of the history. A split store then
-// raises the session's score in the index.
+// events and their postings in the text index, applies their summary to
+// the meta and refreshes the TTL, so its cost does not depend on the
+// length of the history. A split store records the events' tokens in the
+// namespace keys of the text index before (see searchindex.go), and
+// counts them and raises the session's score in the index after.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) (err error) {
 	defer unavailable(&err)
 	events, err = s.guard.Append(s.opts.Limits, id, expectSeq, events)
@@ -79,12 +87,19 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
+	ix := indexEvents(events)
 	args := make([]any, 0, appendArgs+len(events))
 	args = append(args,
 		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
 		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
 		hasMsg, d.FirstMessage, formatTime(now), id, score(now))
+	args = append(args, ix.args()...)
 	args = append(args, evs...)
+	if s.split {
+		if err := s.hint(ctx, id, ix); err != nil {
+			return fmt.Errorf("append %s: text index: %w", id, err)
+		}
+	}
 	res, err := change(ctx, func(ctx context.Context) (string, error) {
 		return s.runAppend(ctx, id, appendScript, args) // with min_replicas, WAIT too (replicas.go)
 	}, func(ctx context.Context) (string, bool, error) {
@@ -112,6 +127,9 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		return fmt.Errorf("append %s: unexpected script reply %q", id, res)
 	}
 	if s.split {
+		if err := s.tally(ctx, id, ix); err != nil {
+			return fmt.Errorf("append %s: text index: %w", id, err)
+		}
 		if err := s.reindex(ctx, id); err != nil {
 			return fmt.Errorf("append %s: index: %w", id, err)
 		}
