@@ -4,9 +4,12 @@ package file_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/words"
+	"github.com/cairnhq/cairn/store/file"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -67,4 +70,79 @@ func BenchmarkList(b *testing.B) {
 			b.Fatalf("List: %v, %d sessions, want 500", err, len(page.Sessions))
 		}
 	}
+}
+
+// BenchmarkSessionSearch searches a namespace of 1,000 and of 10,000
+// sessions (two turns each, 60 words drawn from internal/words) for a
+// word that one of them holds. "warm" is a store's later searches, which
+// read the feed and score in memory; "cold" a store's first, which reads
+// every session's info and search.jsonl.
+func BenchmarkSessionSearch(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			const rare = "zebracornium"
+			fillSessions(b, dir, n, rare)
+			search := func(b *testing.B, s *file.Store) {
+				hits, err := s.Search(b.Context(), rare, 10)
+				if err != nil || len(hits) != 1 {
+					b.Fatalf("Search(%s) = %v, %v; want one hit", rare, hits, err)
+				}
+			}
+			b.Run("warm", func(b *testing.B) {
+				s := openIn(b, dir, cairn.StoreOptions{})
+				search(b, s)
+				for b.Loop() {
+					search(b, s)
+				}
+			})
+			b.Run("cold", func(b *testing.B) {
+				for b.Loop() {
+					s, err := file.Open(b.Context(), dir, cairn.StoreOptions{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					search(b, s)
+					s.Close()
+				}
+			})
+		})
+	}
+}
+
+// fillSessions writes n sessions into the store in dir, from several
+// goroutines at once (their appends share the journal's syncs), the one
+// in the middle with the word rare in its first message.
+func fillSessions(b testing.TB, dir string, n int, rare string) {
+	s := openIn(b, dir, cairn.StoreOptions{})
+	const workers = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			vocab := words.New(uint64(w))
+			for i := w; i < n; i += workers {
+				id := fmt.Sprintf("s%05d", i)
+				first := vocab.Text(30)
+				if i == n/2 {
+					first = rare + " " + first
+				}
+				evs := append(storetest.UserTurn(0, "r1", first), storetest.UserTurn(4, "r2", vocab.Text(30))...)
+				err := s.Create(b.Context(), cairn.SessionMeta{ID: id})
+				if err == nil {
+					err = s.Append(b.Context(), id, 0, evs...)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	s.Close()
 }

@@ -28,6 +28,8 @@
 //	      lock                the session's token; what flock locks
 //	      lease.json          the session's lease, once one was taken
 //	      snapshot            the session's snapshot, once one was put
+//	      search.jsonl        the text of its events that Search indexes
+//	    .search-feed          the sessions appended to lately, for Search
 //	    .tmp-RANDOM/          a session being created
 //	    .trash-RANDOM/        a session being deleted
 //	    .journal/             the group commit, once a store has appended
@@ -74,6 +76,18 @@
 // How the log, the journal, locking, recovery, damage, leases, snapshots,
 // expiry and the platforms work, step by step: docs/STORES.md, "The file
 // store".
+//
+// # Search
+//
+// The store is a cairn.Searcher. Each session's folder holds its events'
+// text, by seq, in search.jsonl: a line per append, written once the
+// append is durable and deleted with the folder. The file is derived from
+// the log and checked against its length, so one that lags (a crash
+// between the two writes, a session older than search) is caught up from
+// the log. A store's first Search reads every file into an index in
+// memory; later ones read only the files of the sessions that the feed
+// (.search-feed, a line per append) names since. BM25's statistics are
+// over the namespace's events, expired sessions included until swept.
 //
 // # Long-term memory
 //

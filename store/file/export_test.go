@@ -6,12 +6,17 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"testing"
+
+	"github.com/cairnhq/cairn"
 )
 
 // For the tests of package file_test.
 var (
 	JournalDir      = journalDir
 	JournalsHolding = journalsHolding
+	FeedName        = feedName
+	SearchName      = searchName
 )
 
 // DeleteEvent removes the line of seq from session id's log, as a person
@@ -54,4 +59,27 @@ func StoredEnvelopes(s *Store, id string) ([][]byte, error) {
 		envs = append(envs, append([]byte("{"), envelopeOf(line)...))
 	}
 	return envs, nil
+}
+
+// SetFeedMax makes the search feed start its next generation past n
+// bytes, until the test ends.
+func SetFeedMax(t testing.TB, n int64) {
+	old := feedMax
+	feedMax = n
+	t.Cleanup(func() { feedMax = old })
+}
+
+// SearchLine returns a line of search.jsonl, checksum and all, that
+// indexes a user message of text as event last, the last of a log of
+// log bytes.
+func SearchLine(last, log int64, text string) []byte {
+	e := cairn.MustEvent(cairn.KindMessageUser, "r", cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: text}}})
+	e.Seq = last
+	ss := &session{size: log}
+	ss.info.LastSeq = last
+	b, err := appendSearchLine(nil, ss, []cairn.Event{e})
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

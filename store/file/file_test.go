@@ -28,7 +28,7 @@ func openIn(t testing.TB, dir string, opts cairn.StoreOptions) *file.Store {
 
 func TestConformance(t *testing.T) {
 	dir := storetest.PerTest(func(t *testing.T) string { return t.TempDir() })
-	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true, Snapshots: true,
+	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true, Snapshots: true, Search: true,
 		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
 			envs, err := file.StoredEnvelopes(s.(*file.Store), id)
 			if err != nil {

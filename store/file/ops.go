@@ -169,8 +169,14 @@ func (s *Store) append(ctx context.Context, id string, expectSeq int64, events [
 	}
 	driver.Summarize(events).Apply(&ss.info, expectSeq+int64(len(events)), s.opts.Now().UTC())
 	ss.size += int64(len(buf))
-	// The append is durable now. The info is a cache that the next
-	// reader rebuilds from the log if writing it fails.
+	// The append is durable now. Its text is indexed (search_file.go), and
+	// the searches told (search_feed.go). The index and the info are
+	// caches of the log, which a failed write leaves behind it: the next
+	// append, or reader, catches them up.
+	if err := s.indexAppend(ss, id, expectSeq, events); err != nil {
+		ss.closeSearch()
+	}
+	s.noteSearch(id)
 	_ = s.saveInfo(ss, id, ss.size-ss.metaSize >= checkpointBytes)
 	return nil
 }
@@ -430,28 +436,35 @@ func (s *Store) delete(ctx context.Context, id string) error {
 // remove deletes the session's folder, with its exclusive lock held: the
 // folder is renamed to a trash name (the deletion is atomic and durable
 // once the namespace folder is synced), the lock is released, and the
-// trash is removed. A writer that was waiting for the lock then finds no
-// folder at the session's path and gets ErrNotFound.
+// trash is removed, its search.jsonl with it. A writer that was waiting
+// for the lock then finds no folder at the session's path and gets
+// ErrNotFound. The journals' records of the session are voided, and the
+// search feed's lines blanked.
 func (s *Store) remove(ss *session, id string) error {
+	at, ferr := s.placeInFeed()
 	trash := randName(trashPrefix)
 	if err := s.ns.Rename(id, trash); err != nil {
 		return err
 	}
 	err := s.syncDir(".")
+	token := ss.token
 	ss.closeFiles()
 	s.forgetDamage(id)
-	return errors.Join(err, s.ns.RemoveAll(trash), s.scrub(id))
+	s.search.touch(id)
+	return errors.Join(err, s.ns.RemoveAll(trash), s.scrub(id), ferr, s.forgetInFeed(id, token, at))
 }
 
 // removeFolder deletes the folder of a session that has no lock file to
 // hold, as remove does.
 func (s *Store) removeFolder(id string) error {
+	at, ferr := s.placeInFeed()
 	trash := randName(trashPrefix)
 	if err := s.ns.Rename(id, trash); err != nil {
 		return notFound(err)
 	}
 	s.forgetDamage(id)
-	return errors.Join(s.syncDir("."), s.ns.RemoveAll(trash), s.scrub(id))
+	s.search.touch(id)
+	return errors.Join(s.syncDir("."), s.ns.RemoveAll(trash), s.scrub(id), ferr, s.forgetInFeed(id, "", at))
 }
 
 func cloneLabels(l map[string]string) map[string]string {

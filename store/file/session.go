@@ -44,6 +44,14 @@ type session struct {
 	infoLen int64 // info.json's length, which only grows
 	ackLen  int64 // ack.json's length, which only grows
 
+	// search.jsonl (search_file.go), once an append or a catch-up opened
+	// it, its length as this store last wrote or read it, and the last
+	// seq and the log length its last line records.
+	searchF    *os.File
+	searchSize int64
+	searchLast int64
+	searchLog  int64
+
 	known    bool              // whether size, metaSize and info are set
 	size     int64             // the log's committed length: the end of its last whole append
 	metaSize int64             // the log length the durable meta.json covers
@@ -112,6 +120,7 @@ func (ss *session) closeFiles() {
 	if ss.ackF != nil {
 		ss.ackF.Close()
 	}
+	ss.closeSearch()
 	ss.lockF, ss.logF, ss.infoF, ss.ackF, ss.known = nil, nil, nil, nil, false
 }
 

@@ -64,7 +64,7 @@ func TestSnapshot_File(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != file.JournalDir {
+		if e.Name() != file.JournalDir && e.Name() != file.FeedName {
 			t.Errorf("the namespace folder holds %s after the session's Delete", e.Name())
 		}
 	}

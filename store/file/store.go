@@ -47,8 +47,8 @@ const (
 )
 
 // Store is a cairn.Store on a folder of the local disk, with the optional
-// abilities cairn.Sweeper, cairn.Leaser, cairn.Checker, cairn.Snapshotter
-// and cairn.LocalLocker.
+// abilities cairn.Sweeper, cairn.Leaser, cairn.Checker, cairn.Snapshotter,
+// cairn.Searcher and cairn.LocalLocker.
 // It is safe for concurrent use by many goroutines and by many processes on
 // one machine.
 type Store struct {
@@ -69,7 +69,9 @@ type Store struct {
 	opens    atomic.Int64       // openings of a session's files (openFiles), for tests
 	damage   map[string]damaged // damaged sessions (damage.go)
 
-	journal journal // the group commit of appends (journal.go)
+	journal journal     // the group commit of appends (journal.go)
+	search  searchIndex // the text index of Search (search.go)
+	feed    feed        // what tells the searches of changes (search_feed.go)
 }
 
 var (
@@ -316,6 +318,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	err := s.journal.close()
+	s.closeFeed()
 	return errors.Join(err, s.closeFiles())
 }
 

@@ -34,6 +34,7 @@ var (
 	_ cairn.Checker     = (*Store)(nil)
 	_ cairn.Snapshotter = (*Store)(nil)
 	_ cairn.LocalLocker = (*Store)(nil)
+	_ cairn.Searcher    = (*Store)(nil)
 )
 
 // Open returns an error matched by errors.ErrUnsupported: the file store
@@ -68,6 +69,11 @@ func (s *Store) Delete(context.Context, string) error { return errUnsupported }
 
 // Close implements cairn.Store: there is nothing to close.
 func (s *Store) Close() error { return nil }
+
+// Search implements cairn.Searcher; it fails on this system.
+func (s *Store) Search(context.Context, string, int) ([]cairn.SearchHit, error) {
+	return nil, errUnsupported
+}
 
 // Sweep implements cairn.Sweeper; it fails on this system.
 func (s *Store) Sweep(context.Context) (int, error) { return 0, errUnsupported }
