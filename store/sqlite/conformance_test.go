@@ -13,7 +13,7 @@ import (
 // is on that test's one file, so that a second open is a reopen.
 func TestConformance(t *testing.T) {
 	path := storetest.PerTest(func(t *testing.T) string { return filepath.Join(t.TempDir(), "cairn.db") })
-	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true, Snapshots: true,
+	abilities := storetest.Abilities{Leases: true, Sweep: true, Check: true, Snapshots: true, Search: true,
 		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
 			envs, err := sqlite.StoredEnvelopes(t.Context(), s.(*sqlite.Store), id)
 			if err != nil {

@@ -16,7 +16,9 @@ import (
 
 // damagedFile makes a file with sessions "hit" and "kept", each a
 // conversation of 16 events and a last event (seq 17) holding the text
-// "the payload of ID", closes it and returns its path and contents.
+// "the payload of ID", closes it and returns its path and contents. The
+// text is in the file twice: as a JSON string in the event's envelope, and
+// without its quotes in the event's text for search.
 func damagedFile(t *testing.T) (string, []byte) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cairn.db")
@@ -56,8 +58,8 @@ func at(t *testing.T, data []byte, s string) int {
 // the other session goes on; Check names it.
 func TestStore_FlippedByte(t *testing.T) {
 	path, data := damagedFile(t)
-	i := at(t, data, "the payload of hit")
-	data[i+4] = 'P' // "the Payload of hit"
+	i := at(t, data, `"the payload of hit"`) // the envelope's
+	data[i+5] = 'P'                          // "the Payload of hit"
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestStore_FlippedByte(t *testing.T) {
 func TestStore_CorruptPage(t *testing.T) {
 	path, data := damagedFile(t)
 	const page = 4096
-	p := at(t, data, "the payload of hit") / page * page
+	p := at(t, data, `"the payload of hit"`) / page * page
 	if p == 0 {
 		t.Fatal("the session's events are on the first page")
 	}

@@ -47,3 +47,10 @@ func CheckTextIndex(ctx context.Context, s *LongTerm) error {
 	_, err := s.w.ExecContext(ctx, `INSERT INTO longterm_text (longterm_text, rank) VALUES ('integrity-check', 1)`)
 	return err
 }
+
+// CheckSearchIndex runs FTS5's integrity check of the session search index
+// against the texts it indexes.
+func CheckSearchIndex(ctx context.Context, s *Store) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO search_index (search_index, rank) VALUES ('integrity-check', 1)`)
+	return err
+}

@@ -200,8 +200,13 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		if err := s.held(ctx, tx, id, lease); err != nil {
 			return err
 		}
+		var texts int64
 		_, err := s.appendTx(ctx, tx, &appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
-			delta: driver.Summarize(events)})
+			texts: searchTexts(events), delta: driver.Summarize(events)}, &texts)
+		if err != nil || texts == 0 {
+			return err
+		}
+		_, err = tx.StmtContext(ctx, s.indexFrom).ExecContext(ctx, texts)
 		return err
 	})
 	if err != nil {

@@ -245,11 +245,7 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 // prefix's token in the ns_index column. Tokens hold letters and digits
 // only, so nothing in them is FTS5 syntax.
 func matchQuery(q ltdriver.Search, within bool) string {
-	parts := make([]string, len(q.Phrases))
-	for i, p := range q.Phrases {
-		parts[i] = `"` + strings.Join(p, " ") + `"`
-	}
-	m := "{text} : (" + strings.Join(parts, " OR ") + ")"
+	m := "{text} : (" + phraseMatch(q.Phrases) + ")"
 	if within && q.Prefix != "" {
 		m += " AND {ns_index} : " + nsToken(q.Prefix)
 	}

@@ -27,6 +27,12 @@ func migrations() ([]schema.Migration, error) {
 	return schema.Read(migrationFiles, "migrations")
 }
 
+// goSteps are the parts of migrations that SQL cannot do, by version: each
+// runs after its migration's SQL, in the same transaction.
+var goSteps = map[int]func(context.Context, *sql.Tx) error{
+	8: indexEvents,
+}
+
 // SchemaVersion is the schema version this package writes: the number of
 // its last migration.
 func SchemaVersion() int {
@@ -50,6 +56,12 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	return migrateTo(ctx, db, ms)
+}
+
+// migrateTo brings the schema up to the last of ms, the first migrations
+// of the package (all of them but in tests).
+func migrateTo(ctx context.Context, db *sql.DB, ms []schema.Migration) error {
 	current, err := schemaVersion(ctx, db)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -80,6 +92,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	for _, m := range ms[current:] {
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			return fmt.Errorf("migrate: apply %s: %w", m.File, err)
+		}
+		if step := goSteps[m.Version]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return fmt.Errorf("migrate: apply %s: %w", m.File, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
 			m.Version, time.Now().UnixNano()); err != nil {

@@ -63,9 +63,13 @@ type Store struct {
 	r *sql.DB // reader connections
 
 	// Prepared statements of the hot path, on the writer.
-	head    *sql.Stmt // a session's last seq, expiry and recorded damage
-	insert  *sql.Stmt // one event
-	advance *sql.Stmt // a live, undamaged session's head row moved past an append
+	head      *sql.Stmt // a session's last seq, expiry and recorded damage
+	insert    *sql.Stmt // one event
+	index     *sql.Stmt // one event's text, for Search
+	indexFrom *sql.Stmt // the texts from an id on into the search index
+	advance   *sql.Stmt // a live, undamaged session's head row moved past an append
+
+	ranked *sql.Stmt // Search's query, on the readers
 
 	queue  commitQueue // appends waiting for the writer
 	damage damage      // what the store found damaged (errors.go)
@@ -173,6 +177,16 @@ func (s *Store) connect(ctx context.Context, empty bool) error {
 		VALUES (?, ?, ?, ?)`); err != nil {
 		return err
 	}
+	if s.index, err = w.PrepareContext(ctx, `INSERT INTO search_texts (namespace, session_id, seq, text)
+		VALUES (?, ?, ?, ?)`); err != nil {
+		return err
+	}
+	if s.indexFrom, err = w.PrepareContext(ctx, indexFromSQL); err != nil {
+		return err
+	}
+	if s.ranked, err = s.r.PrepareContext(ctx, rankedSQL); err != nil {
+		return err
+	}
 	s.advance, err = w.PrepareContext(ctx, `UPDATE sessions SET last_seq = ?1, updated_at = ?2, expires_at = ?3,
 		steps = steps + ?4,
 		status = CASE WHEN ?5 = '' THEN status ELSE ?5 END,
@@ -245,7 +259,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.head, s.insert, s.advance} {
+	for _, st := range []*sql.Stmt{s.head, s.insert, s.index, s.indexFrom, s.advance, s.ranked} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -59,11 +59,12 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 }
 
 // Append implements cairn.Store. It runs in one immediate transaction:
-// read the session's head row by its key, insert the events, update the
-// head row. Nothing in it reads or counts earlier events, so its cost does
-// not grow with the history. Appends from many goroutines that arrive
-// together share one transaction and one commit (see submit); one that
-// fails its checks writes nothing, so it leaves the others be.
+// read the session's head row by its key, insert the events and the texts
+// that Search finds them by, update the head row. Nothing in it reads or
+// counts earlier events, so its cost does not grow with the history.
+// Appends from many goroutines that arrive together share one transaction
+// and one commit (see submit); one that fails its checks writes nothing,
+// so it leaves the others be.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
 	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
 	if err != nil {
@@ -80,14 +81,16 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		return fmt.Errorf("append %s: %w", id, err)
 	}
 	err = s.submit(&appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
-		delta: driver.Summarize(events)})
+		texts: searchTexts(events), delta: driver.Summarize(events)})
 	return s.fail("append", id, err)
 }
 
-// Delete implements cairn.Store. The session's events, its snapshot and its
-// row go in one transaction. With secure_delete on, SQLite overwrites the freed space in
-// the database file; copies of the pages may stay in the WAL file until the
-// next checkpoint.
+// Delete implements cairn.Store. The session's events, their texts in the
+// search index, its snapshot and its row go in one transaction. With
+// secure_delete on, SQLite overwrites the freed space in the database
+// file (and FTS5's secure-delete takes the texts' tokens out of the
+// index); copies of the pages may stay in the WAL file until the next
+// checkpoint.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.guard.Session(id); err != nil {
 		return err
@@ -125,13 +128,16 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // ErrNotFound.
 var errExpiredErased = errors.New("expired session erased")
 
-// erase deletes a session's row, events, snapshot and labels inside tx.
-// The row goes first: an event row deleted while its session's row is
-// there marks the session damaged (migration 0006).
+// erase deletes a session's row, events, texts, snapshot and labels inside
+// tx. The row goes first: an event row deleted while its session's row is
+// there marks the session damaged (migration 0006). The foreign keys
+// (and, for the texts, a trigger on events: migration 0008) delete the
+// rest with the row already; the statements after it say what goes.
 func (s *Store) erase(ctx context.Context, tx *sql.Tx, id string) error {
 	for _, q := range []string{
 		`DELETE FROM sessions WHERE namespace = ? AND id = ?`,
 		`DELETE FROM events WHERE namespace = ? AND session_id = ?`,
+		`DELETE FROM search_texts WHERE namespace = ? AND session_id = ?`,
 		`DELETE FROM snapshots WHERE namespace = ? AND session_id = ?`,
 		`DELETE FROM session_labels WHERE namespace = ? AND session_id = ?`,
 	} {
@@ -155,9 +161,9 @@ const expiredSQL = `SELECT id FROM sessions WHERE namespace = ?1 AND expires_at 
 	ORDER BY expires_at LIMIT ?3`
 
 // Sweep implements cairn.Sweeper: it deletes every session of the
-// namespace that had expired when it started, with its events, snapshots
-// and labels, SweepBatch sessions per transaction, and returns how many it
-// deleted.
+// namespace that had expired when it started, with its events, texts,
+// snapshots and labels, SweepBatch sessions per transaction, and returns
+// how many it deleted.
 // Between batches other writers take their turn. When it deleted any, it
 // gives the freed pages back to the file system (see incrementalVacuum).
 // If it fails part way, it returns what it deleted so far with the error.
@@ -180,6 +186,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			for i, q := range []string{
 				`DELETE FROM sessions WHERE namespace = ? AND id IN `,
 				`DELETE FROM events WHERE namespace = ? AND session_id IN `,
+				`DELETE FROM search_texts WHERE namespace = ? AND session_id IN `,
 				`DELETE FROM snapshots WHERE namespace = ? AND session_id IN `,
 				`DELETE FROM session_labels WHERE namespace = ? AND session_id IN `,
 			} {

@@ -1,0 +1,189 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/longterm"
+)
+
+var _ cairn.Searcher = (*Store)(nil)
+
+// maxRankedEvents is how many of FTS5's best events Search reads at most
+// before it reads every event that matches.
+const maxRankedEvents = 4096
+
+// Search implements cairn.Searcher. FTS5 ranks the events that match the
+// query by bm25 (its statistics are over the whole file, every namespace
+// together), and the best of them are joined to their sessions, keeping
+// the live sessions of the store's namespace: first 4×limit+16 events,
+// then four times as many while too few sessions pass and more events
+// match, up to maxRankedEvents, after which every match is read. Its cost
+// follows the number of events its words match, not the size of the
+// store. Which of several events that tie at the last place read FTS5
+// returns is its own choice. Each round is one statement, which sees the
+// file as it is at one moment.
+func (s *Store) Search(ctx context.Context, query string, limit int) ([]cairn.SearchHit, error) {
+	if err := s.guard.Check(); err != nil {
+		return nil, err
+	}
+	phrases := longterm.Phrases(query)
+	if len(phrases) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	match := phraseMatch(phrases)
+	now := nanos(s.opts.Now())
+	for k := 16 + 4*min(limit, maxRankedEvents); ; k *= 4 {
+		if k > maxRankedEvents {
+			k = -1 // no limit
+		}
+		hits, read, err := s.rankedEvents(ctx, match, k, now)
+		if err != nil {
+			return nil, s.fail("search", "", err)
+		}
+		if k < 0 || read < k || len(hits) >= limit {
+			return driver.BestPerSession(hits, limit), nil
+		}
+	}
+}
+
+// rankedSQL reads FTS5's ?2 best events for the query ?1 (every one for
+// -1), each with its session, and whether the session is a live one of
+// the namespace ?3 at ?4. It sorts by bm25() itself: ORDER BY rank would
+// have FTS5 prepare a statement of its own for each search, which costs
+// more than the sort.
+const rankedSQL = `SELECT t.session_id, t.seq, r.score, s.id IS NOT NULL
+	FROM (SELECT rowid AS id, -bm25(search_index) AS score FROM search_index WHERE search_index MATCH ?1
+		ORDER BY score DESC LIMIT ?2) AS r
+	JOIN search_texts AS t ON t.id = r.id
+	LEFT JOIN sessions AS s ON t.namespace = ?3 AND s.namespace = ?3 AND s.id = t.session_id
+		AND (s.expires_at = 0 OR s.expires_at > ?4)`
+
+// rankedEvents reads FTS5's k best events for match (every one when k is
+// -1) and returns the best of each live session of the namespace among
+// them, and how many events it read.
+func (s *Store) rankedEvents(ctx context.Context, match string, k int, now int64) ([]cairn.SearchHit, int, error) {
+	rows, err := s.ranked.QueryContext(ctx, match, k, s.opts.Namespace, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	best := map[string]cairn.SearchHit{}
+	read := 0
+	for rows.Next() {
+		var h cairn.SearchHit
+		var live bool
+		if err := rows.Scan(&h.ID, &h.Seq, &h.Score, &live); err != nil {
+			return nil, 0, err
+		}
+		read++
+		if b, ok := best[h.ID]; live && (!ok || cmp.Or(cmp.Compare(b.Score, h.Score), cmp.Compare(h.Seq, b.Seq)) < 0) {
+			best[h.ID] = h
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	hits := make([]cairn.SearchHit, 0, len(best))
+	for _, h := range best {
+		hits = append(hits, h)
+	}
+	return hits, read, nil
+}
+
+// phraseMatch returns the FTS5 query that matches any of phrases: each
+// a quoted string, joined by OR. Tokens hold letters and digits only, so
+// nothing in them is FTS5 syntax.
+func phraseMatch(phrases [][]string) string {
+	parts := make([]string, len(phrases))
+	for i, p := range phrases {
+		parts[i] = `"` + strings.Join(p, " ") + `"`
+	}
+	return strings.Join(parts, " OR ")
+}
+
+// searchTexts returns the texts that Append indexes for events, by
+// position: each event's SearchText, or "" for one without a token.
+func searchTexts(events []cairn.Event) []string {
+	var out []string
+	for i, e := range events {
+		if t := e.SearchText(); len(longterm.Tokens(t)) > 0 {
+			if out == nil {
+				out = make([]string, len(events))
+			}
+			out[i] = t
+		}
+	}
+	return out
+}
+
+// indexFromSQL adds the texts from an id on to the search index.
+const indexFromSQL = `INSERT INTO search_index (rowid, text) SELECT id, text FROM search_texts WHERE id >= ?`
+
+// indexBatch is how many events indexEvents reads at once.
+const indexBatch = 1000
+
+// indexEvents indexes the events stored before migration 0008, in the
+// order of their key, indexBatch at a time. An event whose envelope fails
+// its checksum or does not decode is left out: Load reports it.
+func indexEvents(ctx context.Context, tx *sql.Tx) error {
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO search_texts (namespace, session_id, seq, text) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer insert.Close()
+	type event struct {
+		ns, id string
+		seq    int64
+		text   string
+	}
+	var (
+		last    = event{seq: -1 << 63}
+		op      = ">="
+		scratch []byte
+	)
+	for {
+		rows, err := tx.QueryContext(ctx, `SELECT namespace, session_id, seq, envelope FROM events
+			WHERE (namespace, session_id, seq) `+op+` (?, ?, ?) ORDER BY namespace, session_id, seq LIMIT ?`,
+			last.ns, last.id, last.seq, indexBatch)
+		if err != nil {
+			return err
+		}
+		var batch []event
+		n := 0
+		for rows.Next() {
+			var raw sql.RawBytes
+			if err := rows.Scan(&last.ns, &last.id, &last.seq, &raw); err != nil {
+				rows.Close()
+				return err
+			}
+			n++
+			e, _, msg := storedEvent(raw, &scratch, false)
+			if msg != "" {
+				continue
+			}
+			if t := e.SearchText(); len(longterm.Tokens(t)) > 0 {
+				batch = append(batch, event{last.ns, last.id, last.seq, t})
+			}
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
+		rows.Close()
+		for _, e := range batch {
+			if _, err := insert.ExecContext(ctx, e.ns, e.id, e.seq, e.text); err != nil {
+				return err
+			}
+		}
+		if n < indexBatch {
+			_, err := tx.ExecContext(ctx, indexFromSQL, 0)
+			return err
+		}
+		op = ">"
+	}
+}
