@@ -14,7 +14,7 @@ import (
 )
 
 // ErrNoSearch is Search's error for a store without cairn.Searcher: an
-// encrypting store, or a wrapper that hides the ability.
+// encrypting store (store/crypt), or a wrapper that hides the ability.
 var ErrNoSearch = errors.New("this store does not search sessions")
 
 // DefaultSearchLimit is how many sessions Search returns when
@@ -33,6 +33,11 @@ type SearchOptions struct {
 	Limit        int               // how many sessions; 0: DefaultSearchLimit
 }
 
+// wrapper is a store that wraps another and says whether it may be
+// searched through it: store/crypt's, whose guard may and whose
+// encrypting store may not.
+type wrapper interface{ Searcher() cairn.Searcher }
+
 // Found is a session Search found, at its best-matching event.
 type Found struct {
 	Session cairn.SessionInfo `json:"session"`
@@ -49,6 +54,10 @@ type Found struct {
 // first word found. It returns ErrNoSearch when the store cannot search.
 func Search(ctx context.Context, store cairn.Store, query string, o SearchOptions) ([]Found, error) {
 	sr, ok := store.(cairn.Searcher)
+	if w, wraps := store.(wrapper); !ok && wraps {
+		sr = w.Searcher()
+		ok = sr != nil
+	}
 	if !ok {
 		return nil, ErrNoSearch
 	}

@@ -1,10 +1,12 @@
 package crypt_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/store/crypt"
+	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -62,5 +64,42 @@ func TestSealed_NotSearched(t *testing.T) {
 	}
 	if hits, err := mem.Search(ctx, "zebracorn", 10); err != nil || len(hits) != 1 || hits[0].ID != "clear" {
 		t.Errorf("Search(zebracorn) = %v, %v; want the clear session", hits, err)
+	}
+}
+
+// TestGuard_Searches: a guard (no keyring) wraps a store whose sessions
+// are in clear, and sessions.Search searches through it; an encrypting
+// store refuses with sessions.ErrNoSearch.
+func TestGuard_Searches(t *testing.T) {
+	db := memory.NewDB()
+	mem, err := db.Open(cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := db.Open(cairn.StoreOptions{Namespace: crypt.KeyNamespace("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard, err := crypt.Wrap(mem, crypt.Options{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := guard.Create(ctx, cairn.SessionMeta{ID: "clear"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := guard.Append(ctx, "clear", 0, storetest.UserTurn(0, "r1", "zebracorn")...); err != nil {
+		t.Fatal(err)
+	}
+	found, err := sessions.Search(ctx, guard, "zebracorn", sessions.SearchOptions{})
+	if err != nil || len(found) != 1 || found[0].Session.ID != "clear" || found[0].Seq != 2 {
+		t.Errorf("search through a guard: %+v, %v; want the session at seq 2", found, err)
+	}
+	enc, err := crypt.Wrap(mem, crypt.Options{Keyring: crypttest.NewKeyring(t), Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sessions.Search(ctx, enc, "zebracorn", sessions.SearchOptions{}); !errors.Is(err, sessions.ErrNoSearch) {
+		t.Errorf("search through an encrypting store: %v, want sessions.ErrNoSearch", err)
 	}
 }

@@ -29,6 +29,12 @@ type Store interface {
 	// Inner returns the wrapped store, which holds the sealed events.
 	Inner() cairn.Store
 
+	// Searcher returns the wrapped store's search (cairn.Searcher) for a
+	// guard, whose sessions are in clear, and nil for an encrypting store,
+	// whose events reach the store sealed: no index holds their words.
+	// sessions.Search searches through it.
+	Searcher() cairn.Searcher
+
 	// Rekey wraps every session's data key by the keyring's current
 	// master key; see (*Keyring).Current and the package documentation.
 	Rekey(ctx context.Context, progress func(done, total int)) (RekeyResult, error)
@@ -185,6 +191,15 @@ func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions, ring *Key
 
 // Inner returns the wrapped store.
 func (s *store) Inner() cairn.Store { return s.inner }
+
+// Searcher implements Store.
+func (s *store) Searcher() cairn.Searcher {
+	if s.ring != nil {
+		return nil
+	}
+	sr, _ := s.inner.(cairn.Searcher)
+	return sr
+}
 
 // Create implements cairn.Store. It also drops a key left by an earlier
 // session of the same ID (one that expired), so that the new session gets
