@@ -5,5 +5,5 @@
 # chromium), or CAIRN_TEST_CHROMIUM naming a Chrome or Chromium binary.
 set -eu
 cd "$(dirname "$0")/.."
-go test ./server -count=1 -run '^TestBrowser_(Screenshots|NarrowScreen|Memory)$' -args -screenshots="$PWD/docs"
+go test ./server -count=1 -run '^TestBrowser_(Screenshots|NarrowScreen|Memory|FleetAndWorkers|Search)$' -args -screenshots="$PWD/docs"
 ls -l docs/inspector-*.png

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // The browser tests drive the inspector in a real Chromium, headless, on
@@ -781,6 +782,76 @@ func TestBrowser_FleetAndWorkers(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(*screenshots, fmt.Sprintf("inspector-%s-%d.png", name, w)), png, 0o644); err != nil {
 					t.Fatal(err)
 				}
+			}
+		}
+	}
+}
+
+// TestBrowser_Search: words typed in the sessions page's box find the
+// sessions holding them, best first, the words marked; a result's event
+// link opens the session at that event; no sideways scroll at 420 px.
+func TestBrowser_Search(t *testing.T) {
+	h := newHarness(t, memoryStore(t), Config{})
+	topics := []string{"a refund for order 1183", "the invoice of March", "a password reset", "shipping to Porto", "a broken charger"}
+	for i := range 30 {
+		text := "Help with " + topics[i%len(topics)]
+		if i == 17 {
+			text = "My parcel to Lisbon never came; it left the Lisbon depot on Monday and the tracking number is LX-4471"
+		}
+		if i == 22 {
+			text = "Book a hotel in Lisbon for the conference"
+		}
+		id := fmt.Sprintf("ticket-%02d", i)
+		if err := h.store.Create(t.Context(), cairn.SessionMeta{ID: id, Labels: map[string]string{"team": []string{"support", "sales"}[i%2]}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.store.Append(t.Context(), id, 0, storetest.UserTurn(0, "r1", text)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, h)
+	b.do("type words", chromedp.SendKeys(chromedp.CSS("#text"), "lisbon tracking"))
+	b.nav("search", chromedp.Click(chromedp.CSS(`form[role="search"] button`)))
+	b.wait(`#found tbody tr[data-id]`)
+	ids := evalJS[[]string](b, `[...document.querySelectorAll("#found tbody tr[data-id]")].map(e => e.dataset.id)`)
+	if !slices.Equal(ids, []string{"ticket-17", "ticket-22"}) {
+		t.Errorf("found %v, want ticket-17 (both words) then ticket-22", ids)
+	}
+	if got := evalJS[[]string](b, `[...document.querySelectorAll("#found tr[data-id=ticket-17] mark")].map(e => e.textContent)`); !slices.Equal(got, []string{"Lisbon", "Lisbon", "tracking"}) {
+		t.Errorf("marked words %v", got)
+	}
+
+	// The result's event: the session's page, its timeline at the event.
+	b.nav("follow the match", chromedp.Click(chromedp.CSS(`#found tr[data-id=ticket-17] td.match a`)))
+	b.wait("#seq-2.at")
+	if u := evalJS[string](b, "location.pathname + location.hash"); u != "/sessions/ticket-17#seq-2" {
+		t.Errorf("the match led to %s", u)
+	}
+
+	// A label narrows the search.
+	b.open("/sessions?text=lisbon&label=team%3Dsales")
+	b.wait(`#found tbody tr[data-id]`)
+	if ids := evalJS[[]string](b, `[...document.querySelectorAll("#found tbody tr[data-id]")].map(e => e.dataset.id)`); !slices.Equal(ids, []string{"ticket-17"}) {
+		t.Errorf("team sales: %v, want ticket-17", ids)
+	}
+
+	b.do("a phone's width", chromedp.EmulateViewport(420, 860))
+	b.open("/sessions?text=lisbon")
+	b.wait(`#found tbody tr[data-id]`)
+	if !evalJS[bool](b, `document.documentElement.scrollWidth <= window.innerWidth + 1`) {
+		t.Errorf("the search at 420 px is %v px wide: it scrolls sideways", evalJS[float64](b, `document.documentElement.scrollWidth`))
+	}
+	if *screenshots != "" {
+		for _, w := range []int64{420, 1280} {
+			b.do("width", chromedp.EmulateViewport(w, 700))
+			b.open("/sessions?text=lisbon+tracking")
+			b.wait(`#found tbody tr[data-id]`)
+			png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(*screenshots, fmt.Sprintf("inspector-search-%d.png", w)), png, 0o644); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -101,10 +100,10 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// eventURL is the session page opened at the event of seq, with a few
-// events before it.
+// eventURL is the session page at the event of seq, its timeline
+// showing it, as a memory's source links it.
 func eventURL(id string, seq int64) string {
-	return "/sessions/" + url.PathEscape(id) + "?from=" + strconv.FormatInt(max(1, seq-3), 10) + "#seq-" + strconv.FormatInt(seq, 10)
+	return sourceLink(longterm.Source{Session: id, Seq: seq})
 }
 
 // uiSearch is the sessions page showing a search of the sessions' text

@@ -89,7 +89,7 @@ func TestUI_Search(t *testing.T) {
 	body := page("/sessions?text=" + url.QueryEscape("lisbon <script>"))
 	for _, want := range []string{
 		`<table class="sessions" id="found">`,
-		`href="/sessions/trip-2?from=1#seq-2"`, `#2 message.user`,
+		`href="/sessions/trip-2?from=1&amp;at=2#seq-2"`, `#2 message.user`,
 		`<mark>Lisbon</mark>, <mark>Lisbon</mark> and Porto`,
 		`Book a flight to <mark>Lisbon</mark> &lt;soon&gt;`,
 		`value="lisbon &lt;script&gt;"`,
