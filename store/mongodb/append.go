@@ -106,7 +106,8 @@ func isSentinel(err error) bool {
 // lease first (the commit checks it again: its filter holds the lease's
 // token), clears what a position already held by a fenced writer holds
 // (clearFenced), records the lease's expiry with the commit, and tells a
-// lost lease from a conflict when the commit matches nothing.
+// lost lease from a conflict when the commit matches nothing. A commit
+// adds the events' text to the search statistics.
 func (s *Store) appendOnce(ctx context.Context, id string, lease *cairn.Lease, expectSeq int64, events []cairn.Event, docs []eventDoc) error {
 	if lease != nil {
 		if _, err := s.mine(ctx, id, *lease); err != nil {
@@ -151,6 +152,7 @@ func (s *Store) appendOnce(ctx context.Context, id string, lease *cairn.Lease, e
 	}
 	matched, err := s.commit(ctx, filter, set, update, delta)
 	if err == nil && matched {
+		s.addStats(indexed(docs))
 		return nil
 	}
 	s.undo(ctx, id, token, expectSeq, err != nil)
@@ -740,7 +742,8 @@ func (s *Store) commitFields(events []cairn.Event, last int64, now time.Time) (s
 }
 
 // eventDocs returns the documents of session id's events, each holding its
-// envelope as driver.AppendEnvelope writes it, all cut from one buffer.
+// envelope as driver.AppendEnvelope writes it, all cut from one buffer,
+// and its entry in the text index (postings).
 func eventDocs(id string, events []cairn.Event) ([]eventDoc, error) {
 	n := 0
 	for _, e := range events {
@@ -755,6 +758,7 @@ func eventDocs(id string, events []cairn.Event) ([]eventDoc, error) {
 			return nil, err
 		}
 		docs[i] = eventDoc{Session: id, Seq: e.Seq, Event: buf[start:len(buf):len(buf)]}
+		docs[i].Toks, docs[i].TF, docs[i].TLen = postings(e, len(buf)-start)
 	}
 	return docs, nil
 }

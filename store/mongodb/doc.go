@@ -48,6 +48,26 @@
 // own, one document per put, so that puts racing each other leave the
 // highest even on FerretDB.
 //
+// # Search
+//
+// Store is a cairn.Searcher whose text index lives in the event documents:
+// each holds the hashes of its text's distinct tokens (with a multikey
+// index on MongoDB), the counts of those that occur twice or more, and
+// its length. So the insert that writes an append's events writes their
+// entries, its commit commits them, and an erasure removes them with the
+// events; an entry of an append that failed lies above its session's last
+// seq, where Search, like Load, reads nothing. A search queries the
+// longest token of each word of the query, then the sessions found, and
+// scores BM25 as SQLite's FTS5 does, over the namespace's statistics (the
+// count and length of indexed events in NS.search, which commits and
+// erasures keep, each store sending its part every 100 ms and before its
+// searches: a crash or a lost reply can leave them off a little, which
+// moves scores, not results). The first Open of a namespace written by an earlier version
+// indexes its events. FerretDB 1.x cannot keep the index on tokens: there
+// a search reads every event document of the namespace. An event too
+// large for its entry beside it in one document (several MiB) is indexed
+// by the tokens that fit, its first.
+//
 // How appends, holds, creation and deletion, expiry, claims and snapshots work, and
 // why, step by step: docs/STORES.md, "The MongoDB store".
 package mongodb

@@ -99,6 +99,14 @@ type eventDoc struct {
 	WrittenAt bson.DateTime `bson:"written_at"`     // real clock, for the stale rule
 	Event     []byte        `bson:"event"`          // the JSON envelope
 	Hold      bool          `bson:"hold,omitempty"` // a hold of the position, no event (see hold)
+
+	// The event's entry in the text index (search_index.go): the hashes
+	// of its search text's distinct tokens, the counts of those that
+	// occur more than once, and the text's length in tokens. Every event
+	// document written since the index has tlen, 0 for no text.
+	Toks []string         `bson:"toks,omitempty"`
+	TF   map[string]int32 `bson:"tf,omitempty"`
+	TLen int64            `bson:"tlen"`
 }
 
 // liveFilter matches the live session id at now.

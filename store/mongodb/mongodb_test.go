@@ -76,7 +76,7 @@ func dropCollections(tb testing.TB, s *mongodb.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sessions, events := s.Collections()
-	for _, name := range []string{sessions, events, s.SnapshotCollection()} {
+	for _, name := range []string{sessions, events, s.SnapshotCollection(), s.SearchCollection()} {
 		if err := db.Collection(name).Drop(ctx); err != nil {
 			tb.Errorf("drop %s: %v", name, err)
 		}
@@ -84,7 +84,7 @@ func dropCollections(tb testing.TB, s *mongodb.Store) {
 }
 
 func TestConformance(t *testing.T) {
-	abilities := storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true,
+	abilities := storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true, Search: true,
 		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
 			_, events := s.(*mongodb.Store).Collections()
 			cur, err := client(t).Collection(events).Find(t.Context(), bson.D{{Key: "session", Value: id}},

@@ -34,7 +34,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 	}
 	id := meta.ID
 	w := newWaiter()
-	var floor int64 // the fence must pass an erasure taken over (see erase)
+	var floor int64  // the fence must pass an erasure taken over (see erase)
+	var purged int64 // the last seq of an expired session removed
 	for {
 		cur, err := s.holder(ctx, id)
 		if err != nil {
@@ -45,7 +46,7 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 		wait := false
 		switch {
 		case cur == nil:
-			created, err := s.createOnce(ctx, meta, floor)
+			created, err := s.createOnce(ctx, meta, floor, purged)
 			if err != nil || created {
 				return err
 			}
@@ -58,6 +59,9 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 				{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: 0}}}, {Key: "expires_ns", Value: bson.D{{Key: "$lte", Value: now}}}})
 			if err != nil {
 				return fmt.Errorf("create %s: purge expired: %w", id, err)
+			}
+			if removed {
+				purged = cur.LastSeq
 			}
 			wait = !removed
 		case cur.LastSeq == seqErasing || cur.BusySince == nil || cur.BusySince.Time().Before(stale):
@@ -96,7 +100,11 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) (err error) 
 // are written after every cut that an earlier session's erasure (floor) or
 // this Create's own cleanup takes, and no delayed removal of those can
 // reach them.
-func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor int64) (bool, error) {
+//
+// The events up to purged, of an expired session that Create removed (no
+// erasure took them out of the search statistics), are taken out of them
+// as they are removed.
+func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor, purged int64) (bool, error) {
 	id := meta.ID
 	now := s.now()
 	wall := time.Now()
@@ -141,7 +149,11 @@ func (s *Store) createOnce(ctx context.Context, meta cairn.SessionMeta, floor in
 	}
 	// Documents an earlier session of the ID left: all were written
 	// before the fence (its events, its leases, strays of its appends).
-	if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "$or", Value: writtenBefore(fencedBefore(fence))}}); err != nil {
+	old := bson.D{{Key: "session", Value: id}, {Key: "$or", Value: writtenBefore(fencedBefore(fence))}}
+	if purged > 0 {
+		s.uncount(ctx, append(old[:len(old):len(old)], bson.E{Key: "seq", Value: bson.D{{Key: "$lte", Value: purged}}}))
+	}
+	if _, err := s.events.DeleteMany(ctx, old); err != nil {
 		return false, fail(fmt.Errorf("remove old events: %w", err))
 	}
 	if err := s.eraseSnapshots(ctx, id, fencedBefore(fence)); err != nil {
@@ -291,6 +303,9 @@ func (s *Store) erase(ctx context.Context, id string, cond bson.D) (bool, error)
 	// Past this point the session is gone for readers and writers; if we
 	// fail here, Create or Sweep finishes the job.
 	return true, cleanup(ctx, func(ctx context.Context) error {
+		if h.LastSeq > 0 {
+			s.uncount(ctx, bson.D{{Key: "session", Value: id}, {Key: "seq", Value: bson.D{{Key: "$lte", Value: h.LastSeq}}}})
+		}
 		if _, err := s.events.DeleteMany(ctx, bson.D{{Key: "session", Value: id}, {Key: "$or", Value: writtenBefore(mark + 1)}}); err != nil {
 			return err
 		}
@@ -442,6 +457,7 @@ func (s *Store) sweepOrphans(ctx context.Context, stale bson.DateTime) error {
 			continue
 		}
 		filter := append(bson.D{{Key: "session", Value: bson.D{{Key: "$in", Value: missing}}}}, old...)
+		s.uncount(ctx, filter) // of sessions a TTL index removed
 		if _, err := s.events.DeleteMany(ctx, filter); err != nil {
 			return err
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,7 +58,12 @@ type Store struct {
 	sessions  *mongo.Collection
 	events    *mongo.Collection
 	snapshots *mongo.Collection // snapshot.go
+	search    *mongo.Collection // the text index's statistics (search_index.go)
 	native    bool              // the TTL index on expires_at exists
+	tokIndex  bool              // the index on the event documents' toks exists
+	ferret1   bool              // the server is FerretDB 1.x
+	stripe    string            // this store's document of the statistics
+	pending   pendingStats      // what it has not yet sent of them
 
 	guard driver.Guard
 
@@ -103,7 +110,8 @@ func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, err
 
 // New returns a store on db, whose client the caller keeps and disconnects
 // after Close. It creates the namespace's collections and indexes if they
-// are missing.
+// are missing, and indexes the text of events written before the text
+// index, once per namespace (see the package documentation).
 func New(ctx context.Context, db *mongo.Database, opts cairn.StoreOptions) (*Store, error) {
 	opts, err := driver.Options(opts)
 	if err != nil {
@@ -117,9 +125,17 @@ func New(ctx context.Context, db *mongo.Database, opts cairn.StoreOptions) (*Sto
 		sessions:  db.Collection(opts.Namespace + ".sessions"),
 		events:    db.Collection(opts.Namespace + ".events"),
 		snapshots: db.Collection(opts.Namespace + ".snapshots"),
+		search:    db.Collection(opts.Namespace + ".search"),
+		stripe:    "stats/" + strconv.Itoa(rand.IntN(statStripes)),
 	}
 	if err := s.ensureIndexes(ctx); err != nil {
 		return nil, err
+	}
+	if err := s.indexTokens(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.indexOld(ctx); err != nil {
+		return nil, fmt.Errorf("index the text of older events: %w", err)
 	}
 	return s, nil
 }
@@ -216,15 +232,21 @@ func (s *Store) Collections() (sessions, events string) {
 // snapshots, which the first PutSnapshot makes.
 func (s *Store) SnapshotCollection() string { return s.snapshots.Name() }
 
-// Close implements cairn.Store. It disconnects the client if Open made it.
+// SearchCollection returns the name of the namespace's collection of the
+// text index's statistics; the index itself is in the event documents.
+func (s *Store) SearchCollection() string { return s.search.Name() }
+
+// Close implements cairn.Store. It sends what the store has not yet sent
+// of the search statistics, and disconnects the client if Open made it.
 // It is safe to call twice.
 func (s *Store) Close() error {
 	if !s.guard.Close() {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.sendStats(ctx)
 	if s.client != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
 		if err := s.client.Disconnect(ctx); err != nil {
 			return fmt.Errorf("close mongodb: %w", err)
 		}
