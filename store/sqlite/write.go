@@ -149,10 +149,12 @@ func (s *Store) erase(ctx context.Context, tx *sql.Tx, id string) error {
 }
 
 // SweepBatch is how many expired sessions Sweep deletes in one
-// transaction. Deleting a batch of 4-event sessions takes a few
-// milliseconds (256 took 20 ms and more, measured at 200,000 sessions), so
-// the writers of other sessions wait no longer than that and a commit.
-const SweepBatch = 64
+// transaction, while the writers of other sessions wait. Taking a
+// session's words out of the search index (FTS5's secure-delete, a page
+// rewritten for each word) makes a 4-event session cost a few
+// milliseconds to delete: 64 held writers 130 to 330 ms at 100,000
+// sessions, 16 a quarter of that.
+const SweepBatch = 16
 
 // expiredSQL selects the IDs of a batch of the namespace's expired
 // sessions, through sessions_by_expiry; ?1 namespace, ?2 now, ?3 the
