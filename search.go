@@ -32,12 +32,17 @@ type SearchHit struct {
 // SearchText returns the text of e that a Searcher indexes: the text of a
 // user message, a model response's text and each tool call's name and
 // arguments, a tool result's name and output, a compaction's summary, a
-// failed run's error message, and a custom event's type and payload. The
-// strings of JSON arguments and payloads are taken without their quotes
-// and braces. Other kinds (system messages among them, the same in every
+// failed run's error message, and a custom event's type and payload (but
+// for cairn's own bookkeeping types, such as a data key's). The strings of
+// JSON arguments and payloads are taken without their quotes and braces. Other kinds (system messages among them, the same in every
 // session of an agent) and an event whose data was sealed by encryption
 // at rest give "".
 func (e Event) SearchText() string {
+	switch e.Kind {
+	case KindMessageUser, KindModelResponse, KindToolResult, KindMemoryCompacted, KindRunFinished, KindCustom:
+	default:
+		return "" // not decoded: most events of a run are of these kinds
+	}
 	v, err := e.value()
 	if err != nil {
 		return ""
@@ -64,6 +69,9 @@ func (e Event) SearchText() string {
 			parts = append(parts, d.Error.Message)
 		}
 	case *Custom:
+		if strings.HasPrefix(d.Type, "cairn.") && !searchedTypes[d.Type] {
+			return "" // cairn's own bookkeeping: keys, markers, trace links
+		}
 		parts = append(parts, d.Type, text.JSONText(d.Payload))
 	}
 	var b strings.Builder
@@ -81,6 +89,13 @@ func (e Event) SearchText() string {
 	}
 	return b.String()
 }
+
+// searchedTypes are the custom event types of cairn's own whose payload
+// is an application's: a durable step's result (package steps) and a
+// queued run's input (package worker). The other "cairn." types are
+// bookkeeping (a data key, an encryption marker, a trace link, an
+// abandoned import) and are not indexed.
+var searchedTypes = map[string]bool{"cairn.step": true, "cairn.queued": true}
 
 // sealedToken reports whether s has the form of a token of encryption at
 // rest (store/crypt): "cairn1.", a data key ID of 8 letters and digits, a

@@ -18,6 +18,10 @@ func TestEvent_SearchText(t *testing.T) {
 		{KindRunFinished, RunFinished{Status: StatusFailed, Output: "x", Error: &ErrorInfo{Code: "model", Message: "rate limited"}}, "rate limited"},
 		{KindRunFinished, RunFinished{Status: StatusCompleted, Output: "the answer"}, ""},
 		{KindCustom, Custom{Type: "app.step", Payload: json.RawMessage(`["fetch", {"url": "u"}]`)}, "app.step fetch url u"},
+		{KindCustom, Custom{Type: "cairn.step", Payload: json.RawMessage(`{"name":"fetch","result":"ok"}`)}, "cairn.step name fetch result ok"},
+		{KindCustom, Custom{Type: "cairn.queued", Payload: json.RawMessage(`{"input":"summarise"}`)}, "cairn.queued input summarise"},
+		{KindCustom, Custom{Type: "cairn.key", Payload: json.RawMessage(`{"wrapped":"c2VjcmV0"}`)}, ""},
+		{KindCustom, Custom{Type: "cairn.trace", Payload: json.RawMessage(`{"traceparent":"00-abc"}`)}, ""},
 		{KindMessageSystem, MessageSystem{Text: "You are helpful."}, ""},
 		{KindStateSet, StateSet{Set: map[string]json.RawMessage{"k": json.RawMessage(`"v"`)}}, ""},
 		// The sealed form (store/crypt) has no clear words of the event's.

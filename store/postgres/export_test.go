@@ -1,6 +1,11 @@
 package postgres
 
 import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -25,4 +30,20 @@ func (s *Store) SnapshotQueries() (put, load, drop string) {
 // prefix runs, and its arguments.
 func (s *LongTerm) LongTermTextQuery(phrases [][]string, prefix string) (string, []any) {
 	return s.textQuery(ltdriver.Search{Phrases: phrases, Prefix: prefix, Limit: 10, Candidates: 10}, TSQuery(phrases))
+}
+
+// SearchQuery returns the query a Search for query runs, and its
+// arguments.
+func (s *Store) SearchQuery(query string) (string, []any) {
+	_, args := s.searchArgs(query)
+	return s.sql.search, args
+}
+
+// EncodeAll is encodeAll: the seqs and envelopes an append stores.
+var EncodeAll = encodeAll
+
+// MigrateTo brings schema up to migration version v (not beyond), as an
+// older cairn would have left it.
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, v int) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return migrateTx(ctx, tx, schema, v) })
 }

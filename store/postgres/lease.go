@@ -69,8 +69,8 @@ func newLeaseStatements(schema string) leaseStatements {
 		// Append's statement with the lease in the UPDATE's condition,
 		// and the lease read back to tell a lost lease from a conflict,
 		// and whether the session holds the events (a retry).
-		appendFenced:    appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", false) + fencedTail(false),
-		appendFencedOne: appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", true) + fencedTail(true),
+		appendFenced:    appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", false) + textSQL(schema, 13) + fencedTail(false),
+		appendFencedOne: appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", true) + textSQL(schema, 13) + fencedTail(true),
 		// $1 holder, $2 now, $3 expires, $4 statuses, $5 labels.
 		claim: `WITH c AS (
 				SELECT id FROM ` + sessions + `
@@ -231,6 +231,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
+	txtSeqs, txtTSVs, txtLens := searchTexts(events)
 	token := lease.Token
 	if lease.Session != id {
 		token = -1 // never a session's token
@@ -249,7 +250,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 		err := s.pool.QueryRow(ctx, q,
 			id, expectSeq, expectSeq+int64(len(events)), now, nullTime(s.opts.ExpiresAt(now)),
 			d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
-			evSeqs, evEnvs, token,
+			evSeqs, evEnvs, token, txtSeqs, txtTSVs, txtLens,
 		).Scan(&ok, &cur, &mine, &held)
 		if err != nil {
 			return fmt.Errorf("append %s: %w", id, translate(err))

@@ -245,11 +245,14 @@ func labelsJSON(l map[string]string) (string, error) {
 	return string(b), err
 }
 
-// Longest lexeme and most positions PostgreSQL keeps in a tsvector.
+// PostgreSQL's limits on a tsvector: the longest lexeme, the highest
+// position, the most positions a lexeme keeps, and the most bytes its
+// lexemes and positions take.
 const (
 	maxLexeme    = 2046
 	maxPosition  = 16383
 	maxPositions = 256
+	maxTSVector  = 1<<20 - 1
 )
 
 // TSVector returns the tsvector the store indexes for a text, in
@@ -259,9 +262,13 @@ const (
 // nothing in it is tsvector syntax. PostgreSQL's limits apply: a token
 // longer than 2,046 bytes is left out (no search finds it), positions
 // past 16,383 count as 16,383 and a token keeps its first 256 positions,
-// so phrases are matched in the first 16,383 tokens of a text.
-func TSVector(text string) string {
-	toks := longterm.Tokens(text)
+// so phrases are matched in the first 16,383 tokens of a text; and the
+// tokens first met after the vector's first megabyte (a text of some
+// 500 KB of distinct words) are left out.
+func TSVector(text string) string { return tsvector(longterm.Tokens(text)) }
+
+// tsvector is TSVector of a text split into toks.
+func tsvector(toks []string) string {
 	pos := map[string][]int{}
 	var order []string
 	for i, t := range toks {
@@ -272,28 +279,30 @@ func TSVector(text string) string {
 		if !seen {
 			order = append(order, t)
 		}
-		if len(p) < maxPositions {
-			pos[t] = append(p, min(i+1, maxPosition))
+		at := min(i+1, maxPosition)
+		if len(p) < maxPositions && (len(p) == 0 || p[len(p)-1] != at) { // past maxPosition: once
+			pos[t] = append(p, at)
 		}
 	}
 	var b strings.Builder
+	size := 0
 	for _, t := range order {
+		// As PostgreSQL counts: the lexeme, padded to an even length,
+		// and its positions with their count, 2 bytes each.
+		if size += (len(t)+1)&^1 + 2 + 2*len(pos[t]); size > maxTSVector {
+			break
+		}
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
 		b.WriteByte('\'')
 		b.WriteString(t)
 		b.WriteString("':")
-		last := -1
 		for j, p := range pos[t] {
-			if p == last {
-				continue // past maxPosition: once
-			}
 			if j > 0 {
 				b.WriteByte(',')
 			}
 			b.WriteString(strconv.Itoa(p))
-			last = p
 		}
 	}
 	return b.String()

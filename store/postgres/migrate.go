@@ -40,8 +40,15 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		return err
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return migrateTx(ctx, tx, schema)
+		return migrateTx(ctx, tx, schema, latestVersion)
 	})
+}
+
+// goSteps are the parts of migrations written in Go, by migration name.
+// Each runs in its migration's transaction, after its SQL, with the
+// search_path set to the schema.
+var goSteps = map[string]func(context.Context, pgx.Tx) error{
+	"0008_session_search": indexEvents,
 }
 
 // appliedVersion returns the highest recorded migration of schema, or 0 when
@@ -74,7 +81,8 @@ func checkVersion(schema string, v int) error {
 	return nil
 }
 
-func migrateTx(ctx context.Context, tx pgx.Tx, schema string) error {
+// migrateTx brings the schema up to version to, in tx.
+func migrateTx(ctx context.Context, tx pgx.Tx, schema string, to int) error {
 	q := pgx.Identifier{schema}.Sanitize()
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(schema)); err != nil {
 		return fmt.Errorf("lock schema %q for migration: %w", schema, err)
@@ -101,9 +109,14 @@ func migrateTx(ctx context.Context, tx pgx.Tx, schema string) error {
 	if err := checkVersion(schema, v); err != nil {
 		return err
 	}
-	for _, m := range migrations[v:] {
+	for _, m := range migrations[v:max(v, to)] {
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return fmt.Errorf("migrate schema %q: %s: %w", schema, m.Name, err)
+		}
+		if step := goSteps[m.Name]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return fmt.Errorf("migrate schema %q: %s: %w", schema, m.Name, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
 			return fmt.Errorf("migrate schema %q: record %s: %w", schema, m.Name, err)

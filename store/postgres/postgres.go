@@ -181,6 +181,7 @@ type statements struct {
 	info, loadEvents string
 	del, sweep       string
 	countExpired     string
+	search           string // search.go
 
 	putSnapshot, loadSnapshot, dropSnapshot string // snapshot.go
 }
@@ -261,8 +262,9 @@ func newStatements(schema string) statements {
 		// in the statement's snapshot (NULL: no live session then) and
 		// whether it holds the append's events: the answer to why, but
 		// for a row that changed while the statement ran (whyNot).
-		append:    appendSQL(sessions, events, "", false) + appendResult(sessions, events, false),
-		appendOne: appendSQL(sessions, events, "", true) + appendResult(sessions, events, true),
+		// Its events' text is indexed in the same statement (textSQL).
+		append:    appendSQL(sessions, events, "", false) + textSQL(schema, 12) + appendResult(sessions, events, false),
+		appendOne: appendSQL(sessions, events, "", true) + textSQL(schema, 12) + appendResult(sessions, events, true),
 		// Why an append whose snapshot had the session at the expected
 		// seq matched nothing, read after the append: the live session's
 		// last seq and, when it has the append's seqs, the envelopes
@@ -290,6 +292,7 @@ func newStatements(schema string) statements {
 				RETURNING s.expires_at)
 			SELECT count(*), max(expires_at) FROM gone`,
 		countExpired: "SELECT count(*) FROM " + sessions + " WHERE expires_at IS NOT NULL AND expires_at <= $1",
+		search:       searchSQL(schema),
 	}
 }
 

@@ -95,7 +95,7 @@ func open(tb testing.TB, opts cairn.StoreOptions) *postgres.Store {
 
 func TestConformance(t *testing.T) {
 	dsn(t)
-	abilities := storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true,
+	abilities := storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true, Search: true,
 		Envelopes: func(t *testing.T, s cairn.Store, id string) [][]byte {
 			ps := s.(*postgres.Store)
 			rows, err := ps.Pool().Query(t.Context(), "SELECT envelope FROM "+

@@ -57,8 +57,8 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // Append implements cairn.Store. After driver.CheckAppend it is one SQL
 // statement, so one round trip and one transaction: an UPDATE of the
 // session row that matches only at the expected seq on a live session, and
-// an INSERT of the events fed by that UPDATE. Its cost does not depend on
-// how long the history is.
+// the INSERTs of the events and of their text to search fed by that
+// UPDATE. Its cost does not depend on how long the history is.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
 	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
 	if err != nil {
@@ -68,6 +68,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
+	txtSeqs, txtTSVs, txtLens := searchTexts(events)
 	now := s.opts.Now().UTC()
 	d := driver.Summarize(events)
 	last := expectSeq + int64(len(events))
@@ -82,7 +83,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	err = s.pool.QueryRow(ctx, q,
 		id, expectSeq, last, now, nullTime(s.opts.ExpiresAt(now)),
 		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
-		evSeqs, evEnvs,
+		evSeqs, evEnvs, txtSeqs, txtTSVs, txtLens,
 	).Scan(&ok, &snap)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, translate(err))
@@ -148,8 +149,8 @@ func (s *Store) whyNot(ctx context.Context, id string, expectSeq int64, envs [][
 }
 
 // Delete implements cairn.Store. One statement deletes the session row and,
-// through the foreign keys' ON DELETE CASCADE, every event of it and its
-// snapshot, in one transaction. An Append racing with it either commits first (and its
+// through the foreign keys' ON DELETE CASCADE, every event of it, its text
+// to search and its snapshot, in one transaction. An Append racing with it either commits first (and its
 // events are deleted too) or finds no session row (ErrNotFound).
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.guard.Session(id); err != nil {
