@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
@@ -148,13 +149,18 @@ func (s *Store) erase(ctx context.Context, tx *sql.Tx, id string) error {
 	return nil
 }
 
-// SweepBatch is how many expired sessions Sweep deletes in one
+// SweepBatch is the most expired sessions Sweep deletes in one
 // transaction, while the writers of other sessions wait. Taking a
 // session's words out of the search index (FTS5's secure-delete, a page
-// rewritten for each word) makes a 4-event session cost a few
-// milliseconds to delete: 64 held writers 130 to 330 ms at 100,000
-// sessions, 16 a quarter of that.
-const SweepBatch = 16
+// rewritten for each word) makes a 4-event session cost milliseconds to
+// delete, so Sweep sizes its batches to take about sweepBatchTime: a
+// batch of 64 held writers for 130 to 330 ms at 100,000 sessions.
+const SweepBatch = 64
+
+// sweepBatchTime is how long Sweep aims to hold the write lock for one
+// batch: it halves the next batch after a longer one and doubles it,
+// up to SweepBatch, after one of less than a quarter of it.
+const sweepBatchTime = 25 * time.Millisecond
 
 // expiredSQL selects the IDs of a batch of the namespace's expired
 // sessions, through sessions_by_expiry; ?1 namespace, ?2 now, ?3 the
@@ -174,13 +180,14 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	now := nanos(s.opts.Now())
-	total := 0
+	total, batch := 0, SweepBatch/4
 	for {
 		var n int64
+		began := time.Now()
 		err := s.writeTx(ctx, func(tx *sql.Tx) error {
 			// The batch's rows go first, as in erase: their events are
 			// then deleted without marking the sessions damaged.
-			ids, err := s.expiredBatch(ctx, tx, now)
+			ids, err := s.expiredBatch(ctx, tx, now, batch)
 			if err != nil || len(ids) == 0 {
 				return err
 			}
@@ -211,8 +218,14 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		if s.afterSweepBatch != nil {
 			s.afterSweepBatch(int(n))
 		}
-		if n < SweepBatch {
+		if n < int64(batch) {
 			break
+		}
+		switch took := time.Since(began); {
+		case took > sweepBatchTime:
+			batch = max(1, batch/2)
+		case took < sweepBatchTime/4:
+			batch = min(SweepBatch, batch*2)
 		}
 		// A batch writes its pages to the WAL; left there, they make
 		// some writer's commit run a long checkpoint of them. The
@@ -233,8 +246,8 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 
 // expiredBatch returns the IDs of a batch of the namespace's expired
 // sessions (expiredSQL), as arguments.
-func (s *Store) expiredBatch(ctx context.Context, tx *sql.Tx, now int64) ([]any, error) {
-	rows, err := tx.QueryContext(ctx, expiredSQL, s.opts.Namespace, now, SweepBatch)
+func (s *Store) expiredBatch(ctx context.Context, tx *sql.Tx, now int64, limit int) ([]any, error) {
+	rows, err := tx.QueryContext(ctx, expiredSQL, s.opts.Namespace, now, limit)
 	if err != nil {
 		return nil, err
 	}
