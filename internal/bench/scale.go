@@ -238,7 +238,7 @@ func scaleStore(ctx context.Context, u string, opts ScaleOptions, res *ScaleResu
 // anew each time). Servers run autovacuum; the figures then are those of a
 // server it has caught up with.
 func vacuumAnalyze(ctx context.Context, s *postgres.Store) error {
-	for _, t := range []string{"sessions", "events", "session_labels"} {
+	for _, t := range []string{"sessions", "events", "session_labels", "session_text"} {
 		if _, err := s.Pool().Exec(ctx, "VACUUM ANALYZE "+pgx.Identifier{s.Schema(), t}.Sanitize()); err != nil {
 			return fmt.Errorf("vacuum analyze %s: %w", t, err)
 		}
