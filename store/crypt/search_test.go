@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/sessions"
+	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/storetest"

@@ -30,7 +30,7 @@ import (
 type DB struct {
 	mu         sync.Mutex
 	namespaces map[string]map[string]*session
-	items      *items // long-term memory (longterm.go), made by the first OpenLongTerm
+	items      *items                     // long-term memory (longterm.go), made by the first OpenLongTerm
 	texts      map[string]*ltdriver.Index // each namespace's event texts (search.go)
 }
 
@@ -61,7 +61,7 @@ type Store struct {
 }
 
 var (
-	_ cairn.Store   = (*Store)(nil)
+	_ cairn.Store    = (*Store)(nil)
 	_ cairn.Sweeper  = (*Store)(nil)
 	_ cairn.Searcher = (*Store)(nil)
 )
