@@ -43,17 +43,8 @@ func parseListQuery(q url.Values) (listQuery, error) {
 		return lq, err
 	}
 	lq.limit = int(n)
-	for _, v := range q["status"] {
-		for _, st := range strings.Split(v, ",") {
-			st = strings.TrimSpace(st)
-			if st == "" {
-				continue
-			}
-			if !slices.Contains(Statuses, cairn.Status(st)) {
-				return lq, badRequest("status", "unknown status %q (want one of %s)", st, statusList())
-			}
-			lq.statuses = append(lq.statuses, cairn.Status(st))
-		}
+	if lq.statuses, err = queryStatuses(q, Statuses); err != nil {
+		return lq, err
 	}
 	if !slices.Contains(lq.statuses, sessions.StatusIncomplete) {
 		lq.opts.Status = lq.statuses
@@ -82,6 +73,25 @@ func parseListQuery(q url.Values) (listQuery, error) {
 	return lq, nil
 }
 
+// queryStatuses reads the request's status parameters (comma-separated
+// or repeated); a 400 naming the parameter for one not in known.
+func queryStatuses(q url.Values, known []cairn.Status) ([]cairn.Status, error) {
+	var out []cairn.Status
+	for _, v := range q["status"] {
+		for _, st := range strings.Split(v, ",") {
+			st = strings.TrimSpace(st)
+			if st == "" {
+				continue
+			}
+			if !slices.Contains(known, cairn.Status(st)) {
+				return nil, badRequest("status", "unknown status %q (want one of %s)", st, statusList(known))
+			}
+			out = append(out, cairn.Status(st))
+		}
+	}
+	return out, nil
+}
+
 // queryLabels reads the request's label=NAME=VALUE parameters; nil for
 // none, a 400 naming the parameter for one without "=" (form names the
 // shape in the message).
@@ -103,9 +113,9 @@ func queryLabels(q url.Values, form string) (map[string]string, error) {
 	return out, nil
 }
 
-func statusList() string {
+func statusList(known []cairn.Status) string {
 	var s []string
-	for _, st := range Statuses {
+	for _, st := range known {
 		s = append(s, string(st))
 	}
 	return strings.Join(s, ", ")

@@ -16,6 +16,10 @@ import (
 // MaxSearchLimit bounds the sessions one search returns.
 const MaxSearchLimit = 100
 
+// searchStatuses are the statuses a search may name: those a store
+// records (an import not yet finished is new or running there).
+var searchStatuses = slices.DeleteFunc(slices.Clone(Statuses), func(s cairn.Status) bool { return s == sessions.StatusIncomplete })
+
 // searchQuery is a search across sessions (GET /api/search, and the
 // sessions page with text=): the words, and the list's filters.
 type searchQuery struct {
@@ -36,17 +40,8 @@ func parseSearchQuery(q url.Values, textParam string) (searchQuery, error) {
 		return sq, err
 	}
 	sq.opts.Limit = int(n)
-	for _, v := range q["status"] {
-		for _, st := range strings.Split(v, ",") {
-			st = strings.TrimSpace(st)
-			if st == "" {
-				continue
-			}
-			if !slices.Contains(Statuses, cairn.Status(st)) || cairn.Status(st) == sessions.StatusIncomplete {
-				return sq, badRequest("status", "unknown status %q (want one of %s)", st, statusList())
-			}
-			sq.opts.Status = append(sq.opts.Status, cairn.Status(st))
-		}
+	if sq.opts.Status, err = queryStatuses(q, searchStatuses); err != nil {
+		return sq, err
 	}
 	if sq.opts.Labels, err = queryLabels(q, "KEY=VALUE"); err != nil {
 		return sq, err

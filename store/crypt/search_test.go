@@ -18,15 +18,7 @@ import (
 // and the wrapper offers no search of its own. A session written in clear
 // to the same store is found.
 func TestSealed_NotSearched(t *testing.T) {
-	db := memory.NewDB()
-	mem, err := db.Open(cairn.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := db.Open(cairn.StoreOptions{Namespace: crypt.KeyNamespace("")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, keys := memoryWithKeys(t)
 	s, err := crypt.Wrap(mem, crypt.Options{Keyring: crypttest.NewKeyring(t), Keys: keys})
 	if err != nil {
 		t.Fatal(err)
@@ -71,15 +63,7 @@ func TestSealed_NotSearched(t *testing.T) {
 // are in clear, and sessions.Search searches through it; an encrypting
 // store refuses with sessions.ErrNoSearch.
 func TestGuard_Searches(t *testing.T) {
-	db := memory.NewDB()
-	mem, err := db.Open(cairn.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := db.Open(cairn.StoreOptions{Namespace: crypt.KeyNamespace("")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, keys := memoryWithKeys(t)
 	guard, err := crypt.Wrap(mem, crypt.Options{Keys: keys})
 	if err != nil {
 		t.Fatal(err)
@@ -102,4 +86,19 @@ func TestGuard_Searches(t *testing.T) {
 	if _, err := sessions.Search(ctx, enc, "zebracorn", sessions.SearchOptions{}); !errors.Is(err, sessions.ErrNoSearch) {
 		t.Errorf("search through an encrypting store: %v, want sessions.ErrNoSearch", err)
 	}
+}
+
+// memoryWithKeys returns a memory store's default namespace and its key
+// namespace, on one DB.
+func memoryWithKeys(t *testing.T) (mem, keys *memory.Store) {
+	t.Helper()
+	db := memory.NewDB()
+	mem, err := db.Open(cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys, err = db.Open(cairn.StoreOptions{Namespace: crypt.KeyNamespace("")}); err != nil {
+		t.Fatal(err)
+	}
+	return mem, keys
 }
