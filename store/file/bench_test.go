@@ -4,11 +4,9 @@ package file_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/words"
 	"github.com/cairnhq/cairn/store/file"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -110,39 +108,11 @@ func BenchmarkSessionSearch(b *testing.B) {
 	}
 }
 
-// fillSessions writes n sessions into the store in dir, from several
+// fillSessions writes n sessions into the store in dir, from 32
 // goroutines at once (their appends share the journal's syncs), the one
-// in the middle with the word rare in its first message.
+// in the middle with the word rare in its message.
 func fillSessions(b testing.TB, dir string, n int, rare string) {
 	s := openIn(b, dir, cairn.StoreOptions{})
-	const workers = 32
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			vocab := words.New(uint64(w))
-			for i := w; i < n; i += workers {
-				id := fmt.Sprintf("s%05d", i)
-				first := vocab.Text(30)
-				if i == n/2 {
-					first = rare + " " + first
-				}
-				evs := append(storetest.UserTurn(0, "r1", first), storetest.UserTurn(4, "r2", vocab.Text(30))...)
-				err := s.Create(b.Context(), cairn.SessionMeta{ID: id})
-				if err == nil {
-					err = s.Append(b.Context(), id, 0, evs...)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	storetest.FillSearch(b, s, n, 32, rare)
 	s.Close()
 }

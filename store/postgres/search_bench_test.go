@@ -2,13 +2,11 @@ package postgres_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/words"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -46,37 +44,5 @@ func BenchmarkSessionSearch(b *testing.B) {
 // fillSearch creates n sessions of one turn each, eight writers at once;
 // the session in the middle holds rareWord.
 func fillSearch(tb testing.TB, s cairn.Store, n int) {
-	const writers = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		wg.Go(func() {
-			vocab := words.New(uint64(w))
-			for i := w; i < n; i += writers {
-				id := fmt.Sprintf("s-%06d", i)
-				user := vocab.Text(20)
-				if i == n/2 {
-					user += " " + rareWord
-				}
-				evs := storetest.Number(0,
-					cairn.MustEvent(cairn.KindRunStarted, "r", cairn.RunStarted{RunID: "r", Agent: "bench", Model: "offline"}),
-					cairn.MustEvent(cairn.KindMessageUser, "r", cairn.MessageUser{Parts: []cairn.Part{{Type: "text", Text: user}}}),
-					cairn.MustEvent(cairn.KindModelResponse, "r", cairn.ModelResponse{Text: vocab.Text(40), Model: "offline"}),
-					cairn.MustEvent(cairn.KindToolResult, "r", cairn.ToolResult{CallID: "c1", Name: "lookup", Output: vocab.Text(30)}))
-				if err := s.Create(tb.Context(), cairn.SessionMeta{ID: id}); err != nil {
-					errs <- err
-					return
-				}
-				if err := s.Append(tb.Context(), id, 0, evs...); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		tb.Fatalf("fill: %v", err)
-	}
+	storetest.FillSearch(tb, s, n, 8, rareWord)
 }

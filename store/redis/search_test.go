@@ -3,13 +3,11 @@ package redis_test
 import (
 	"fmt"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testing/testenv"
-	"github.com/cairnhq/cairn/internal/words"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -132,35 +130,8 @@ func BenchmarkSessionSearch(b *testing.B) {
 	}
 }
 
-// fillSearch writes n sessions of a user turn of 30 words each (four
-// events, three with text), from 16 writers at once; session n/2 holds
-// the rare word.
+// fillSearch writes n sessions of a user turn each, from 16 writers at
+// once; session n/2 holds the rare word.
 func fillSearch(b *testing.B, s *redis.Store, n int) {
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := range 16 {
-		wg.Go(func() {
-			vocab := words.New(uint64(w))
-			for i := w; i < n; i += 16 {
-				id := fmt.Sprintf("s%06d", i)
-				text := vocab.Text(30)
-				if i == n/2 {
-					text += " quokkafish"
-				}
-				if err := s.Create(b.Context(), cairn.SessionMeta{ID: id}); err != nil {
-					errs <- err
-					return
-				}
-				if err := s.Append(b.Context(), id, 0, storetest.UserTurn(0, "r1", text)...); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	storetest.FillSearch(b, s, n, 16, "quokkafish")
 }

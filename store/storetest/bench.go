@@ -3,11 +3,13 @@ package storetest
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testing/testenv"
+	"github.com/cairnhq/cairn/internal/words"
 )
 
 // BenchOpener opens a store for a benchmark, registering its Close with
@@ -76,4 +78,39 @@ func ReportPercentiles(b *testing.B, durs []time.Duration) {
 	slices.Sort(durs)
 	b.ReportMetric(float64(durs[len(durs)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(durs[len(durs)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+// FillSearch writes n sessions of one user turn each (storetest.UserTurn
+// with 30 words drawn by frequency), from writers goroutines at once;
+// session n/2's message also holds rare, which no other session has. The
+// backends' search benchmarks search for it.
+func FillSearch(tb testing.TB, s cairn.Store, n, writers int, rare string) {
+	tb.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			vocab := words.New(uint64(w))
+			for i := w; i < n; i += writers {
+				id := fmt.Sprintf("s%06d", i)
+				text := vocab.Text(30)
+				if i == n/2 {
+					text += " " + rare
+				}
+				err := s.Create(tb.Context(), cairn.SessionMeta{ID: id})
+				if err == nil {
+					err = s.Append(tb.Context(), id, 0, UserTurn(0, "r1", text)...)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		tb.Fatalf("fill %d sessions: %v", n, err)
+	}
 }
