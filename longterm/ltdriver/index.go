@@ -14,6 +14,22 @@ const (
 	bm25B  = 0.75
 )
 
+// IDF is BM25's weight of a phrase that df of n documents hold, as FTS5's
+// bm25() takes it: 1e-6 for a phrase in half the documents or more.
+func IDF(n, df float64) float64 {
+	idf := math.Log((n - df + 0.5) / (df + 0.5))
+	if idf <= 0 {
+		return 1e-6
+	}
+	return idf
+}
+
+// BM25 is the score of a phrase of weight idf held f times by a document
+// of length dl, where the documents' average length is avg.
+func BM25(idf, f, dl, avg float64) float64 {
+	return idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))
+}
+
 // Index is a text index in memory, for the backends that have none in
 // their database: the tokens of each document (an item, under an ID of
 // the backend's choosing) and, for each token, the documents that hold
@@ -128,17 +144,14 @@ func Score(indexes []*Index, phrases [][]string, keep func(x *Index, id string) 
 		if len(matches) == 0 {
 			continue
 		}
-		idf := math.Log((float64(n) - float64(len(matches)) + 0.5) / (float64(len(matches)) + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
+		idf := IDF(float64(n), float64(len(matches)))
 		for _, m := range matches {
 			if keep != nil && !keep(m.x, m.id) {
 				continue
 			}
 			dl := float64(m.x.docs[m.id].length)
 			f := float64(m.f)
-			s := idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))
+			s := BM25(idf, f, dl, avg)
 			if out[m.x] == nil {
 				out[m.x] = map[string]float64{}
 			}

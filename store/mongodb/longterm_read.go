@@ -3,7 +3,6 @@ package mongodb
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -123,12 +122,6 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 	})
 }
 
-// BM25's parameters, as ltdriver.Index uses them.
-const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
-)
-
 // Search implements longterm.Store. The text side finds the documents
 // that hold every token hash of one of the query's phrases (the multikey
 // index on toks), counts each phrase in their texts and scores BM25 over
@@ -228,16 +221,13 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 		if df == 0 {
 			continue
 		}
-		idf := math.Log((n - float64(df) + 0.5) / (float64(df) + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
+		idf := ltdriver.IDF(n, float64(df))
 		for i, f := range freq {
 			if f == 0 {
 				continue
 			}
 			ff, dl := float64(f), float64(docs[i].Len)
-			scores[i] += idf * ff * (bm25K1 + 1) / (ff + bm25K1*(1-bm25B+bm25B*dl/avg))
+			scores[i] += ltdriver.BM25(idf, ff, dl, avg)
 		}
 	}
 	now := ltdriver.Now(s.opts)

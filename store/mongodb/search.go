@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
 var _ cairn.Searcher = (*Store)(nil)
@@ -239,16 +239,13 @@ func bm25(found []*match, phrases int, st searchStats) []float64 {
 		if df == 0 {
 			continue
 		}
-		idf := math.Log((n - float64(df) + 0.5) / (float64(df) + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
+		idf := ltdriver.IDF(n, float64(df))
 		for i, m := range found {
 			if m.freq[p] == 0 {
 				continue
 			}
 			f, dl := float64(m.freq[p]), float64(m.length)
-			scores[i] += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))
+			scores[i] += ltdriver.BM25(idf, f, dl, avg)
 		}
 	}
 	return scores

@@ -16,15 +16,10 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
 var _ cairn.Searcher = (*Store)(nil)
-
-// BM25 parameters, those of SQLite's FTS5 bm25() (and ltdriver.Index).
-const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
-)
 
 // textSQL is the part of an append's statement that indexes its events
 // for Search, and runs only if the UPDATE u matched: their rows in
@@ -227,13 +222,10 @@ func bm25(docs []searchDoc, q searchQuery, n, tokens float64) []cairn.SearchHit 
 		if matched == 0 {
 			continue
 		}
-		idf := math.Log((n - float64(matched) + 0.5) / (float64(matched) + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
+		idf := ltdriver.IDF(n, float64(matched))
 		for i, d := range docs {
 			if f := float64(freq[i]); f > 0 {
-				scores[i] += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(d.len)/avg))
+				scores[i] += ltdriver.BM25(idf, f, float64(d.len), avg)
 			}
 		}
 	}

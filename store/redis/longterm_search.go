@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"math"
 	"slices"
 	"strconv"
 
@@ -10,12 +9,6 @@ import (
 
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
-)
-
-// BM25's parameters, as ltdriver.Index uses them.
-const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
 )
 
 // Search implements longterm.Store. The text side intersects the token
@@ -129,17 +122,14 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 		if df == 0 {
 			continue
 		}
-		idf := math.Log((n - float64(df) + 0.5) / (float64(df) + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
+		idf := ltdriver.IDF(n, float64(df))
 		for i, f := range freq {
 			if f == 0 {
 				continue
 			}
 			dl := float64(docLength(items[i].Namespace, toks[i]))
 			ff := float64(f)
-			scores[i] += idf * ff * (bm25K1 + 1) / (ff + bm25K1*(1-bm25B+bm25B*dl/avg))
+			scores[i] += ltdriver.BM25(idf, ff, dl, avg)
 		}
 	}
 	top := ltdriver.NewTopHits(q.Candidates, false)

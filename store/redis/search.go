@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
 var _ cairn.Searcher = (*Store)(nil)
@@ -134,10 +134,7 @@ func (s *Store) search(ctx context.Context, phrases []phrase) ([]cairn.SearchHit
 			continue
 		}
 		df := float64(len(ms))
-		idf := math.Log((n - df + 0.5) / (df + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
+		idf := ltdriver.IDF(n, df)
 		for _, m := range ms {
 			if !m.c.live {
 				continue
@@ -146,7 +143,7 @@ func (s *Store) search(ctx context.Context, phrases []phrase) ([]cairn.SearchHit
 			if scores[m.c.id] == nil {
 				scores[m.c.id] = map[int64]float64{}
 			}
-			scores[m.c.id][m.seq] += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))
+			scores[m.c.id][m.seq] += ltdriver.BM25(idf, f, dl, avg)
 		}
 	}
 	var hits []cairn.SearchHit
