@@ -179,15 +179,15 @@ func (x *Index) phrase(p []string) map[string]int {
 			out[id] = int(f)
 			continue
 		}
-		if c := count(x.docs[id].tokens, p); c > 0 {
+		if c := Count(x.docs[id].tokens, p); c > 0 {
 			out[id] = c
 		}
 	}
 	return out
 }
 
-// count returns how many times p occurs in toks.
-func count(toks, p []string) int {
+// Count returns how many times phrase p occurs in toks.
+func Count(toks, p []string) int {
 	c := 0
 	for i := 0; i+len(p) <= len(toks); i++ {
 		if slices.Equal(toks[i:i+len(p)], p) {

@@ -3,7 +3,6 @@ package mongodb
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -214,7 +213,7 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 		freq := make([]int, len(docs))
 		df := 0
 		for i := range docs {
-			if freq[i] = count(toks[i], ph); freq[i] > 0 {
+			if freq[i] = ltdriver.Count(toks[i], ph); freq[i] > 0 {
 				df++
 			}
 		}
@@ -248,17 +247,6 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 		top.Offer(ltdriver.Hit{Namespace: d.Namespace, Key: d.Key, Text: scores[i], Ref: d})
 	}
 	return top.Hits(), nil
-}
-
-// count returns how many times phrase p occurs in toks.
-func count(toks, p []string) int {
-	c := 0
-	for i := 0; i+len(p) <= len(toks); i++ {
-		if slices.Equal(toks[i:i+len(p)], p) {
-			c++
-		}
-	}
-	return c
 }
 
 // vectorHits returns the best q.Candidates items by cosine similarity,

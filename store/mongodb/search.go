@@ -140,7 +140,7 @@ func (s *Store) matchPhrase(ctx context.Context, phrases [][]string, p int, foun
 			if !ok {
 				continue
 			}
-			f = int64(count(longterm.Tokens(e.SearchText()), ph))
+			f = int64(ltdriver.Count(longterm.Tokens(e.SearchText()), ph))
 		}
 		if f == 0 {
 			continue

@@ -114,7 +114,7 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 		df := 0
 		for i := range items {
 			if oks[i] {
-				if freq[i] = count(toks[i], ph); freq[i] > 0 {
+				if freq[i] = ltdriver.Count(toks[i], ph); freq[i] > 0 {
 					df++
 				}
 			}
@@ -141,17 +141,6 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 		top.Offer(ltdriver.Hit{Namespace: it.Namespace, Key: it.Key, Text: scores[i]})
 	}
 	return top.Hits(), nil
-}
-
-// count returns how many times phrase p occurs in toks.
-func count(toks, p []string) int {
-	c := 0
-	for i := 0; i+len(p) <= len(toks); i++ {
-		if slices.Equal(toks[i:i+len(p)], p) {
-			c++
-		}
-	}
-	return c
 }
 
 func str(v any) string { s, _ := v.(string); return s }

@@ -175,7 +175,7 @@ func matches(cands []*candidate, p phrase) []match {
 			m := match{c: c, seq: seq, tf: pst.tf, dl: pst.dl}
 			if len(p.tokens) > 1 {
 				toks := c.texts[seq]
-				m.tf, m.dl = count(toks, p.tokens), len(toks)
+				m.tf, m.dl = ltdriver.Count(toks, p.tokens), len(toks)
 			}
 			if m.tf > 0 {
 				ms = append(ms, m)
