@@ -10,12 +10,15 @@ import (
 // process) that runs the session now. Token is the fencing token: it grows
 // with every Acquire or Takeover of the session's lease and is never
 // reused, so a write fenced by an older token is refused once someone else
-// has taken the session over.
+// has taken the session over. Takeovers counts the leases of the session
+// granted while an earlier holder had not released it (it had expired, or
+// was taken by Takeover): the runs its workers left behind.
 type Lease struct {
-	Session string    `json:"session"`
-	Holder  string    `json:"holder"`
-	Token   int64     `json:"token"`
-	Expires time.Time `json:"expires"`
+	Session   string    `json:"session"`
+	Holder    string    `json:"holder"`
+	Token     int64     `json:"token"`
+	Expires   time.Time `json:"expires"`
+	Takeovers int64     `json:"takeovers,omitempty"`
 }
 
 // Leaser is an optional Store ability: leases that let many workers share
@@ -55,8 +58,9 @@ type Leaser interface {
 	Release(ctx context.Context, lease Lease) error
 
 	// CurrentLease returns the live lease of session id, or a Lease with
-	// an empty Holder when there is none (never taken, released or
-	// expired). It returns ErrNotFound for a missing session.
+	// an empty Holder (and the session's Takeovers) when there is none
+	// (never taken, released or expired). It returns ErrNotFound for a
+	// missing session.
 	CurrentLease(ctx context.Context, id string) (Lease, error)
 
 	// CurrentLeases returns the live leases of those of ids that have

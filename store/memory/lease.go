@@ -56,6 +56,12 @@ func (s *Store) grant(ss *session, id, holder string, ttl time.Duration, force b
 		return cairn.Lease{}, &cairn.LeaseHeldError{Session: id, Holder: l.Holder, Expires: l.Expires}
 	}
 	l := cairn.Lease{Session: id, Holder: holder, Token: lastToken.Add(1), Expires: now.Add(ttl)}
+	if prev := leases[ss]; prev != nil {
+		l.Takeovers = prev.Takeovers
+		if prev.Holder != "" {
+			l.Takeovers++
+		}
+	}
 	leases[ss] = &l
 	return l, nil
 }
@@ -118,10 +124,14 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 	if ss == nil {
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, cairn.ErrNotFound)
 	}
-	if l := leases[ss]; l != nil && l.Holder != "" && s.opts.Now().Before(l.Expires) {
+	l := leases[ss]
+	switch {
+	case l == nil:
+		return cairn.Lease{Session: id}, nil
+	case l.Holder != "" && s.opts.Now().Before(l.Expires):
 		return *l, nil
 	}
-	return cairn.Lease{Session: id}, nil
+	return cairn.Lease{Session: id, Takeovers: l.Takeovers}, nil
 }
 
 // AppendFenced implements cairn.Leaser: Append, with the lease checked

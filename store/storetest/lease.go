@@ -24,6 +24,7 @@ func runLease(t *testing.T, open Opener, abilities Abilities) {
 		{"Renew", testLeaseRenew},
 		{"Release", testLeaseRelease},
 		{"Takeover", testLeaseTakeover},
+		{"Takeovers", testLeaseTakeovers},
 		{"AppendFenced", testLeaseAppendFenced},
 		{"AppendFencedRetried", testLeaseAppendFencedRetried},
 		{"Delete", testLeaseDelete},
@@ -228,6 +229,76 @@ func testLeaseTakeover(t *testing.T, h *harness, l cairn.Leaser) {
 	}
 }
 
+// testLeaseTakeovers: a lease granted while an earlier holder had not
+// released it (expired, or taken by force) counts a takeover, in every
+// lease the store returns from then on; a released lease, a renewal and a
+// refused Acquire do not; a session deleted and created again starts at 0.
+func testLeaseTakeovers(t *testing.T, h *harness, l cairn.Leaser) {
+	s := l.(cairn.Store)
+	id := newSession(t, s, nil)
+	want := func(what string, lease cairn.Lease, n int64) {
+		t.Helper()
+		if lease.Takeovers != n {
+			t.Errorf("%s: Takeovers = %d, want %d (%+v)", what, lease.Takeovers, n, lease)
+		}
+	}
+	current := func(what string, n int64) {
+		t.Helper()
+		cur, err := l.CurrentLease(t.Context(), id)
+		if err != nil {
+			t.Fatalf("CurrentLease: %v", err)
+		}
+		want("CurrentLease "+what, cur, n)
+	}
+	current("of a session never leased", 0)
+	a := mustAcquire(t, l, id, "worker-a")
+	want("the first Acquire", a, 0)
+	if err := l.Release(t.Context(), a); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	b := mustAcquire(t, l, id, "worker-b")
+	want("Acquire after a Release", b, 0)
+	if _, err := l.Acquire(t.Context(), id, "worker-x", leaseTTL); !errors.Is(err, cairn.ErrLeaseHeld) {
+		t.Fatalf("Acquire of a held lease: got %v, want ErrLeaseHeld", err)
+	}
+	h.clock.Advance(leaseTTL)
+	current("after the holder's lease expired", 0)
+	c := mustAcquire(t, l, id, "worker-c")
+	want("Acquire after an expiry", c, 1)
+	current("held after a takeover", 1)
+	d, err := l.Takeover(t.Context(), id, "worker-d", leaseTTL)
+	if err != nil {
+		t.Fatalf("Takeover: %v", err)
+	}
+	want("Takeover of a live lease", d, 2)
+	h.clock.Advance(leaseTTL)
+	d, err = l.Renew(t.Context(), d, leaseTTL)
+	if err != nil {
+		t.Fatalf("Renew of an expired lease nobody took: %v", err)
+	}
+	want("Renew", d, 2)
+	if got, err := l.CurrentLeases(t.Context(), []string{id}); err != nil || got[id].Takeovers != 2 {
+		t.Errorf("CurrentLeases = %+v, %v; want %s with 2 takeovers", got, err, id)
+	}
+	if err := l.Release(t.Context(), d); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	current("after a Release", 2)
+	e, err := l.Takeover(t.Context(), id, "worker-e", leaseTTL)
+	if err != nil {
+		t.Fatalf("Takeover: %v", err)
+	}
+	want("Takeover of a released lease", e, 2)
+	if err := s.Delete(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	current("of a session created again", 0)
+	want("the first Acquire of a session created again", mustAcquire(t, l, id, "worker-f"), 0)
+}
+
 // testLeaseAppendFenced: a fenced append keeps Append's contract.
 func testLeaseAppendFenced(t *testing.T, h *harness, l cairn.Leaser) {
 	s := l.(cairn.Store)
@@ -361,8 +432,8 @@ func testLeaseClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
 	}
 	h.clock.Advance(leaseTTL)
 	lease, err := c.ClaimNext(t.Context(), "worker", leaseTTL, filter)
-	if err != nil || lease.Session != ids[0] || lease.Token <= held.Token {
-		t.Errorf("ClaimNext after every lease expired = %+v, %v; want %s with a new token", lease, err, ids[0])
+	if err != nil || lease.Session != ids[0] || lease.Token <= held.Token || lease.Takeovers != 1 {
+		t.Errorf("ClaimNext after every lease expired = %+v, %v; want %s with a new token and 1 takeover", lease, err, ids[0])
 	}
 }
 
