@@ -20,14 +20,15 @@ const leaseFormat = "cairn.file.lease"
 
 // leaseFile is the JSON form of lease.json. Token is the last token handed
 // out for the session and stays after Release (which empties Holder), so
-// that the next one is larger.
+// that the next one is larger. Takeovers is cairn.Lease's, 0 when absent.
 type leaseFile struct {
-	Format  string    `json:"format"`
-	Version int       `json:"version"`
-	Session string    `json:"session"`
-	Holder  string    `json:"holder"` // empty: released
-	Token   int64     `json:"token"`
-	Expires time.Time `json:"expires,omitzero"`
+	Format    string    `json:"format"`
+	Version   int       `json:"version"`
+	Session   string    `json:"session"`
+	Holder    string    `json:"holder"` // empty: released
+	Token     int64     `json:"token"`
+	Expires   time.Time `json:"expires,omitzero"`
+	Takeovers int64     `json:"takeovers,omitempty"`
 }
 
 // errBadLease marks a lease.json the store cannot read. It is never taken
@@ -45,7 +46,7 @@ func (l leaseFile) holds(id string, lease cairn.Lease) bool {
 }
 
 func (l leaseFile) lease() cairn.Lease {
-	return cairn.Lease{Session: l.Session, Holder: l.Holder, Token: l.Token, Expires: l.Expires}
+	return cairn.Lease{Session: l.Session, Holder: l.Holder, Token: l.Token, Expires: l.Expires, Takeovers: l.Takeovers}
 }
 
 // nextToken returns the token to hand out after last: last + 1, or the
@@ -95,7 +96,10 @@ func (s *Store) take(ctx context.Context, op, id, holder string, ttl time.Durati
 			return nil, &cairn.LeaseHeldError{Session: id, Holder: cur.Holder, Expires: cur.Expires}
 		}
 		next := leaseFile{Format: leaseFormat, Version: 1, Session: id, Holder: holder,
-			Token: nextToken(cur.Token), Expires: now.Add(ttl)}
+			Token: nextToken(cur.Token), Expires: now.Add(ttl), Takeovers: cur.Takeovers}
+		if cur.Holder != "" {
+			next.Takeovers++ // its holder never released it
+		}
 		lease = next.lease()
 		return &next, nil
 	})
@@ -169,6 +173,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 	}
 	out := cairn.Lease{Session: id}
 	err := s.withLease(ctx, id, false, func(cur leaseFile, now time.Time) (*leaseFile, error) {
+		out.Takeovers = cur.Takeovers
 		if cur.live(now) {
 			out = cur.lease()
 		}
