@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn"
 )
@@ -51,6 +52,7 @@ func TestOpenAPI_MatchesHandlers(t *testing.T) {
 	}
 
 	// The fixtures the requests need.
+	workersStore, _ := workersFixture(t, time.Now().Add(-10*time.Minute))
 	writeSession(t, h.store, "s1", chatEvents(14))
 	writeSession(t, bare.store, "s1", chatEvents(14))
 	callA := awaitingSession(t, h.store, h.srv.cfg.Agent, "await")
@@ -162,6 +164,7 @@ func TestOpenAPI_MatchesHandlers(t *testing.T) {
 		{"GET /api/search", 400, req(h, "GET", "/api/search?q=hello&limit=0", nil)},
 		{"GET /api/search", 501, req(newHarness(t, noSearch{memoryStore(t)}, Config{}), "GET", "/api/search?q=hello", nil)},
 		{"GET /api/workers", 200, req(h, "GET", "/api/workers", nil)},
+		{"GET /api/workers", 200, req(newHarness(t, workersStore, Config{}), "GET", "/api/workers", nil)},
 		{"DELETE /api/memory/item", 400, req(h, "DELETE", "/api/memory/item?ns=users/ada", nil)},
 		{"DELETE /api/memory/item", 404, req(h, "DELETE", "/api/memory/item?ns=users/ada&key=nope", nil)},
 		{"DELETE /api/memory/item", 409, req(h, "DELETE", "/api/memory/item?ns=users/ada&key=food&if_version=999", nil)},

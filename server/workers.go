@@ -47,6 +47,7 @@ type workerQueue struct {
 	Queue         string         `json:"queue"`
 	States        map[string]int `json:"states"`
 	OldestWaiting *time.Time     `json:"oldest_waiting,omitempty"` // when the longest-waiting new session was created
+	Takeovers     int64          `json:"takeovers"`                // the takeovers of its sessions in the view, all told
 }
 
 // workerHolder is one lease holder: the sessions it runs now.
@@ -65,6 +66,7 @@ type workerSession struct {
 	Holder    string       `json:"holder,omitempty"`
 	Expires   *time.Time   `json:"lease_expires,omitempty"`
 	Token     int64        `json:"lease_token,omitempty"` // the lease's fencing token: a later lease of the session has a higher one
+	Takeovers int64        `json:"takeovers"`             // leases granted while an earlier holder had not released it (cairn.Lease.Takeovers)
 	CreatedAt time.Time    `json:"created_at"`
 	UpdatedAt time.Time    `json:"updated_at"`
 	Input     string       `json:"input"` // the first user message, or a queued run's input
@@ -76,7 +78,7 @@ func (s *Server) workers(ctx context.Context) (*workersReport, error) {
 	leaser, ok := s.store.(cairn.Leaser)
 	rep.Leases = ok
 	queues := map[string]*workerQueue{}
-	inputs := 0 // queued inputs read
+	inputs, leaseReads := 0, 0 // queued inputs and leases read one by one
 	holders := map[string]*workerHolder{}
 	opts := cairn.ListOptions{Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted, cairn.StatusAwaiting},
 		Limit: min(MaxListLimit, maxFleetSessions)}
@@ -113,7 +115,7 @@ func (s *Server) workers(ctx context.Context) (*workersReport, error) {
 			}
 			switch {
 			case held:
-				ws.State, ws.Holder, ws.Token = workRunning, lease.Holder, lease.Token
+				ws.State, ws.Holder, ws.Token, ws.Takeovers = workRunning, lease.Holder, lease.Token, lease.Takeovers
 				exp := lease.Expires
 				ws.Expires = &exp
 			case info.Status == cairn.StatusNew:
@@ -125,12 +127,20 @@ func (s *Server) workers(ctx context.Context) (*workersReport, error) {
 			default:
 				ws.State = workResume
 			}
+			if (ws.State == workStalled || ws.State == workResume) && leaser != nil && leaseReads < maxQueuedInputs {
+				// Run before and left: its takeovers outlive its lease.
+				leaseReads++
+				if l, err := leaser.CurrentLease(ctx, info.ID); err == nil {
+					ws.Takeovers = l.Takeovers
+				}
+			}
 			q := queues[queue]
 			if q == nil {
 				q = &workerQueue{Queue: queue, States: map[string]int{}}
 				queues[queue] = q
 			}
 			q.States[ws.State]++
+			q.Takeovers += ws.Takeovers
 			if ws.State == workWaiting && (q.OldestWaiting == nil || info.CreatedAt.Before(*q.OldestWaiting)) {
 				c := info.CreatedAt
 				q.OldestWaiting = &c
@@ -181,7 +191,8 @@ func (s *Server) workers(ctx context.Context) (*workersReport, error) {
 }
 
 // maxQueuedInputs bounds the queued sessions whose input one view reads
-// (a load each: a queued session holds one event).
+// (a load each: a queued session holds one event), and the sessions left
+// by their holder whose lease it reads.
 const maxQueuedInputs = 200
 
 // queuedInput returns the input of queued session id, cut for a listing,

@@ -51,8 +51,13 @@ func workersFixture(t testing.TB, start time.Time) (cairn.Store, *atomic.Int64) 
 	enqueue("mail-dead", "mail", "summarise the week")
 	enqueue("bill-1", "billing", "send the invoices")
 	enqueue("bill-done", "billing", "done already")
-	// mail-dead: its worker took it and died (its lease ran out).
+	// mail-dead: its first worker stalled, the next took it over and died
+	// (both leases ran out).
 	start1("mail-dead")
+	if _, err := l.Acquire(ctx, "mail-dead", "worker-stalled", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tick(time.Minute)
 	if _, err := l.Acquire(ctx, "mail-dead", "worker-gone", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +106,11 @@ func TestAPI_Workers(t *testing.T) {
 	if got, want := strings.Join(order, " "), "chat:running mail-run:running mail-dead:stalled mail-old:waiting mail-new:waiting bill-1:waiting"; got != want {
 		t.Errorf("the sessions:\n got %s\nwant %s", got, want)
 	}
-	if s := rep.Sessions[1]; s.Holder != "worker-a" || s.Token == 0 || s.Expires == nil || s.Queue != "mail" {
-		t.Errorf("mail-run: %+v; want held by worker-a, with the lease's token", s)
+	if s := rep.Sessions[1]; s.Holder != "worker-a" || s.Token == 0 || s.Expires == nil || s.Queue != "mail" || s.Takeovers != 1 {
+		t.Errorf("mail-run: %+v; want held by worker-a, with the lease's token, taken over once", s)
+	}
+	if s := rep.Sessions[2]; s.Holder != "" || s.Takeovers != 1 {
+		t.Errorf("mail-dead: %+v; want no holder, taken over once", s)
 	}
 	if s := rep.Sessions[4]; s.Input != "answer <Ada>" {
 		t.Errorf("mail-new's input: %q, want the queued input", s.Input)
@@ -114,7 +122,7 @@ func TestAPI_Workers(t *testing.T) {
 	for _, q := range rep.Queues {
 		queues[q.Queue] = q
 	}
-	if q := queues["mail"]; q.States[workWaiting] != 2 || q.States[workRunning] != 1 || q.States[workStalled] != 1 || q.OldestWaiting == nil {
+	if q := queues["mail"]; q.States[workWaiting] != 2 || q.States[workRunning] != 1 || q.States[workStalled] != 1 || q.OldestWaiting == nil || q.Takeovers != 2 {
 		t.Errorf("the mail queue: %+v", q)
 	}
 	if q := queues["billing"]; q.States[workWaiting] != 1 || len(q.States) != 1 {
@@ -138,7 +146,7 @@ func TestUI_Workers(t *testing.T) {
 	for _, want := range []string{
 		`href="/workers"`, `<tr data-queue="mail">`, `href="/sessions?label=cairn.queue%3Dmail"`,
 		`<tr data-id="mail-dead" data-state="stalled">`, `<tr data-holder="worker-a">`, `<code>laptop:4242</code>`,
-		`answer &lt;Ada&gt;`, `href="/sessions/mail-run"`, `>no queue<`,
+		`answer &lt;Ada&gt;`, `href="/sessions/mail-run"`, `>no queue<`, `<td class="num takeovers">2</td>`, `<td class="num takeovers">1</td>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the workers page lacks %s", want)
