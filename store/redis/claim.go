@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +31,7 @@ const claimBudget = 256
 //	ARGV: now, lease_expires, holder, meta key prefix, meta key suffix,
 //	      after (a member, "" from the start), after_score, budget,
 //	      n_status, status... (n_status of them), label key, value...
-//	returns {"OK", id, token}, {"NONE"}, {"MORE", last member, its score}
+//	returns {"OK", id, "token:takeovers"}, {"NONE"}, {"MORE", last member, its score}
 //	(budget entries read, none taken) or {"REBUILD"} (no marker)
 //
 // A session's meta key is the prefix, its ID and the suffix. The walk goes
@@ -79,7 +78,7 @@ while budget > 0 do
         redis.call('ZREM', set, id)
         dropped = dropped + 1
       elseif want[cur[3]] and not held(cur[5], cur[6], now) and matches(cur[4]) then
-        return {'OK', id, grant(key, cur[7], ARGV[2], ARGV[3])}
+        return {'OK', id, grant(key, cur[7], ARGV[2], ARGV[3], cur[5])}
       end
     end
     last, score = id, batch[i + 1]
@@ -139,11 +138,11 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 		}
 		switch {
 		case len(res) == 3 && res[0] == replyOK:
-			tok, err := strconv.ParseInt(res[2], 10, 64)
+			tok, n, err := granted(res[2])
 			if err != nil {
-				return cairn.Lease{}, fmt.Errorf("claim %s: token %q: %w", res[1], res[2], err)
+				return cairn.Lease{}, fmt.Errorf("claim %s: %w", res[1], err)
 			}
-			return cairn.Lease{Session: res[1], Holder: holder, Token: tok, Expires: exp}, nil
+			return cairn.Lease{Session: res[1], Holder: holder, Token: tok, Expires: exp, Takeovers: n}, nil
 		case len(res) == 1 && res[0] == "NONE":
 			return cairn.Lease{}, fmt.Errorf("claim in namespace %s: %w", s.opts.Namespace, cairn.ErrNotFound)
 		case len(res) == 3 && res[0] == "MORE":

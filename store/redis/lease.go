@@ -64,17 +64,24 @@ local function held(h, exp, now)
 end
 
 -- grant gives the lease of the session whose meta hash is key to holder
--- until lease_expires, and returns the new token as a decimal string: the
+-- until lease_expires, and returns "token:takeovers": the new token, the
 -- larger of prev (the session's last token, false for none) plus one and
--- the server's TIME in microseconds.
-local function grant(key, prev, lease_expires, holder)
+-- the server's TIME in microseconds, and lease_takeovers, counted up when
+-- old (the lease_holder it replaces) had not released the lease.
+local function grant(key, prev, lease_expires, holder, old)
   local t = redis.call('TIME')
   local tok = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local p = tonumber(prev or '0') or 0
   if tok <= p then tok = p + 1 end
   local ts = string.format('%.0f', tok)
   redis.call('HSET', key, 'lease_holder', holder, 'lease_token', ts, 'lease_expires', lease_expires)
-  return ts
+  local n
+  if old and old ~= '' then
+    n = redis.call('HINCRBY', key, 'lease_takeovers', 1)
+  else
+    n = tonumber(redis.call('HGET', key, 'lease_takeovers') or '0') or 0
+  end
+  return ts .. ':' .. string.format('%d', n)
 end
 `
 
@@ -83,7 +90,8 @@ end
 //
 //	KEYS: meta
 //	ARGV: now, lease_expires, holder, force, nonce
-//	returns {"OK", token}, {"HELD", holder, lease_expires} or {"NOTFOUND"}
+//	returns {"OK", "token:takeovers"}, {"HELD", holder, lease_expires} or
+//	{"NOTFOUND"}
 var acquireScript = goredis.NewScript(luaHelpers + leaseGrant + callHelpers + `
 local cur = redis.call('HMGET', KEYS[1], 'expires_at', 'last_seq', 'lease_holder', 'lease_expires', 'lease_token')
 if not cur[2] or expired(cur[1], ARGV[1]) then return {'NOTFOUND'} end
@@ -92,23 +100,27 @@ if done then return {'OK', done} end
 if ARGV[4] ~= '1' and held(cur[3], cur[4], ARGV[1]) then
   return {'HELD', cur[3], cur[4]}
 end
-local tok = grant(KEYS[1], cur[5], ARGV[2], ARGV[3])
-note(ARGV[5], tok)
-return {'OK', tok}
+local got = grant(KEYS[1], cur[5], ARGV[2], ARGV[3], cur[3])
+note(ARGV[5], got)
+return {'OK', got}
 `)
 
 // renewScript moves the lease's expiry if the token is still the session's.
 //
 //	KEYS: meta
 //	ARGV: now, lease_expires, token, nonce
-//	returns "OK", "LOST" or "NOTFOUND"
+//	returns "OK:takeovers", "LOST" or "NOTFOUND"
 var renewScript = goredis.NewScript(luaHelpers + leaseFence + callHelpers + `
 local bad = fence(ARGV[1], ARGV[3])
-if bad == 'LOST' and seen(ARGV[4]) then return 'OK' end
+if bad == 'LOST' then
+  local done = seen(ARGV[4])
+  if done then return done end
+end
 if bad then return bad end
 redis.call('HSET', KEYS[1], 'lease_expires', ARGV[2])
-note(ARGV[4], 'OK')
-return 'OK'
+local got = 'OK:' .. (redis.call('HGET', KEYS[1], 'lease_takeovers') or '0')
+note(ARGV[4], got)
+return got
 `)
 
 // releaseScript clears the lease if the token is still the session's.
@@ -201,17 +213,29 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 	}
 	switch {
 	case res[0] == replyOK && len(res) == 2:
-		tok, err := strconv.ParseInt(res[1], 10, 64)
+		tok, n, err := granted(res[1])
 		if err != nil {
-			return cairn.Lease{}, fmt.Errorf("acquire %s: token %q: %w", id, res[1], err)
+			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, err)
 		}
-		return cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp}, nil
+		return cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp, Takeovers: n}, nil
 	case res[0] == "HELD" && len(res) == 3:
 		return cairn.Lease{}, &cairn.LeaseHeldError{Session: id, Holder: res[1], Expires: fromNanos(res[2])}
 	case res[0] == replyNotFound:
 		return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, cairn.ErrNotFound)
 	}
 	return cairn.Lease{}, fmt.Errorf("acquire %s: unexpected script reply %q", id, res)
+}
+
+// granted parses a grant's answer, "token:takeovers".
+func granted(s string) (tok, takeovers int64, err error) {
+	t, n, _ := strings.Cut(s, ":")
+	if tok, err = strconv.ParseInt(t, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("token %q: %w", s, err)
+	}
+	if takeovers, err = strconv.ParseInt(n, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("takeovers %q: %w", s, err)
+	}
+	return tok, takeovers, nil
 }
 
 // fromNanos parses the scripts' Unix nanoseconds.
@@ -252,8 +276,12 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 	}, func(ctx context.Context) (string, bool, error) {
 		return s.probe(ctx, lease.Session, n, 0, nil)
 	})
+	res, takeovers, _ := strings.Cut(res, ":")
 	if err := leaseReply("renew", lease.Session, res, err); err != nil {
 		return cairn.Lease{}, err
+	}
+	if lease.Takeovers, err = strconv.ParseInt(takeovers, 10, 64); err != nil {
+		return cairn.Lease{}, fmt.Errorf("renew %s: takeovers %q: %w", lease.Session, takeovers, err)
 	}
 	lease.Expires = exp
 	return lease, nil
@@ -286,7 +314,7 @@ func (s *Store) Release(ctx context.Context, lease cairn.Lease) (err error) {
 
 // leaseFields are the meta fields a lease is read from, in the order
 // readLease expects them.
-var leaseFields = []string{"expires_at", "last_seq", "lease_holder", "lease_token", "lease_expires"}
+var leaseFields = []string{"expires_at", "last_seq", "lease_holder", "lease_token", "lease_expires", "lease_takeovers"}
 
 // CurrentLease implements cairn.Leaser.
 func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err error) {
@@ -351,21 +379,27 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (_ map[string]c
 
 // readLease decodes the reply of HMGET meta leaseFields for session id at
 // now. live is false when the session does not exist or has expired; a
-// free lease has no holder.
+// free lease has no holder, only the session's takeovers.
 func readLease(id string, vals []any, now time.Time) (lease cairn.Lease, live bool, err error) {
 	str := func(i int) string { v, _ := vals[i].(string); return v }
 	if len(vals) != len(leaseFields) || vals[1] == nil || driver.Expired(fromNanos(str(0)), now) {
 		return cairn.Lease{}, false, nil
 	}
+	var n int64
+	if str(5) != "" {
+		if n, err = strconv.ParseInt(str(5), 10, 64); err != nil {
+			return cairn.Lease{}, false, fmt.Errorf("takeovers %q: %w", str(5), err)
+		}
+	}
 	exp := fromNanos(str(4))
 	if str(2) == "" || exp.IsZero() || !now.Before(exp) {
-		return cairn.Lease{Session: id}, true, nil
+		return cairn.Lease{Session: id, Takeovers: n}, true, nil
 	}
 	tok, err := strconv.ParseInt(str(3), 10, 64)
 	if err != nil {
 		return cairn.Lease{}, false, fmt.Errorf("token %q: %w", str(3), err)
 	}
-	return cairn.Lease{Session: id, Holder: str(2), Token: tok, Expires: exp}, true, nil
+	return cairn.Lease{Session: id, Holder: str(2), Token: tok, Expires: exp, Takeovers: n}, true, nil
 }
 
 // AppendFenced implements cairn.Leaser: one script checks the lease, then
