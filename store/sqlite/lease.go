@@ -16,9 +16,10 @@ var _ cairn.Leaser = (*Store)(nil)
 
 // leaseRow is the lease part of a session row.
 type leaseRow struct {
-	holder  string
-	token   int64
-	expires int64
+	holder    string
+	token     int64
+	expires   int64
+	takeovers int64
 }
 
 // readLease reads the lease of a live session inside tx.
@@ -40,9 +41,9 @@ func (l leaseRow) live(now time.Time) bool { return l.holder != "" && l.expires 
 // Acquire implements cairn.Leaser.
 //
 // Leases live in the session's row (lease_holder, lease_token,
-// lease_expires). Every lease change and every fenced append is one
-// transaction on the one writer connection, so the lease check and the
-// append are one atomic step.
+// lease_expires, lease_takeovers). Every lease change and every fenced
+// append is one transaction on the one writer connection, so the lease
+// check and the append are one atomic step.
 //
 // A lease guards against a second writer on the same database file, from
 // this process or another. Between processes on one machine the command
@@ -81,12 +82,12 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 			return err
 		}
 		exp := now.Add(ttl)
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_holder = ?, lease_token = ?, lease_expires = ?
-			WHERE namespace = ? AND id = ?`, holder, tok, nanos(exp), s.opts.Namespace, id); err != nil {
-			return err
-		}
 		lease = cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp}
-		return nil
+		// A lease its holder did not release counts a takeover.
+		return tx.QueryRowContext(ctx, `UPDATE sessions SET lease_holder = ?, lease_token = ?, lease_expires = ?,
+			lease_takeovers = lease_takeovers + CASE WHEN lease_holder <> '' THEN 1 ELSE 0 END
+			WHERE namespace = ? AND id = ? RETURNING lease_takeovers`,
+			holder, tok, nanos(exp), s.opts.Namespace, id).Scan(&lease.Takeovers)
 	})
 	if err != nil {
 		var held *cairn.LeaseHeldError
@@ -120,9 +121,8 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 		if err := s.held(ctx, tx, lease.Session, lease); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_expires = ? WHERE namespace = ? AND id = ?`,
-			nanos(exp), s.opts.Namespace, lease.Session)
-		return err
+		return tx.QueryRowContext(ctx, `UPDATE sessions SET lease_expires = ? WHERE namespace = ? AND id = ?
+			RETURNING lease_takeovers`, nanos(exp), s.opts.Namespace, lease.Session).Scan(&lease.Takeovers)
 	})
 	if err != nil {
 		return cairn.Lease{}, s.leaseFail("renew", lease.Session, err)
@@ -168,8 +168,8 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 		l   leaseRow
 	)
 	now := s.opts.Now()
-	err := s.r.QueryRowContext(ctx, `SELECT expires_at, lease_holder, lease_token, lease_expires
-		FROM sessions WHERE namespace = ? AND id = ?`, s.opts.Namespace, id).Scan(&exp, &l.holder, &l.token, &l.expires)
+	err := s.r.QueryRowContext(ctx, `SELECT expires_at, lease_holder, lease_token, lease_expires, lease_takeovers
+		FROM sessions WHERE namespace = ? AND id = ?`, s.opts.Namespace, id).Scan(&exp, &l.holder, &l.token, &l.expires, &l.takeovers)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && expired(exp, now) {
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, cairn.ErrNotFound)
 	}
@@ -177,9 +177,9 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 		return cairn.Lease{}, s.fail("lease of", id, err)
 	}
 	if !l.live(now) {
-		return cairn.Lease{Session: id}, nil
+		return cairn.Lease{Session: id, Takeovers: l.takeovers}, nil
 	}
-	return cairn.Lease{Session: id, Holder: l.holder, Token: l.token, Expires: fromNanos(l.expires)}, nil
+	return cairn.Lease{Session: id, Holder: l.holder, Token: l.token, Expires: fromNanos(l.expires), Takeovers: l.takeovers}, nil
 }
 
 // AppendFenced implements cairn.Leaser: in one transaction, the lease
@@ -232,7 +232,7 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cai
 		return nil, fmt.Errorf("leases: %w", err)
 	}
 	now := nanos(s.opts.Now())
-	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_holder, lease_token, lease_expires FROM sessions
+	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_holder, lease_token, lease_expires, lease_takeovers FROM sessions
 		WHERE namespace = ? AND id IN (SELECT value FROM json_each(?)) AND (expires_at = 0 OR expires_at > ?)
 			AND lease_holder <> '' AND lease_expires > ?`, s.opts.Namespace, string(list), now, now)
 	if err != nil {
@@ -244,7 +244,7 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cai
 			l   cairn.Lease
 			exp int64
 		)
-		if err := rows.Scan(&l.Session, &l.Holder, &l.Token, &exp); err != nil {
+		if err := rows.Scan(&l.Session, &l.Holder, &l.Token, &exp, &l.Takeovers); err != nil {
 			return nil, s.fail("leases", "", err)
 		}
 		l.Expires = fromNanos(exp)
