@@ -46,6 +46,8 @@ func newLeaseStatements(schema string) leaseStatements {
 	sessions := pgx.Identifier{schema, "sessions"}.Sanitize()
 	events := pgx.Identifier{schema, "events"}.Sanitize()
 	token := "nextval('" + pgx.Identifier{schema, "lease_tokens"}.Sanitize() + "'::regclass)"
+	// A grant over a lease its holder did not release counts a takeover.
+	takeover := "lease_takeovers = s.lease_takeovers + CASE WHEN s.lease_holder <> '' THEN 1 ELSE 0 END"
 	fencedTail := func(one bool) string {
 		return `
 			SELECT EXISTS (SELECT 1 FROM u), s.last_seq, s.lease_token = $12 AND s.lease_holder <> '', ` + heldSQL(events, one) + `
@@ -53,18 +55,18 @@ func newLeaseStatements(schema string) leaseStatements {
 	}
 	return leaseStatements{
 		// $1 id, $2 holder, $3 now, $4 expires, $5 force.
-		acquire: "UPDATE " + sessions + " SET lease_holder = $2, lease_token = " + token + ", lease_expires = $4" +
+		acquire: "UPDATE " + sessions + " s SET lease_holder = $2, lease_token = " + token + ", lease_expires = $4, " + takeover +
 			" WHERE id = $1 AND " + liveSQL("$3") + " AND (lease_holder = '' OR lease_expires <= $3 OR $5::boolean)" +
-			" RETURNING lease_token",
+			" RETURNING lease_token, lease_takeovers",
 		held: "SELECT lease_holder, lease_expires FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
 		// $1 id, $2 token, $3 now, $4 expires.
 		renew: "UPDATE " + sessions + " SET lease_expires = $4" +
-			" WHERE id = $1 AND lease_token = $2 AND lease_holder <> '' AND " + liveSQL("$3") + " RETURNING lease_holder",
+			" WHERE id = $1 AND lease_token = $2 AND lease_holder <> '' AND " + liveSQL("$3") + " RETURNING lease_holder, lease_takeovers",
 		release: "UPDATE " + sessions + " SET lease_holder = '', lease_expires = NULL" +
 			" WHERE id = $1 AND lease_token = $2 AND lease_holder <> '' AND " + liveSQL("$3") + " RETURNING id",
-		current: "SELECT lease_holder, lease_token, lease_expires FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
+		current: "SELECT lease_holder, lease_token, lease_expires, lease_takeovers FROM " + sessions + " WHERE id = $1 AND " + liveSQL("$2"),
 		// $1 ids, $2 now.
-		currents: "SELECT id, lease_holder, lease_token, lease_expires FROM " + sessions +
+		currents: "SELECT id, lease_holder, lease_token, lease_expires, lease_takeovers FROM " + sessions +
 			" WHERE id = ANY($1::text[]) AND " + liveSQL("$2") + " AND lease_holder <> '' AND lease_expires > $2",
 		// Append's statement with the lease in the UPDATE's condition,
 		// and the lease read back to tell a lost lease from a conflict,
@@ -81,9 +83,9 @@ func newLeaseStatements(schema string) leaseStatements {
 				LIMIT 1
 				FOR UPDATE SKIP LOCKED
 			)
-			UPDATE ` + sessions + ` s SET lease_holder = $1, lease_token = ` + token + `, lease_expires = $3
+			UPDATE ` + sessions + ` s SET lease_holder = $1, lease_token = ` + token + `, lease_expires = $3, ` + takeover + `
 			FROM c WHERE s.id = c.id
-			RETURNING s.id, s.lease_token`,
+			RETURNING s.id, s.lease_token, s.lease_takeovers`,
 	}
 }
 
@@ -105,10 +107,10 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 	for range 3 {
 		now := s.opts.Now().UTC()
 		exp := now.Add(ttl)
-		var token int64
-		err := s.pool.QueryRow(ctx, s.leaseSQL().acquire, id, holder, now, exp, force).Scan(&token)
+		l := cairn.Lease{Session: id, Holder: holder, Expires: exp}
+		err := s.pool.QueryRow(ctx, s.leaseSQL().acquire, id, holder, now, exp, force).Scan(&l.Token, &l.Takeovers)
 		if err == nil {
-			return cairn.Lease{Session: id, Holder: holder, Token: token, Expires: exp}, nil
+			return l, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return cairn.Lease{}, fmt.Errorf("acquire %s: %w", id, translate(err))
@@ -146,7 +148,7 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 	now := s.opts.Now().UTC()
 	exp := now.Add(ttl)
 	var holder string
-	err := s.pool.QueryRow(ctx, s.leaseSQL().renew, lease.Session, lease.Token, now, exp).Scan(&holder)
+	err := s.pool.QueryRow(ctx, s.leaseSQL().renew, lease.Session, lease.Token, now, exp).Scan(&holder, &lease.Takeovers)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return cairn.Lease{}, fmt.Errorf("renew %s: %w", lease.Session, s.lostOrMissing(ctx, lease.Session, now))
 	}
@@ -201,7 +203,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 		l     = cairn.Lease{Session: id}
 		until *time.Time
 	)
-	err := s.pool.QueryRow(ctx, s.leaseSQL().current, id, now).Scan(&l.Holder, &l.Token, &until)
+	err := s.pool.QueryRow(ctx, s.leaseSQL().current, id, now).Scan(&l.Holder, &l.Token, &until, &l.Takeovers)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, cairn.ErrNotFound)
 	}
@@ -209,7 +211,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, translate(err))
 	}
 	if l.Holder == "" || until == nil || !until.After(now) {
-		return cairn.Lease{Session: id}, nil
+		return cairn.Lease{Session: id, Takeovers: l.Takeovers}, nil
 	}
 	l.Expires = until.UTC()
 	return l, nil
@@ -301,7 +303,7 @@ func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration,
 	now := s.opts.Now().UTC()
 	exp := now.Add(ttl)
 	l := cairn.Lease{Holder: holder, Expires: exp}
-	err = s.pool.QueryRow(ctx, s.leaseSQL().claim, holder, now, exp, statuses, string(lj)).Scan(&l.Session, &l.Token)
+	err = s.pool.QueryRow(ctx, s.leaseSQL().claim, holder, now, exp, statuses, string(lj)).Scan(&l.Session, &l.Token, &l.Takeovers)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return cairn.Lease{}, fmt.Errorf("claim: %w", cairn.ErrNotFound)
 	}
@@ -330,7 +332,7 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cai
 	defer rows.Close()
 	for rows.Next() {
 		var l cairn.Lease
-		if err := rows.Scan(&l.Session, &l.Holder, &l.Token, &l.Expires); err != nil {
+		if err := rows.Scan(&l.Session, &l.Holder, &l.Token, &l.Expires, &l.Takeovers); err != nil {
 			return nil, fmt.Errorf("leases: %w", translate(err))
 		}
 		l.Expires = l.Expires.UTC()
