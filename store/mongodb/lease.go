@@ -23,7 +23,13 @@ type leaseDoc struct {
 	Token     int64         `bson:"lease_token"`
 	Expires   int64         `bson:"expires_ns"`
 	Released  bool          `bson:"released"`
-	WrittenAt bson.DateTime `bson:"written_at"` // real clock, for the erasure's cut (see erase)
+	WrittenAt bson.DateTime `bson:"written_at"`          // real clock, for the erasure's cut (see erase)
+	Takeovers int64         `bson:"takeovers,omitempty"` // cairn.Lease's, this generation's included
+}
+
+// lease returns the cairn.Lease that d records.
+func (d *leaseDoc) lease() cairn.Lease {
+	return cairn.Lease{Session: d.Session, Holder: d.Holder, Token: d.Token, Expires: time.Unix(0, d.Expires).UTC(), Takeovers: d.Takeovers}
 }
 
 // key is the filter of the lease document d, by its generation and its
@@ -163,9 +169,18 @@ func (s *Store) acquireOnce(ctx context.Context, id, holder string, ttl time.Dur
 	if latest != nil {
 		gen, tok = -latest.Seq+1, max(tok, latest.Token+1)
 	}
+	// The count goes on from the recorded lease, up one when its holder
+	// had not released it (expired, or taken over live).
+	var takeovers int64
+	if cur != nil {
+		takeovers = cur.Takeovers
+		if !cur.Released {
+			takeovers++
+		}
+	}
 	exp := now.Add(ttl)
 	_, err = s.events.InsertOne(ctx, leaseDoc{Session: id, Seq: -gen, Holder: holder, Token: tok, Expires: exp.UnixNano(),
-		WrittenAt: bson.NewDateTimeFromTime(time.Now())})
+		WrittenAt: bson.NewDateTimeFromTime(time.Now()), Takeovers: takeovers})
 	if mongo.IsDuplicateKeyError(err) {
 		// Another acquirer took this generation first: look again (its
 		// lease is one once it records its token).
@@ -186,7 +201,7 @@ func (s *Store) acquireOnce(ctx context.Context, id, holder string, ttl time.Dur
 	if err != nil {
 		return lease, err
 	}
-	return cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp}, nil
+	return cairn.Lease{Session: id, Holder: holder, Token: tok, Expires: exp, Takeovers: takeovers}, nil
 }
 
 // mine returns the lease document if lease is still the session's, or an
@@ -239,7 +254,7 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 			bson.D{{Key: "$set", Value: bson.D{{Key: "expires_ns", Value: exp.UnixNano()}}}}); err != nil {
 			return err
 		}
-		lease.Expires = exp
+		lease.Expires, lease.Takeovers = exp, cur.Takeovers
 		return nil
 	})
 	if err != nil {
@@ -298,10 +313,13 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (_ cairn.Lease, err
 	if err != nil {
 		return cairn.Lease{}, fmt.Errorf("lease of %s: %w", id, err)
 	}
-	if cur == nil || cur.Released || cur.Expires <= now.UnixNano() {
+	switch {
+	case cur == nil:
 		return cairn.Lease{Session: id}, nil
+	case cur.Released || cur.Expires <= now.UnixNano():
+		return cairn.Lease{Session: id, Takeovers: cur.Takeovers}, nil
 	}
-	return cairn.Lease{Session: id, Holder: cur.Holder, Token: cur.Token, Expires: time.Unix(0, cur.Expires).UTC()}, nil
+	return cur.lease(), nil
 }
 
 // AppendFenced implements cairn.Leaser: Append's insert and commit, with
@@ -404,7 +422,7 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (_ map[string]c
 	}
 	for _, l := range all {
 		if l.Token == token[l.Session] && !l.Released && l.Expires > now.UnixNano() {
-			out[l.Session] = cairn.Lease{Session: l.Session, Holder: l.Holder, Token: l.Token, Expires: time.Unix(0, l.Expires).UTC()}
+			out[l.Session] = l.lease()
 		}
 	}
 	return out, nil
