@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -73,6 +74,14 @@ var spawner struct {
 // start starts cmd on the spawner's thread.
 func start(cmd *exec.Cmd) error {
 	spawner.once.Do(func() {
+		// A process started with SIGHUP ignored (under nohup) passes
+		// that on to its children, and a shell cannot trap a signal
+		// ignored on entry: the reaper would never hear of this
+		// process's death. Caught here and dropped, it stays as harmless
+		// to this process, and children start with the default.
+		if signal.Ignored(syscall.SIGHUP) {
+			signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+		}
 		spawner.reqs = make(chan func())
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread lives as long as the process

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -376,8 +377,15 @@ func TestMCP_FingerprintWarns(t *testing.T) {
 // TestMCP_ServersEndWithCairn: cairn is killed (SIGKILL) while two MCP
 // servers are stuck in calls, deaf to cancellation and to the end of their
 // input: one started directly, one through a shell (as npx starts node).
-// Both servers end: they do not outlive the process that started them.
+// Both servers end: they do not outlive the process that started them,
+// also when cairn was started with SIGHUP ignored (nohup cairn worker &),
+// which its children inherit.
 func TestMCP_ServersEndWithCairn(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { serversEndWithCairn(t, false) })
+	t.Run("nohup", func(t *testing.T) { serversEndWithCairn(t, true) })
+}
+
+func serversEndWithCairn(t *testing.T, nohup bool) {
 	c := newCLIEnv(t)
 	c.writeFile("script.json", `{"steps":[
 		{"tool_calls":[{"name":"t_hang","arguments":{"note":"direct"}},{"name":"sh_hang","arguments":{"note":"shell"}}]},
@@ -396,7 +404,14 @@ env = { MCPTEST_LOG = "` + filepath.Join(c.dir, "calls-"+tag) + `", MCPTEST_PIDS
 provider = "script"
 name = "script.json"
 `+server("t", bin, "", "t")+server("sh", "sh", `"-c", "\"$0\"; exit $?", "`+bin+`"`, "sh"))
+	if nohup {
+		// Ignored here, ignored in the cairn started next, as nohup does.
+		signal.Ignore(syscall.SIGHUP)
+	}
 	cmd, _ := c.start("run", "--session", "k", "hang on")
+	if nohup {
+		signal.Reset(syscall.SIGHUP)
+	}
 	for _, tag := range []string{"t", "sh"} {
 		mcptest.WaitCalls(t, filepath.Join(c.dir, "calls-"+tag), 1)
 	}
