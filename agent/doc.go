@@ -22,62 +22,54 @@
 // Session.Run starts a fresh run (run.started, memory.reset, the
 // instructions and the input, in one append); with Continue the memory is
 // kept: the multi-turn pattern. Session.ResumeRun finishes an interrupted
-// or crashed run with no new input. The tool calls of a model response run
-// concurrently; their results (tool errors and panics as error results)
-// and any state.set are recorded in the model's order, in one append.
-// Every tool's text, output or error, is cut to Agent.MaxToolOutput bytes
-// (CutOutput) before it enters a tool.result, so that no tool can make an
-// event the store refuses. A run ends when the model asks for no tool,
-// after MaxSteps responses, when a tool needs approval, when ctx is
-// cancelled (run.interrupted, written with a context the cancellation
+// or crashed run with no new input. A response's tool calls run
+// concurrently; their results (errors and panics as error results) and any
+// state.set are recorded in the model's order, in one append. Every tool's
+// text is cut to Agent.MaxToolOutput bytes ([CutOutput]), so that no tool
+// can make an event the store refuses. A run ends when the model asks for
+// no tool, after MaxSteps responses, when a tool needs approval, when ctx
+// is cancelled (run.interrupted, written with a context the cancellation
 // cannot kill) or when the model fails.
 //
 // # Resuming after a crash
 //
 // A resumed session never repeats a recorded model call or tool call; calls
 // asked for without results are run, and a model call in flight when the
-// process died is made again. A tool marked NotIdempotent records
+// process died is made again. A tool marked [NotIdempotent] records
 // tool.started before it runs: if the process dies before its result, the
-// call gets the error result OutcomeUnknown instead of running twice, unless
-// the tool opted into RerunOnResume. A model always sees each tool call
-// paired with its result. Each run.started records the agent's fingerprint
-// (model ID, SHA-256 of the instructions and of the tools' names and
-// schemas): a run on a session last run by another agent logs a
-// *ResumeWarning, returns it in Session.Warnings and Result.Warnings, and
-// goes on.
+// call gets the error result [OutcomeUnknown] instead of running twice,
+// unless the tool opted into [RerunOnResume]. A model always sees each tool
+// call paired with its result. Each run.started records the agent's
+// [cairn.Fingerprint]: a run on a session last run by another agent logs a
+// *[ResumeWarning], keeps it in Session.Warnings, and goes on.
 //
 // # Approvals
 //
-// A tool made with RequireApproval stops the run (awaiting_approval) until
+// A tool made with [RequireApproval] stops the run (awaiting_approval) until
 // a person decides with Session.Approve; Session.ResumeRun then runs the
 // approved calls and gives denied ones the error result "denied by a
-// person: <note>". The wait is recorded (run.interrupted{approval}) in the
-// append of the response that asks for the call, so no process runs it
-// before a decision is recorded, whatever its own tools say. A pending call
-// of a tool the agent lacks is an *UnknownToolError; deny it to go on.
+// person: <note>". The wait is recorded with the response that asks for
+// the call, so no process runs it undecided. A pending call of a tool the
+// agent lacks is an *[UnknownToolError]; deny it to go on.
 //
 // # Store failures and leases
 //
 // With OnError "degrade" (the default) a store outage does not stop the
-// run: it goes on in memory, a *StoreWarning is logged once (and kept in
-// Session.Warnings), and the unsaved events are written in order, in one
-// append, once the store answers (Result.Unsaved, Result.StoreError,
-// Session.Flush). Only outages degrade (cairn.IsUnavailable); any answer of
-// the store stops the run. A non-idempotent tool runs only once its
-// tool.started is stored, or the run stops as interrupted (store_degraded,
-// *NotRecordedError); a start found stored later is answered NotRun. With
-// "fail" the run stops with a wrapped error and nothing half-written.
-//
-// Session.Claim takes the session's lease (cairn.Leaser), renews it every
-// third of its TTL and fences every write with it. The run acts only while
-// the lease is surely its own (Claim.Check, margin TTL/5 by default), then
-// stops as interrupted (lease_expired), wrapping ErrLeaseExpired. Why these
-// rules hold: docs/RELIABILITY.md, "The rules under partial failure".
+// run: it goes on in memory, a *[StoreWarning] is logged once, and the
+// unsaved events are written in one append once the store answers
+// (Result.Unsaved, Result.StoreError, Session.Flush); a non-idempotent tool
+// waits for its tool.started to be stored, or the run stops as interrupted
+// (*[NotRecordedError]). With "fail" the run stops with a wrapped error and
+// nothing half-written. Session.Claim takes the session's lease, renews it
+// every third of its TTL, fences every write with it, and stops the run
+// (lease_expired, [ErrLeaseExpired]) before the lease may have passed to
+// another holder. The rules and why they hold: docs/RELIABILITY.md, "The
+// rules under partial failure".
 //
 // # Long sessions
 //
-// Past Agent.ContextTokens (0: DefaultContextTokens for the model), older
-// messages are compacted as Agent.Compaction says (CompactSummarize, the
-// default, CompactDrop or CompactOff) in one memory.compacted event; every
-// event stays in the store. The estimate and the cut: docs/COMPACTION.md.
+// Past Agent.ContextTokens (0: DefaultContextTokens), older messages are
+// compacted as Agent.Compaction says (CompactSummarize, the default,
+// CompactDrop or CompactOff); every event stays in the store. The estimate
+// and the cut: docs/COMPACTION.md.
 package agent
