@@ -8,8 +8,8 @@ import (
 )
 
 // makeToken returns the token of sealed, a value sealed by the data key
-// dkid. A token is one sealed value as text, built and recognised by the
-// core (sealToken): "cairn1.<data key id>.<base64url of
+// dkid. A token is one sealed value as text, built by sealToken and read
+// by ParseToken (sealed.go): "cairn1.<data key id>.<base64url of
 // nonce‖ciphertext‖tag>". The data key ID says which data key sealed it.
 func makeToken(dkid string, sealed []byte) string { return sealToken(dkid, sealed) }
 

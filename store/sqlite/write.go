@@ -170,8 +170,8 @@ const expiredSQL = `SELECT id FROM sessions WHERE namespace = ?1 AND expires_at 
 
 // Sweep implements cairn.Sweeper: it deletes every session of the
 // namespace that had expired when it started, with its events, texts,
-// snapshots and labels, SweepBatch sessions per transaction, and returns
-// how many it deleted.
+// snapshots and labels, in batches sized to hold the write lock about
+// 25 ms (at most SweepBatch sessions), and returns how many it deleted.
 // Between batches other writers take their turn. When it deleted any, it
 // gives the freed pages back to the file system (see incrementalVacuum).
 // If it fails part way, it returns what it deleted so far with the error.
