@@ -3,10 +3,10 @@ package text
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/url"
-	"strconv"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Truncate shortens s to at most n bytes without splitting a UTF-8 rune.
@@ -50,24 +50,24 @@ func RedactURL(raw string) string {
 // JSONText returns the object keys and the strings, numbers and booleans
 // of a JSON value, in document order, separated by spaces: the words a
 // text search sees in it. It returns what it read before the first error,
-// "" for a value that is not JSON.
+// "" for a value that is not JSON. A name twice in an object and invalid
+// UTF-8 (read as U+FFFD) are not errors here.
 func JSONText(value []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(value))
-	dec.UseNumber()
+	dec := jsontext.NewDecoder(bytes.NewReader(value), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	var b strings.Builder
 	for {
-		tok, err := dec.Token()
+		tok, err := dec.ReadToken()
 		if err != nil {
 			break
 		}
 		var s string
-		switch v := tok.(type) {
-		case string:
-			s = v
-		case json.Number:
-			s = v.String()
-		case bool:
-			s = strconv.FormatBool(v)
+		switch tok.Kind() {
+		case '"', '0':
+			s = tok.String() // a string unquoted, a number as written
+		case 't':
+			s = "true"
+		case 'f':
+			s = "false"
 		}
 		if s == "" {
 			continue
