@@ -35,6 +35,10 @@ func Tokens(text string) []string {
 	return out
 }
 
+// HasToken reports whether text holds a token: whether Tokens(text) is
+// not empty, without making them.
+func HasToken(text string) bool { return strings.IndexFunc(text, IsTokenRune) >= 0 }
+
 // IsTokenRune reports whether r belongs in a token, as Tokens reads
 // them: a letter, a digit or a private-use character.
 func IsTokenRune(r rune) bool {

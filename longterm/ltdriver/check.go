@@ -67,7 +67,7 @@ func CheckPut(ctx context.Context, o longterm.Options, item longterm.Item, po lo
 		return item, nil
 	}
 	item.Vector, item.VectorModel = nil, ""
-	if o.Embedder != nil && len(longterm.Tokens(item.Text)) > 0 {
+	if o.Embedder != nil && longterm.HasToken(item.Text) {
 		v, err := embed(ctx, o.Embedder, item.Text)
 		if err != nil {
 			return item, fmt.Errorf("put %s %s: %w", item.Namespace, item.Key, err)

@@ -107,7 +107,7 @@ func (x *searchIndex) apply(id string, c searchChunk) {
 		x.tokens[c.token] = id
 	}
 	for _, doc := range c.docs {
-		if hasToken(doc.Text) {
+		if longterm.HasToken(doc.Text) {
 			x.x.SetText(docKey(id, doc.Seq), doc.Text)
 			d.seqs = append(d.seqs, doc.Seq)
 		}

@@ -14,13 +14,12 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/envsum"
+	"github.com/cairnhq/cairn/longterm"
 )
 
 // Each session's text index is search.jsonl in its folder: what its
@@ -101,7 +100,7 @@ func appendSearchLine(buf []byte, ss *session, evs []cairn.Event) ([]byte, error
 	n := 0
 	for _, e := range evs {
 		t := e.SearchText()
-		if !hasToken(t) {
+		if !longterm.HasToken(t) {
 			continue
 		}
 		if n++; n == 1 {
@@ -158,25 +157,6 @@ func parseSearchHeader(b []byte) (string, int, error) {
 		return "", 0, errSearchBad
 	}
 	return h.Token, i + 1, nil
-}
-
-// hasToken reports whether longterm.Tokens finds a token in s: a letter,
-// a digit or a private-use character (search_test.go holds the two to
-// the same answers). It stops at the first, where Tokens would split the
-// whole text.
-func hasToken(s string) bool {
-	for _, r := range s {
-		if r < utf8.RuneSelf {
-			if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
-				return true
-			}
-			continue
-		}
-		if r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)) {
-			return true
-		}
-	}
-	return false
 }
 
 // indexAppend indexes an append that is durable, with the session's

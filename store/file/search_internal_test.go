@@ -11,29 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/envsum"
-	"github.com/cairnhq/cairn/longterm"
 )
-
-// TestHasToken holds hasToken to longterm.Tokens: a text has a token
-// exactly when Tokens finds one.
-func TestHasToken(t *testing.T) {
-	for _, s := range []string{"", " ", "!!! -- ", "a", "Z", "7", "é", "İ", "\u0301", "a\u0301", "\ue000", "٣", "Ⅷ", "½",
-		"\xff", "\xff\xfe", "\ufffd", "_", "-", "日本", "✓", "  .x", "\t\n", "🙂", "🙂1"} {
-		if got, want := hasToken(s), len(longterm.Tokens(s)) > 0; got != want {
-			t.Errorf("hasToken(%q) = %v, want %v (Tokens: %q)", s, got, want, longterm.Tokens(s))
-		}
-	}
-}
-
-func FuzzHasToken(f *testing.F) {
-	f.Add("hello")
-	f.Add("\u0301\ufffd!")
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := hasToken(s), len(longterm.Tokens(s)) > 0; got != want {
-			t.Errorf("hasToken(%q) = %v, want %v", s, got, want)
-		}
-	})
-}
 
 // TestAppendSearchLine: a line of search.jsonl is json.Marshal's form of
 // its searchLine led by its checksum, and reads back, whatever the text

@@ -30,7 +30,7 @@ func docID(id string, seq int64) string { return id + "\x00" + strconv.FormatInt
 // index adds the texts of events, just appended to ss, with db.mu held.
 func (s *Store) index(ss *session, events []cairn.Event) {
 	for _, e := range events {
-		if t := e.SearchText(); len(longterm.Tokens(t)) > 0 {
+		if t := e.SearchText(); longterm.HasToken(t) {
 			s.textIndex().SetText(docID(ss.info.ID, e.Seq), t)
 			ss.indexed = append(ss.indexed, e.Seq)
 		}

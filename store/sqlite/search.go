@@ -111,7 +111,7 @@ func phraseMatch(phrases [][]string) string {
 func searchTexts(events []cairn.Event) []string {
 	var out []string
 	for i, e := range events {
-		if t := e.SearchText(); len(longterm.Tokens(t)) > 0 {
+		if t := e.SearchText(); longterm.HasToken(t) {
 			if out == nil {
 				out = make([]string, len(events))
 			}
@@ -166,7 +166,7 @@ func indexEvents(ctx context.Context, tx *sql.Tx) error {
 			if msg != "" {
 				continue
 			}
-			if t := e.SearchText(); len(longterm.Tokens(t)) > 0 {
+			if t := e.SearchText(); longterm.HasToken(t) {
 				batch = append(batch, event{last.ns, last.id, last.seq, t})
 			}
 		}
