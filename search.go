@@ -34,9 +34,10 @@ type SearchHit struct {
 // arguments, a tool result's name and output, a compaction's summary, a
 // failed run's error message, and a custom event's type and payload (but
 // for cairn's own bookkeeping types, such as a data key's). The strings of
-// JSON arguments and payloads are taken without their quotes and braces. Other kinds (system messages among them, the same in every
-// session of an agent) and an event whose data was sealed by encryption
-// at rest give "".
+// JSON arguments and payloads are taken without their quotes and braces.
+// Other kinds (system messages among them, the same in every session of
+// an agent) and an event whose data was sealed by encryption at rest
+// give "".
 func (e Event) SearchText() string {
 	switch e.Kind {
 	case KindMessageUser, KindModelResponse, KindToolResult, KindMemoryCompacted, KindRunFinished, KindCustom:
