@@ -194,6 +194,27 @@ func (a *Agent) Open(ctx context.Context, id string, opts ...StartOption) (*Sess
 	return nil, fmt.Errorf("open session %s: created and deleted concurrently, try again", id)
 }
 
+// WithTools returns a new Agent that is a with tools added: the same
+// model, store, settings and telemetry, for the sessions that need tools
+// of their own (long-term memory in a user's namespace, say). a is not
+// changed. Names must stay unique, as in Tools.
+func (a *Agent) WithTools(tools ...*Tool) *Agent {
+	b := &Agent{
+		Name: a.Name, Instructions: a.Instructions, Model: a.Model,
+		Tools:    append(slices.Clip(a.Tools), tools...),
+		MaxSteps: a.MaxSteps, Store: a.Store, OnError: a.OnError, Logger: a.Logger,
+		ContextTokens: a.ContextTokens, Compaction: a.Compaction, MaxToolOutput: a.MaxToolOutput,
+		SnapshotEvents: a.SnapshotEvents, SnapshotBytes: a.SnapshotBytes,
+		TracerProvider: a.TracerProvider, MeterProvider: a.MeterProvider, CaptureContent: a.CaptureContent,
+	}
+	if b.Store == nil {
+		// The private memory store is a's: the copy's sessions are its.
+		b.Store, _ = a.store()
+	}
+	b.tel.Share(&a.tel, a.TracerProvider, a.MeterProvider, a.CaptureContent)
+	return b
+}
+
 func (a *Agent) store() (cairn.Store, error) {
 	if a.Store != nil {
 		return a.Store, nil

@@ -140,6 +140,13 @@ func (l *Lazy) Get(tp trace.TracerProvider, mp metric.MeterProvider, capture boo
 	return l.t
 }
 
+// Share makes l give what from gives: the tracer and instruments of one
+// agent for a copy of it.
+func (l *Lazy) Share(from *Lazy, tp trace.TracerProvider, mp metric.MeterProvider, capture bool) {
+	t := from.Get(tp, mp, capture)
+	l.once.Do(func() { l.t = t })
+}
+
 // Content reports whether message content is recorded.
 func (t *T) Content() bool { return t.content }
 
