@@ -32,6 +32,13 @@ type Options struct {
 	// Poll is how long a slot waits when no session is waiting, and after
 	// a claim failed. 0: one second.
 	Poll time.Duration
+	// Prepare, when set, is called for each session the worker claims,
+	// before it runs, with the session's info: it returns the agent that
+	// runs it (nil: Agent), such as Agent.WithTools with tools of that
+	// session's own, and the options of its run (agent.Background, say).
+	// The agent's Store must be Agent's. An error leaves the session for
+	// another try, logged.
+	Prepare func(ctx context.Context, info cairn.SessionInfo) (*agent.Agent, []agent.RunOption, error)
 	// Logger receives what the worker does: a line when it starts and
 	// stops, and per session "claimed" and then one of "finished",
 	// "skipped", "interrupted for shutdown" or a warning saying why the
@@ -47,8 +54,11 @@ type Options struct {
 // another worker to finish), releases their leases and returns nil. It
 // returns an error at once, running nothing, when opts are invalid or the
 // store has no leases. A run stopped by a store outage, a lost lease or
-// the end of ctx leaves its session for another try; a session that waits
-// for a person's approval is left to them. How sessions are claimed and
+// the end of ctx leaves its session for another try; a session that cannot
+// be started (Prepare or its resume fails) keeps its lease until it
+// expires, so that the sessions behind it run and it is tried again a
+// lease's time later; a session that waits for a person's approval is
+// left to them. How sessions are claimed and
 // what a lease guarantees: the package documentation and docs/SCALING.md.
 func Run(ctx context.Context, opts Options) error {
 	w, err := newWorker(opts)
@@ -75,6 +85,7 @@ type worker struct {
 	ttl         time.Duration
 	poll        time.Duration
 	filter      cairn.ListOptions
+	prepare     func(context.Context, cairn.SessionInfo) (*agent.Agent, []agent.RunOption, error)
 	log         *slog.Logger
 
 	claimMu sync.Mutex // one claim at a time per worker: no self-contention
@@ -99,7 +110,7 @@ func newWorker(opts Options) (*worker, error) {
 		return nil, errors.New("worker: the store has no leases (cairn.Leaser)")
 	}
 	w := &worker{
-		agent: opts.Agent, store: opts.Agent.Store, leaser: l,
+		agent: opts.Agent, store: opts.Agent.Store, leaser: l, prepare: opts.Prepare,
 		name: opts.Name, concurrency: max(opts.Concurrency, 1),
 		ttl: opts.LeaseTTL, poll: opts.Poll, filter: Filter(opts.Queue), log: opts.Logger,
 	}
@@ -191,6 +202,28 @@ func (w *worker) waiting(ctx context.Context) ([]cairn.SessionInfo, error) {
 	}
 }
 
+// prepareSession returns the agent and run options of session id: those
+// of Options.Prepare when set, else the worker's agent and none.
+func (w *worker) prepareSession(ctx context.Context, id string) (*agent.Agent, []agent.RunOption, error) {
+	if w.prepare == nil {
+		return w.agent, nil, nil
+	}
+	info, err := w.store.Stat(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	ag, opts, err := w.prepare(ctx, *info)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case ag == nil:
+		return w.agent, opts, nil
+	case ag.Store != w.store:
+		return nil, nil, errors.New("the agent of Options.Prepare has another store than the worker's")
+	}
+	return ag, opts, nil
+}
+
 // runSession runs (or resumes) the session of lease, acquired by a call
 // that began at acquired, under that lease.
 func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired time.Time) {
@@ -201,18 +234,34 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired tim
 		defer cancel()
 		_ = w.leaser.Release(rctx, lease)
 	}
-	s, err := w.agent.Resume(ctx, lease.Session)
+	// leave gives up a session that could not be started. Its lease is
+	// kept until it expires, so that the next claim takes another session
+	// and this one is tried again a lease's time later: released at once,
+	// the oldest waiting session, failing again, would be claimed again
+	// and again, and the queue behind it would wait. At shutdown it is
+	// released, for another worker to take at once.
+	leave := func(what string, err error) {
+		if ctx.Err() != nil {
+			release()
+			return
+		}
+		log.Warn(what, "err", err, "retry", "after its lease expires, in "+w.ttl.String())
+	}
+	ag, runOpts, err := w.prepareSession(ctx, lease.Session)
 	if err != nil {
-		log.Warn("resume", "err", err)
-		release()
+		leave("prepare", err)
+		return
+	}
+	s, err := ag.Resume(ctx, lease.Session)
+	if err != nil {
+		leave("resume", err)
 		return
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	cl, err := s.Claim(ctx, agent.ClaimOptions{Adopt: lease, AcquiredAt: acquired, TTL: w.ttl, OnLost: func(err error) { cancel(err) }})
 	if err != nil {
-		log.Warn("claim", "err", err)
-		release()
+		leave("claim", err)
 		return
 	}
 	defer cl.Release(context.WithoutCancel(ctx))
@@ -239,9 +288,9 @@ func (w *worker) runSession(ctx context.Context, lease cairn.Lease, acquired tim
 			log.Warn("no queued run in the session; skipped")
 			return
 		}
-		res, err = s.Run(runCtx, input)
+		res, err = s.Run(runCtx, input, runOpts...)
 	default:
-		res, err = s.ResumeRun(runCtx)
+		res, err = s.ResumeRun(runCtx, runOpts...)
 	}
 	switch {
 	case cl.Err() != nil || errors.Is(err, cairn.ErrLeaseLost):

@@ -331,3 +331,106 @@ func TestEnqueue_RefusedLeavesNothing(t *testing.T) {
 		t.Errorf("after the refusal Load(big) = %v, want ErrNotFound", err)
 	}
 }
+
+// toolModel calls the tool whoami when the request offers it and holds no
+// tool result yet, and otherwise answers with the last tool result's text,
+// or "no tools".
+type toolModel struct{}
+
+func (toolModel) ID() string { return "tool-model" }
+
+func (toolModel) Generate(ctx context.Context, req *provider.Request) (*provider.Response, error) {
+	last := ""
+	for _, m := range req.Messages {
+		if m.Role == cairn.RoleTool {
+			last = m.Content
+		}
+	}
+	if last != "" {
+		return &provider.Response{Text: last, FinishReason: "stop"}, nil
+	}
+	for _, t := range req.Tools {
+		if t.Name == "whoami" {
+			return &provider.Response{ToolCalls: []cairn.ToolCall{{ID: "c1", Name: "whoami", Args: []byte(`{}`)}}, FinishReason: "tool_calls"}, nil
+		}
+	}
+	return &provider.Response{Text: "no tools", FinishReason: "stop"}, nil
+}
+
+// TestRun_Prepare: Options.Prepare gives each session the agent and run
+// options its label calls for: ada's session runs with a tool of its own
+// and a system message before its input, the unlabelled one with the
+// worker's agent; a Prepare that fails, or gives an agent of another
+// store, leaves its session new, tried again once its lease has expired,
+// and the sessions behind it run meanwhile.
+func TestRun_Prepare(t *testing.T) {
+	st := backends[0].open(t)
+	a := &agent.Agent{Name: "w", Model: toolModel{}, Store: st}
+	// The two that cannot start are the oldest: the others do not wait
+	// behind them.
+	failing := enqueue(t, st, 1, worker.EnqueueOptions{Labels: map[string]string{"who": "fail"}})[0]
+	elsewhere := enqueue(t, st, 1, worker.EnqueueOptions{Labels: map[string]string{"who": "elsewhere"}})[0]
+	ada := enqueue(t, st, 1, worker.EnqueueOptions{Labels: map[string]string{"who": "ada"}})[0]
+	plain := enqueue(t, st, 1, worker.EnqueueOptions{})[0]
+	other, err := memory.New(cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepare := func(ctx context.Context, info cairn.SessionInfo) (*agent.Agent, []agent.RunOption, error) {
+		switch who := info.Labels["who"]; who {
+		case "":
+			return nil, nil, nil
+		case "fail":
+			return nil, nil, errors.New("no memory for this one")
+		case "elsewhere":
+			return &agent.Agent{Model: toolModel{}, Store: other}, nil, nil
+		default:
+			whoami := agent.NewTool("whoami", "who the user is", func(context.Context, struct{}) (string, error) { return "you are " + who, nil })
+			return a.WithTools(whoami), []agent.RunOption{agent.Background("remember " + who)}, nil
+		}
+	}
+	var logs logBuffer
+	start(t, worker.Options{Agent: a, Prepare: prepare, Poll: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	waitStatus(t, st, cairn.StatusCompleted, ada, plain)
+	output := func(id string) (out string, background bool) {
+		st, err := cairn.Fold(mustEvents(t, st, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range st.Messages {
+			if m.Role == cairn.RoleAssistant && m.Content != "" {
+				out = m.Content
+			}
+			background = background || m.Role == cairn.RoleSystem && strings.Contains(m.Content, "remember")
+		}
+		return out, background
+	}
+	if out, bg := output(ada); out != "you are ada" || !bg {
+		t.Errorf("ada's session answered %q (background %v), want the tool's result and the background", out, bg)
+	}
+	if out, bg := output(plain); out != "no tools" || bg {
+		t.Errorf("the plain session answered %q (background %v), want the worker's agent's", out, bg)
+	}
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(logs.String(), "msg=prepare") < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []string{"no memory for this one", "another store", "retry=\"after its lease expires, in 15s\""} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, logs.String())
+		}
+	}
+	if n := strings.Count(logs.String(), "msg=prepare"); n != 2 {
+		t.Errorf("%d failed starts logged, want 2 (each session tried once within its lease):\n%s", n, logs.String())
+	}
+	waitStatus(t, st, cairn.StatusNew, failing, elsewhere)
+}
+
+func mustEvents(t *testing.T, st cairn.Store, id string) []cairn.Event {
+	t.Helper()
+	rec, err := st.Load(t.Context(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Events
+}
