@@ -11,6 +11,12 @@ import (
 	"github.com/cairnhq/cairn/longterm"
 )
 
+// MemoryLabel is the session label that names the long-term memory
+// namespace its agent is given: `cairn run --memory-ns` records it on the
+// sessions it starts, and `cairn worker` and `cairn sessions resume`
+// give that namespace's tools to the session's agent by themselves.
+const MemoryLabel = "cairn.memory"
+
 // MemoryTools returns the long-term memory tools of an agent that keeps
 // its memories in namespace of mem: memory_save and memory_search. Unlike
 // remember, which sets a variable of the session, they reach every

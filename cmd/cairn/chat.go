@@ -182,6 +182,7 @@ func (ch *chat) take(s *agent.Session) error {
 		return err
 	}
 	if ch.mem.ns == "" {
+		ch.mem.fromSession(ch.app, s)
 		if err := ch.mem.attach(ch.ctx, ch.app, ch.ag, s.State(), "cairn chat --resume "+s.ID()); err != nil {
 			return err
 		}
@@ -206,7 +207,7 @@ func (ch *chat) start() error {
 	if ch.s != nil {
 		return nil
 	}
-	var opts []agent.StartOption
+	opts := []agent.StartOption{agent.WithLabels(ch.mem.labels())}
 	if ch.newID != "" {
 		opts = append(opts, agent.WithID(ch.newID))
 	}

@@ -22,6 +22,27 @@ type memoryFlags struct {
 	store  longterm.Store // open while the command runs, once used
 }
 
+// labels returns the labels that record the namespace on a new session
+// (builtin.MemoryLabel), none without one.
+func (m *memoryFlags) labels() map[string]string {
+	if m.ns == "" {
+		return nil
+	}
+	return map[string]string{builtin.MemoryLabel: m.ns}
+}
+
+// fromSession takes the namespace a session's label records when none
+// was given, and says so.
+func (m *memoryFlags) fromSession(app *cli.App, s *agent.Session) {
+	if m.ns != "" || s.Memory().Session == nil {
+		return
+	}
+	if ns := s.Memory().Session.Labels[builtin.MemoryLabel]; ns != "" && longterm.ValidateNamespace(ns) == nil {
+		m.ns = ns
+		app.Notef("long-term memory: %s (the session's %s label)", ns, builtin.MemoryLabel)
+	}
+}
+
 func (m *memoryFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&m.ns, "memory-ns", "", "give the agent long-term memory in this namespace (users/ada): memory_save, memory_search, recall")
 	c.Flags().IntVar(&m.recall, "recall", 5, "with --memory-ns: put this many memories that match the prompt into the context at the start")
@@ -70,17 +91,28 @@ func (m *memoryFlags) attach(ctx context.Context, app *cli.App, ag *agent.Agent,
 		return err
 	}
 	m.store = mem
-	cfg, err := app.Config()
+	tools, err := memoryTools(app, mem, m.ns)
 	if err != nil {
 		return err
 	}
-	for _, t := range builtin.MemoryTools(mem, m.ns) {
-		if slices.Contains(cfg.Agent.RequireApproval, t.Name()) {
-			t = t.With(agent.RequireApproval())
-		}
-		ag.Tools = append(ag.Tools, t)
-	}
+	ag.Tools = append(ag.Tools, tools...)
 	return nil
+}
+
+// memoryTools returns the long-term memory tools of namespace ns, each
+// needing approval when the configuration says so.
+func memoryTools(app *cli.App, mem longterm.Store, ns string) ([]*agent.Tool, error) {
+	cfg, err := app.Config()
+	if err != nil {
+		return nil, err
+	}
+	tools := builtin.MemoryTools(mem, ns)
+	for i, t := range tools {
+		if slices.Contains(cfg.Agent.RequireApproval, t.Name()) {
+			tools[i] = t.With(agent.RequireApproval())
+		}
+	}
+	return tools, nil
 }
 
 // background returns the run option that puts the memories recalled for

@@ -13,7 +13,7 @@ import (
 
 // detachRun records a queued run in a new session (worker.Enqueue: the
 // queue protocol is the worker package's) and prints its ID.
-func detachRun(c *cobra.Command, app *cli.App, session string, continuing bool, prompt string) error {
+func detachRun(c *cobra.Command, app *cli.App, session string, continuing bool, prompt string, labels map[string]string) error {
 	if continuing {
 		return cli.Usage("queue a run of a new session: cairn run --detach [--session NEWID] \"prompt\"",
 			"--detach starts a new session; it cannot be used with --continue or --reset")
@@ -23,7 +23,7 @@ func detachRun(c *cobra.Command, app *cli.App, session string, continuing bool, 
 		return err
 	}
 	defer store.Close()
-	id, err := worker.Enqueue(c.Context(), store, prompt, worker.EnqueueOptions{ID: session})
+	id, err := worker.Enqueue(c.Context(), store, prompt, worker.EnqueueOptions{ID: session, Labels: labels})
 	switch {
 	case errors.Is(err, cairn.ErrInvalidID):
 		return cli.Fail(err, "session IDs are 1-128 characters of A-Z a-z 0-9 _ -")

@@ -58,6 +58,7 @@ match it are put in front of it.`,
 			if err := app.UseRecorded(ag, s.State()); err != nil {
 				return err
 			}
+			mem.fromSession(app, s)
 			defer mem.Close()
 			if err := mem.attach(ctx, app, ag, s.State(), "cairn sessions resume "+s.ID()); err != nil {
 				return err

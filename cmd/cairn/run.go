@@ -39,7 +39,9 @@ run with.
 --memory-ns NAMESPACE gives the agent long-term memory in that namespace
 (users/ada, say): the tools memory_save and memory_search, and at the start
 of the run the --recall memories (5 by default; 0: none) that best match
-the prompt, as a system message before it (see docs/MEMORY.md).
+the prompt, as a system message before it (see docs/MEMORY.md). A session
+it starts records the namespace (label cairn.memory), so that a resume, or
+the worker of a --detach run, gives the agent that namespace by itself.
 
 With --json, stdout holds one JSON object: {"session", "run", "status",
 "output", "error", "steps", "responses", "usage", "unsaved"}; "steps" is
@@ -59,16 +61,13 @@ the count agent.max_steps bounds. Notes go to stderr as JSON lines.`,
 			if err := mem.check(c); err != nil {
 				return err
 			}
-			if mem.ns != "" && detach {
-				return cli.Usage("drop --detach, or --memory-ns", "--memory-ns does not go with --detach: a worker runs the configured agent")
-			}
 			prompt, err := promptArg(app, a)
 			if err != nil {
 				return err
 			}
 			ctx := c.Context()
 			if detach {
-				return detachRun(c, app, session, cont || reset, prompt)
+				return detachRun(c, app, session, cont || reset, prompt, mem.labels())
 			}
 			store, ag, err := openRunAgent(c, app)
 			if err != nil {
@@ -89,13 +88,13 @@ the count agent.max_steps bounds. Notes go to stderr as JSON lines.`,
 				}
 				continuing = true
 			case session != "":
-				s, err = ag.Open(ctx, session)
+				s, err = ag.Open(ctx, session, agent.WithLabels(mem.labels()))
 				if err != nil {
 					return cli.StoreFail(session, err)
 				}
 				continuing = s.Memory().LastSeq() > 0
 			default:
-				s, err = ag.Start(ctx)
+				s, err = ag.Start(ctx, agent.WithLabels(mem.labels()))
 				if err != nil {
 					return cli.StoreFail("", err)
 				}
@@ -104,6 +103,7 @@ the count agent.max_steps bounds. Notes go to stderr as JSON lines.`,
 				if err := app.UseRecorded(ag, s.State()); err != nil {
 					return err
 				}
+				mem.fromSession(app, s)
 			}
 			cl, err := claimSession(ctx, app, s, force, "cairn run --session "+s.ID()+" --force …")
 			if err != nil {

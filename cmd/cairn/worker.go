@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/agent/builtin"
 	"github.com/cairnhq/cairn/internal/cli"
 	"github.com/cairnhq/cairn/internal/text"
+	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/worker"
 )
 
@@ -21,6 +25,7 @@ func newWorkerCmd(app *cli.App) *cobra.Command {
 		poll        time.Duration
 		queue       string
 		name        string
+		recall      int
 	)
 	c := &cobra.Command{
 		Use:   "worker [--concurrency N]",
@@ -34,9 +39,19 @@ that dies (or stalls past its lease) has its sessions finished by others.
 SIGTERM (or Ctrl+C) stops claiming, interrupts the runs under way (each is
 saved as run.interrupted, for another worker to finish) and releases their
 leases. The store must have leases: postgres, redis, mongodb, sqlite, file
-or memory.`,
+or memory.
+
+A session queued with a long-term memory namespace (cairn run --detach
+--memory-ns users/ada) is run with that namespace's tools, memory_save and
+memory_search, and a new run starts with the --recall memories (5 by
+default; 0: none) that best match its prompt, as cairn run does. A session
+that cannot be started (its memory store is unreachable, say) is tried
+again once its lease has expired; the sessions behind it run meanwhile.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
+			if recall < 0 || recall > 50 {
+				return cli.Usage("give --recall between 0 and 50", "--recall %d is not a number of memories", recall)
+			}
 			if concurrency < 1 {
 				return cli.Usage("give --concurrency 1 or more", "--concurrency %d is too small", concurrency)
 			}
@@ -56,8 +71,11 @@ or memory.`,
 			if err != nil {
 				return err
 			}
+			mem := &workerMemory{app: app, store: store, recall: recall}
+			defer mem.Close()
 			return worker.Run(c.Context(), worker.Options{
 				Agent:       ag,
+				Prepare:     mem.prepare(ag),
 				Queue:       queue,
 				Name:        name,
 				Concurrency: concurrency,
@@ -72,5 +90,79 @@ or memory.`,
 	c.Flags().DurationVar(&poll, "poll", time.Second, "how long to wait when no session is waiting")
 	c.Flags().StringVar(&queue, "queue", worker.DefaultQueue, "the queue to take sessions from")
 	c.Flags().StringVar(&name, "name", "", "the worker's name in leases and logs (default host:pid)")
+	c.Flags().IntVar(&recall, "recall", 5, "for a session queued with --memory-ns: put this many memories that match its prompt into the context at the start")
 	return c
+}
+
+// workerMemory gives the sessions a worker runs the long-term memory
+// their label names (builtin.MemoryLabel): the store is opened by the
+// first such session and shared.
+type workerMemory struct {
+	app    *cli.App
+	store  cairn.Store // the sessions' store, for a queued run's input
+	recall int
+
+	mu  sync.Mutex
+	mem longterm.Store
+}
+
+// prepare returns the worker.Options.Prepare of agents based on ag.
+func (w *workerMemory) prepare(ag *agent.Agent) func(context.Context, cairn.SessionInfo) (*agent.Agent, []agent.RunOption, error) {
+	return func(ctx context.Context, info cairn.SessionInfo) (*agent.Agent, []agent.RunOption, error) {
+		ns := info.Labels[builtin.MemoryLabel]
+		if ns == "" {
+			return nil, nil, nil
+		}
+		if err := longterm.ValidateNamespace(ns); err != nil {
+			return nil, nil, fmt.Errorf("the session's %s label %q: %w", builtin.MemoryLabel, ns, err)
+		}
+		mem, err := w.open(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		tools, err := memoryTools(w.app, mem, ns)
+		if err != nil {
+			return nil, nil, err
+		}
+		var opts []agent.RunOption
+		if info.Status == cairn.StatusNew && w.recall > 0 {
+			rec, err := w.store.Load(ctx, info.ID, 1)
+			if err != nil {
+				return nil, nil, err
+			}
+			if input, ok := worker.QueuedInput(rec.Events); ok {
+				background, err := builtin.RecallMemories(ctx, mem, ns, input, w.recall)
+				if err != nil {
+					return nil, nil, err
+				}
+				if background != "" {
+					opts = append(opts, agent.Background(background))
+				}
+			}
+		}
+		return ag.WithTools(tools...), opts, nil
+	}
+}
+
+// open opens the long-term memory store, once.
+func (w *workerMemory) open(ctx context.Context) (longterm.Store, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mem == nil {
+		mem, _, err := w.app.OpenMemory(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w.mem = mem
+	}
+	return w.mem, nil
+}
+
+// Close closes the long-term memory store, if it was opened.
+func (w *workerMemory) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mem != nil {
+		w.mem.Close()
+	}
 }

@@ -49,3 +49,48 @@ func TestWorker_FileStore(t *testing.T) {
 		}
 	}
 }
+
+// TestWorker_MemoryNamespace: a run queued with --memory-ns records the
+// namespace on its session (the cairn.memory label), and the worker runs
+// it with that namespace's tools and the memories that match its prompt
+// in front of it, as `cairn run --memory-ns` would; a run queued without
+// one gets neither.
+func TestWorker_MemoryNamespace(t *testing.T) {
+	c := newCLIEnv(t)
+	save := "script:" + c.writeFile("save.json", `{"steps": [
+		{"tool_calls": [{"name": "memory_save", "arguments": {"key": "food", "text": "Ada's favourite food is pizza"}}]},
+		{"text": "noted"}]}`)
+	search := "script:" + c.writeFile("search.json", `{"steps": [
+		{"tool_calls": [{"name": "memory_search", "arguments": {"query": "pizza"}}]},
+		{"text": "margherita"}]}`)
+	c.must("--model", save, "run", "--session", "day-1", "--memory-ns", "users/ada", "I love pizza")
+	c.must("--model", search, "run", "--detach", "--session", "queued-ada", "--memory-ns", "users/ada", "what pizza should I order")
+	c.must("--model", search, "run", "--detach", "--session", "queued-plain", "what pizza should I order")
+	if out := c.must("--json", "sessions", "show", "queued-ada"); !strings.Contains(out, `"cairn.memory": "users/ada"`) {
+		t.Errorf("the queued session does not record its namespace:\n%s", out)
+	}
+
+	w, log := c.start("--model", search, "worker", "--poll", "50ms")
+	st, err := cairn.Open(t.Context(), "sqlite:///"+c.dir+"/.cairn/cairn.db", cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	waitCompleted(t, st, deadline, log, "queued-ada", "queued-plain")
+	if err := w.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	w.Wait()
+
+	ada := c.must("sessions", "show", "queued-ada", "--transcript")
+	for _, want := range []string{"Long-term memories that may be relevant:", "- food: Ada's favourite food is pizza", "memory_search", "margherita"} {
+		if !strings.Contains(ada, want) {
+			t.Errorf("the session queued with users/ada lacks %q:\n%s", want, ada)
+		}
+	}
+	plain := c.must("--json", "sessions", "show", "queued-plain", "--transcript")
+	if strings.Contains(plain, "Long-term memories") || !strings.Contains(plain, "unknown tool") {
+		t.Errorf("the session queued without a namespace: want no recall and memory_search unknown:\n%s", plain)
+	}
+}
