@@ -25,7 +25,17 @@ var (
 	// breaks the rules: a namespace, key, prefix, label, value, vector,
 	// cursor or option.
 	ErrInvalid = errors.New("invalid memory argument")
+
+	// ErrEncrypted is returned by Open for a store whose long-term memory
+	// was encrypted (store/crypt keeps its keys in it, under
+	// KeysNamespace): read without the key, its items would be sealed
+	// tokens and its keys items. Open it with crypt.OpenLongTerm.
+	ErrEncrypted = errors.New("long-term memory is encrypted and no key is configured")
 )
+
+// KeysNamespace is the namespace under which an encrypting store
+// (crypt.OpenLongTerm) keeps its keys in the store it wraps.
+const KeysNamespace = "_cairn"
 
 // InvalidError is an argument that breaks the rules: which argument (What:
 // "namespace", "key", "labels", "value", "cursor", "query", …), the value

@@ -81,5 +81,19 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 	if !ok {
 		return nil, fmt.Errorf("open memory store: %s", storeurl.Unknown(scheme, text.RedactURL(rawURL), Schemes(), backends))
 	}
-	return open(ctx, u, opts)
+	s, err := open(ctx, u, opts)
+	if err != nil || opts.Sealed {
+		return s, err
+	}
+	// An encrypted store read without its key would give sealed tokens
+	// as values, and its keys as items.
+	page, err := s.Namespaces(ctx, NamespaceOptions{Prefix: KeysNamespace, Limit: 1})
+	if err == nil && len(page.Namespaces) > 0 {
+		err = fmt.Errorf("open memory store %s: %w: open it with its key (crypt.OpenLongTerm)", text.RedactURL(rawURL), ErrEncrypted)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }

@@ -91,6 +91,10 @@ type Options struct {
 	// MaxItemSize bounds an item's Value and Text together, in bytes:
 	// 0 means DefaultMaxItemSize.
 	MaxItemSize int
+	// Sealed opens an encrypted store as it is stored, for a wrapper that
+	// opens the sealed form itself (crypt.WrapLongTerm). Without it, Open
+	// refuses such a store (ErrEncrypted).
+	Sealed bool
 }
 
 // WithDefaults returns o with the zero fields set to their defaults.

@@ -31,22 +31,12 @@ func (a *App) OpenMemory(ctx context.Context) (longterm.Store, string, error) {
 	} else {
 		s, err = longterm.Open(ctx, withTimeouts(u), longterm.Options{})
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, longterm.ErrEncrypted):
+		return nil, "", Fail(fmt.Errorf("open memory store %s: its long-term memory is encrypted, and no key is configured", text.RedactURL(u)),
+			"set persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE to the file of its key (docs/SECURITY.md)")
+	case err != nil:
 		return nil, "", Fail(fmt.Errorf("open memory store %s: %w", text.RedactURL(u), err), storeHint(u, err))
-	}
-	if ring == nil {
-		// Without the key, the items of an encrypted store would read as
-		// sealed tokens, and its keys would show as items: refuse.
-		page, err := s.Namespaces(ctx, longterm.NamespaceOptions{Prefix: crypt.LongTermKeys, Limit: 1})
-		if err != nil {
-			s.Close()
-			return nil, "", MemoryFail("open memory store "+text.RedactURL(u), err)
-		}
-		if len(page.Namespaces) > 0 {
-			s.Close()
-			return nil, "", Fail(fmt.Errorf("open memory store %s: its long-term memory is encrypted, and no key is configured", text.RedactURL(u)),
-				"set persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE to the file of its key (docs/SECURITY.md)")
-		}
 	}
 	return s, u, nil
 }

@@ -21,7 +21,7 @@ import (
 // keeps its keys in the store it wraps: the index key at LongTermKeys, key
 // "index", and the data key of namespace NS at LongTermKeys/NS, key
 // "data". Namespaces under it are refused through the encrypting store.
-const LongTermKeys = "_cairn"
+const LongTermKeys = longterm.KeysNamespace
 
 // LongTerm is an encrypting long-term store (see WrapLongTerm). It is a
 // longterm.Sweeper when the store it wraps is one.
@@ -69,8 +69,9 @@ var (
 //
 // opts are the encrypting store's: its Embedder computes vectors from the
 // texts before they are sealed, and its MaxItemSize bounds the items
-// before sealing; open inner without an Embedder and with InnerItemSize
-// of that limit. Keys are kept in inner under LongTermKeys, wrapped by the
+// before sealing; open inner without an Embedder, with InnerItemSize of
+// that limit and with Sealed set (longterm.Open refuses an encrypted
+// store otherwise). Keys are kept in inner under LongTermKeys, wrapped by the
 // keyring's master keys. Closing the store closes inner.
 func WrapLongTerm(inner longterm.Store, ring *Keyring, opts longterm.Options) (LongTerm, error) {
 	if ring == nil {
@@ -97,7 +98,7 @@ func InnerItemSize(n int) int {
 // OpenLongTerm opens the long-term store at rawURL and wraps it
 // (WrapLongTerm).
 func OpenLongTerm(ctx context.Context, rawURL string, opts longterm.Options, ring *Keyring) (LongTerm, error) {
-	inner, err := longterm.Open(ctx, rawURL, longterm.Options{Now: opts.Now, MaxItemSize: InnerItemSize(opts.MaxItemSize)})
+	inner, err := longterm.Open(ctx, rawURL, longterm.Options{Now: opts.Now, MaxItemSize: InnerItemSize(opts.MaxItemSize), Sealed: true})
 	if err != nil {
 		return nil, err
 	}
