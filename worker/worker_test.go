@@ -390,7 +390,9 @@ func TestRun_Prepare(t *testing.T) {
 		}
 	}
 	var logs logBuffer
-	start(t, worker.Options{Agent: a, Prepare: prepare, Poll: 10 * time.Millisecond,
+	// A lease longer than any test run: each session that cannot start is
+	// tried exactly once, however slow the machine.
+	start(t, worker.Options{Agent: a, Prepare: prepare, Poll: 10 * time.Millisecond, LeaseTTL: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	waitStatus(t, st, cairn.StatusCompleted, ada, plain)
 	output := func(id string) (out string, background bool) {
@@ -415,7 +417,7 @@ func TestRun_Prepare(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); strings.Count(logs.String(), "msg=prepare") < 2 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	for _, want := range []string{"no memory for this one", "another store", "retry=\"after its lease expires, in 15s\""} {
+	for _, want := range []string{"no memory for this one", "another store", "retry=\"after its lease expires, in 1h0m0s\""} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the log does not say %q:\n%s", want, logs.String())
 		}
