@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -205,6 +206,12 @@ func Parse(cfg *Config, file string, data []byte) error {
 		k := und[0]
 		return &Error{File: file, Line: keyLine(data, k), Key: k.String(), Msg: "unknown key" + hint(k)}
 	}
+	for _, k := range md.Keys() {
+		if i, want := keyCase(reflect.TypeFor[Config](), k); i >= 0 {
+			return &Error{File: file, Line: keyLine(data, k), Key: k[:i+1].String(),
+				Msg: fmt.Sprintf("unknown key %q: keys are case-sensitive; did you mean %q?", k[i], want)}
+		}
+	}
 	src := &source{file: file, data: data, md: md}
 	if err := cfg.checkContradictions(src); err != nil {
 		return err
@@ -218,6 +225,46 @@ func Parse(cfg *Config, file string, data []byte) error {
 		return err
 	}
 	return nil
+}
+
+// keyCase finds a part of k that names a field of t in another case (the
+// TOML decoder matches such keys, but TOML keys are case-sensitive, and
+// the checks that read the file's keys would not see them): its index and
+// the field's name, or -1.
+func keyCase(t reflect.Type, k toml.Key) (int, string) {
+	for i, part := range k {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Map:
+			t = t.Elem() // part is a name of the user's
+			continue
+		case reflect.Struct:
+		default:
+			return -1, ""
+		}
+		var field reflect.Type
+		want := ""
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			if name == part {
+				field = f.Type
+				break
+			}
+			if strings.EqualFold(name, part) {
+				want = name
+			}
+		}
+		if field == nil {
+			if want != "" {
+				return i, want
+			}
+			return -1, ""
+		}
+		t = field
+	}
+	return -1, ""
 }
 
 var lineRe = regexp.MustCompile(`line (\d+) \(last key "([^"]*)"\)`)
