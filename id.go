@@ -2,9 +2,10 @@ package cairn
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/cairnhq/cairn/internal/wire"
 )
 
 // NewID returns a random, time-ordered session ID (a UUIDv7 in its
@@ -26,24 +27,9 @@ func ValidateID(id string) error {
 	return validateName("session id", id)
 }
 
-// ValidateNamespace applies the session ID rules to a namespace name.
-func ValidateNamespace(ns string) error {
-	return validateName("namespace", ns)
-}
-
 func validateName(what, s string) error {
-	if s == "" {
-		return &nameError{what, "it is empty"}
-	}
-	if len(s) > MaxIDLen {
-		return &nameError{what, fmt.Sprintf("%q… is %d characters long, the limit is %d", s[:16], len(s), MaxIDLen)}
-	}
-	pos := 0
-	for _, r := range s {
-		if r >= utf8.RuneSelf || !idByte(byte(r)) {
-			return &nameError{what, fmt.Sprintf("%q has %q at position %d (allowed: A-Z a-z 0-9 _ -)", s, r, pos)}
-		}
-		pos++
+	if why := wire.NameProblem(s, MaxIDLen); why != "" {
+		return &nameError{what, why}
 	}
 	return nil
 }
@@ -58,7 +44,3 @@ type nameError struct {
 func (e *nameError) Error() string { return "invalid " + e.what + ": " + e.why }
 
 func (e *nameError) Unwrap() error { return ErrInvalidID }
-
-func idByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
-}

@@ -77,20 +77,6 @@ type Leaser interface {
 	AppendFenced(ctx context.Context, id string, lease Lease, expectSeq int64, events ...Event) error
 }
 
-// Claimer is an optional ability of a Store that has leases: find the
-// oldest session that matches a filter and has no live lease, and acquire
-// its lease, in one atomic step (PostgreSQL: SELECT … FOR UPDATE SKIP
-// LOCKED). Workers use it to take queued work. Without it, a worker lists
-// the matching sessions, oldest first, and tries Acquire on each: also
-// safe, since Acquire is atomic, only slower when many workers compete.
-type Claimer interface {
-	// ClaimNext acquires the lease of the least recently created live
-	// session that matches filter (its Status and Labels; paging fields
-	// are ignored) and has no live lease. It returns ErrNotFound when no
-	// session is left to claim.
-	ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter ListOptions) (Lease, error)
-}
-
 // LeaseHeldError says who holds a session's lease, and until when. A zero
 // Expires means a claim without expiry: an operating-system lock held by a
 // live process.

@@ -37,8 +37,8 @@ func Register(scheme string, open func(ctx context.Context, u *url.URL, opts Sto
 	registry[scheme] = open
 }
 
-// Schemes returns the registered URL schemes, sorted.
-func Schemes() []string {
+// schemes returns the registered URL schemes, sorted.
+func schemes() []string {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
 	var s []string
@@ -61,7 +61,7 @@ func Open(ctx context.Context, rawURL string, opts StoreOptions) (Store, error) 
 	open, ok := registry[scheme]
 	registryMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("open store: %s", storeurl.Unknown(scheme, redact(rawURL), Schemes(), storeurl.Backends))
+		return nil, fmt.Errorf("open store: %s", storeurl.Unknown(scheme, redact(rawURL), schemes(), storeurl.Backends))
 	}
 	return open(ctx, u, opts)
 }

@@ -1,36 +1,13 @@
 package cairn
 
 import (
-	"context"
 	"strings"
 
 	"github.com/cairnhq/cairn/internal/text"
 )
 
-// Searcher is an optional Store ability: a text index of the sessions'
-// events, kept by Append in the same write and erased with the session by
-// Delete, Sweep and expiry. sessions.Search and `cairn sessions search`
-// use it.
-type Searcher interface {
-	// Search returns the live sessions of the store's namespace whose
-	// events' SearchText match query, best first, one hit per session
-	// (its best event), at most limit. Each word of the query (a run of
-	// characters between white space) is a phrase of its tokens, as
-	// longterm.Phrases reads it; an event matches when it holds any of
-	// them, and scores by BM25 over the index, as SQLite's FTS5 bm25()
-	// does. A query without a token matches nothing.
-	Search(ctx context.Context, query string, limit int) ([]SearchHit, error)
-}
-
-// SearchHit is one session that a Searcher found.
-type SearchHit struct {
-	ID    string  // the session
-	Seq   int64   // its best-matching event
-	Score float64 // BM25, higher is better; comparable within one search
-}
-
-// SearchText returns the text of e that a Searcher indexes: the text of a
-// user message, a model response's text and each tool call's name and
+// SearchText returns the text of e that a store indexes (driver.Searcher):
+// the text of a user message, a model response's text and each tool call's name and
 // arguments, a tool result's name and output, a compaction's summary, a
 // failed run's error message, and a custom event's type and payload (but
 // for cairn's own bookkeeping types, such as a data key's). The strings of

@@ -128,7 +128,7 @@ func TestValidateID(t *testing.T) {
 		if err := cairn.ValidateID(id); !errors.Is(err, cairn.ErrInvalidID) {
 			t.Errorf("ValidateID(%q) = %v, want ErrInvalidID", id, err)
 		}
-		if err := cairn.ValidateNamespace(id); !errors.Is(err, cairn.ErrInvalidID) {
+		if err := driver.ValidateNamespace(id); !errors.Is(err, cairn.ErrInvalidID) {
 			t.Errorf("ValidateNamespace(%q) = %v, want ErrInvalidID", id, err)
 		}
 	}

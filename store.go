@@ -57,21 +57,6 @@ type Store interface {
 	Close() error
 }
 
-// Sweeper is an optional Store ability: purge expired sessions now rather
-// than waiting for the backend's own expiry. Stores without it purge
-// expired sessions lazily; either way they are invisible once expired.
-type Sweeper interface {
-	// Sweep deletes every expired session of the namespace and returns
-	// how many it deleted. It deletes them a few at a time, so that the
-	// namespace's other writers do not wait for the whole sweep, and its
-	// cost follows what it deletes, not the number of sessions.
-	Sweep(ctx context.Context) (int, error)
-
-	// CountExpired returns how many sessions Sweep would delete now,
-	// deleting nothing (`cairn sessions gc --dry-run`).
-	CountExpired(ctx context.Context) (int, error)
-}
-
 // Snapshotter is an optional Store ability: keep a snapshot of a
 // session's folded state, so that opening a long session folds only the
 // events after it (see Restore). A snapshot is derived data: cairn writes

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/telemetry"
 )
 
@@ -36,7 +37,7 @@ type ClaimOptions struct {
 	// a lease left by a dead one is taken over at once instead of waiting
 	// for it to expire, while the lease of a live process is refused
 	// unless Force. Empty: the store's own lock file for the session when
-	// it is a cairn.LocalLocker, on a system with lock files (unix), so
+	// it is a driver.LocalLocker, on a system with lock files (unix), so
 	// that every claimant of a local store uses the same one; none
 	// otherwise.
 	LockFile string
@@ -46,7 +47,7 @@ type ClaimOptions struct {
 	// then fenced out through the lease).
 	OnTakeover func(holder string, until time.Time)
 	// Adopt, when its Holder is set, is a lease of this session that the
-	// caller already holds (from cairn.Claimer.ClaimNext, say): the claim
+	// caller already holds (from driver.Claimer.ClaimNext, say): the claim
 	// takes it as it is instead of acquiring one, and renews and releases
 	// it like its own.
 	Adopt cairn.Lease
@@ -227,9 +228,9 @@ func (c *Claim) unlock() {
 }
 
 // storeLockFile returns the lock file of session id of a store on this
-// machine (cairn.LocalLocker), where lock files work, and "" otherwise.
+// machine (driver.LocalLocker), where lock files work, and "" otherwise.
 func storeLockFile(store cairn.Store, id string) string {
-	if l, ok := store.(cairn.LocalLocker); ok && lockFilesWork {
+	if l, ok := store.(driver.LocalLocker); ok && lockFilesWork {
 		return l.LockFile(id)
 	}
 	return ""

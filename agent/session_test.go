@@ -13,6 +13,7 @@ import (
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/offline"
 	"github.com/cairnhq/cairn/provider/script"
+	"github.com/cairnhq/cairn/store/crypt"
 )
 
 func offlineAgent(st cairn.Store) *agent.Agent {
@@ -285,9 +286,9 @@ func TestAgent_ResumeSealed(t *testing.T) {
 		func() error { _, err := a.Open(t.Context(), "enc"); return err },
 	} {
 		err := open()
-		var se *cairn.SealedError
+		var se *crypt.SealedError
 		if !errors.As(err, &se) || se.DataKey == "" || se.Session != "enc" || se.Seq != 1 {
-			t.Fatalf("got %v, want a *cairn.SealedError naming the session and data key", err)
+			t.Fatalf("got %v, want a *crypt.SealedError naming the session and data key", err)
 		}
 	}
 	if n := len(loadEvents(t, st, "enc")); n != 3 {

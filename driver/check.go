@@ -110,7 +110,7 @@ func Options(o cairn.StoreOptions) (cairn.StoreOptions, error) {
 	if o.Namespace == "" {
 		o.Namespace = cairn.DefaultNamespace
 	}
-	if err := cairn.ValidateNamespace(o.Namespace); err != nil {
+	if err := ValidateNamespace(o.Namespace); err != nil {
 		return o, err
 	}
 	if o.Now == nil {

@@ -3,16 +3,14 @@ package driver
 import (
 	"cmp"
 	"slices"
-
-	"github.com/cairnhq/cairn"
 )
 
 // BestPerSession turns the scored events of a search into what
-// cairn.Searcher returns: each session once, at its best event (on a tie,
+// Searcher returns: each session once, at its best event (on a tie,
 // the lowest seq), best first (on a tie, by ID), at most limit. It sorts
 // hits in place.
-func BestPerSession(hits []cairn.SearchHit, limit int) []cairn.SearchHit {
-	slices.SortFunc(hits, func(a, b cairn.SearchHit) int {
+func BestPerSession(hits []SearchHit, limit int) []SearchHit {
+	slices.SortFunc(hits, func(a, b SearchHit) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(b.Score, a.Score), cmp.Compare(a.Seq, b.Seq))
 	})
 	best := hits[:0] // each session's first hit, written over the hits read
@@ -21,7 +19,7 @@ func BestPerSession(hits []cairn.SearchHit, limit int) []cairn.SearchHit {
 			best = append(best, h)
 		}
 	}
-	slices.SortFunc(best, func(a, b cairn.SearchHit) int {
+	slices.SortFunc(best, func(a, b SearchHit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.ID, b.ID))
 	})
 	if limit >= 0 && len(best) > limit {

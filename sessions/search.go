@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
 )
 
-// ErrNoSearch is Search's error for a store without cairn.Searcher: an
+// ErrNoSearch is Search's error for a store without driver.Searcher: an
 // encrypting store (store/crypt), or a wrapper that hides the ability.
 var ErrNoSearch = errors.New("this store does not search sessions")
 
@@ -36,7 +37,7 @@ type SearchOptions struct {
 // wrapper is a store that wraps another and says whether it may be
 // searched through it: store/crypt's, whose guard may and whose
 // encrypting store may not.
-type wrapper interface{ Searcher() cairn.Searcher }
+type wrapper interface{ Searcher() driver.Searcher }
 
 // Found is a session Search found, at its best-matching event.
 type Found struct {
@@ -49,11 +50,11 @@ type Found struct {
 }
 
 // Search finds the sessions of store whose events' text holds the words
-// of query (cairn.Searcher), best first, with the options' filters, each
+// of query (driver.Searcher), best first, with the options' filters, each
 // with its best event's seq, kind and a snippet of its text around the
 // first word found. It returns ErrNoSearch when the store cannot search.
 func Search(ctx context.Context, store cairn.Store, query string, o SearchOptions) ([]Found, error) {
-	sr, ok := store.(cairn.Searcher)
+	sr, ok := store.(driver.Searcher)
 	if w, wraps := store.(wrapper); !ok && wraps {
 		sr = w.Searcher()
 		ok = sr != nil
@@ -102,7 +103,7 @@ func Search(ctx context.Context, store cairn.Store, query string, o SearchOption
 // found reads the session and event of hit and reports whether the
 // session passes the options' filters. A session deleted since the search
 // is left out.
-func found(ctx context.Context, store cairn.Store, h cairn.SearchHit, o SearchOptions, words map[string]bool) (Found, bool, error) {
+func found(ctx context.Context, store cairn.Store, h driver.SearchHit, o SearchOptions, words map[string]bool) (Found, bool, error) {
 	rec, err := store.Load(ctx, h.ID, h.Seq)
 	switch {
 	case errors.Is(err, cairn.ErrNotFound):

@@ -437,9 +437,9 @@ func TestOpen_Sealed(t *testing.T) {
 		t.Fatalf("with the key: %q %v", v, err)
 	}
 	_, err = steps.Open(t.Context(), inner, "enc", steps.Options{})
-	var se *cairn.SealedError
+	var se *crypt.SealedError
 	if !errors.As(err, &se) || se.Session != "enc" {
-		t.Fatalf("without the key: %v, want a *cairn.SealedError", err)
+		t.Fatalf("without the key: %v, want a *crypt.SealedError", err)
 	}
 	if n := len(loadEvents(t, inner, "enc")); n != 2 {
 		t.Errorf("%d events, want 2", n)

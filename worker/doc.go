@@ -33,13 +33,13 @@
 //
 // The store must have leases (cairn.Leaser): postgres, redis, mongodb,
 // sqlite, file and memory have them. A worker claims a session in one step
-// on a cairn.Claimer, and otherwise lists the waiting sessions and tries
+// on a driver.Claimer, and otherwise lists the waiting sessions and tries
 // Acquire on each; both are safe, since a lease has one holder at a time.
 // The run then holds the lease through agent.Session.Claim: it is renewed
 // every third of Options.LeaseTTL, every write is fenced with it, and the
 // worker stops acting once it cannot be sure the lease is still its own
 // (agent.ClaimOptions.Margin), so a worker that stalls and is taken over
-// writes nothing more. On a store with cairn.LocalLocker (sqlite, file) the
+// writes nothing more. On a store with driver.LocalLocker (sqlite, file) the
 // worker also takes the session's lock file, as the cairn command does, so
 // workers and commands on one machine exclude each other.
 //

@@ -34,7 +34,7 @@ type queuedRun struct {
 // Filter returns what a worker of queue claims: the sessions labelled with
 // it whose status is new (a queued run), running (its worker died or
 // stalled past its lease) or interrupted. An empty queue is DefaultQueue.
-// Stores implementing cairn.Claimer are tested with it.
+// Stores implementing driver.Claimer are tested with it.
 func Filter(queue string) cairn.ListOptions {
 	if queue == "" {
 		queue = DefaultQueue

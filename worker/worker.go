@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Options configure Run.
@@ -160,12 +161,12 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // claim takes the lease of the oldest waiting session: in one step on a
-// store that is a cairn.Claimer, else by listing and acquiring. It
+// store that is a driver.Claimer, else by listing and acquiring. It
 // returns cairn.ErrNotFound when no session waits.
 func (w *worker) claim(ctx context.Context) (cairn.Lease, error) {
 	w.claimMu.Lock()
 	defer w.claimMu.Unlock()
-	if c, ok := w.store.(cairn.Claimer); ok {
+	if c, ok := w.store.(driver.Claimer); ok {
 		return c.ClaimNext(ctx, w.name, w.ttl, w.filter)
 	}
 	infos, err := w.waiting(ctx)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/offline"
 	"github.com/cairnhq/cairn/store/file"
@@ -29,7 +30,7 @@ type backend struct {
 	open func(t *testing.T) cairn.Store
 }
 
-// leasesOnly hides cairn.Claimer: the worker lists and acquires.
+// leasesOnly hides driver.Claimer: the worker lists and acquires.
 type leasesOnly struct {
 	cairn.Store
 	cairn.Leaser
@@ -235,7 +236,7 @@ func TestRun_ShutdownInterrupts(t *testing.T) {
 			if l, err := st.(cairn.Leaser).CurrentLease(t.Context(), "job"); err != nil || l.Holder != "first" {
 				t.Errorf("lease while running = %+v, %v; want the worker's", l, err)
 			}
-			if ll, ok := st.(cairn.LocalLocker); ok {
+			if ll, ok := st.(driver.LocalLocker); ok {
 				if _, err := os.Stat(ll.LockFile("job")); err != nil {
 					t.Errorf("the worker runs the session without its lock file: %v", err)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/cli"
 )
 
@@ -35,9 +36,9 @@ func claimSession(ctx context.Context, app *cli.App, s *agent.Session, force boo
 }
 
 // lockFile returns the lock file of session id of a local store (sqlite,
-// file; see cairn.LocalLocker), and "" for other stores.
+// file; see driver.LocalLocker), and "" for other stores.
 func lockFile(store cairn.Store, id string) string {
-	if l, ok := store.(cairn.LocalLocker); ok {
+	if l, ok := store.(driver.LocalLocker); ok {
 		return l.LockFile(id)
 	}
 	return ""

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/cli"
 	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store/crypt"
@@ -154,7 +155,7 @@ func storeFix(u string, err error) string {
 	return hint
 }
 
-// dataChecks checks the store's data, on a store that can (cairn.Checker),
+// dataChecks checks the store's data, on a store that can (driver.Checker),
 // and looks for lock files left by deleted sessions beside a local store.
 // Without an encryption key it opens the store as it is: what it checks
 // is what is stored. With a key it opens it through the encryption layer,
@@ -183,7 +184,7 @@ func dataChecks(ctx context.Context, app *cli.App, u string) []check {
 	defer s.Close()
 	var out []check
 	cs, keyed := s.(crypt.Store)
-	switch c, ok := s.(cairn.Checker); {
+	switch c, ok := s.(driver.Checker); {
 	case ok:
 		out = append(out, checkData(ctx, c, 0)...)
 	case keyed:
@@ -203,14 +204,14 @@ func dataChecks(ctx context.Context, app *cli.App, u string) []check {
 // ones updated last.
 type sessionsChecker struct{ s crypt.Store }
 
-func (c sessionsChecker) Check(ctx context.Context) (*cairn.CheckReport, error) {
+func (c sessionsChecker) Check(ctx context.Context) (*driver.CheckReport, error) {
 	return c.s.CheckSessions(ctx, maxSnapshotSessions)
 }
 
 // checkData runs the store's check and reports it: a summary, then one
 // line for each problem, the damaged sessions by ID. limit is the most
 // sessions the check reads (0: every one).
-func checkData(ctx context.Context, c cairn.Checker, limit int) []check {
+func checkData(ctx context.Context, c driver.Checker, limit int) []check {
 	rep, err := c.Check(ctx)
 	if err != nil {
 		return []check{{Name: "data", Detail: "the check could not run: " + err.Error(), Fix: "`cairn doctor` again once the store answers"}}

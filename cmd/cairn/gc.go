@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/cli"
 	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/sessions"
@@ -38,7 +38,7 @@ label.
 			}
 			defer store.Close()
 			n := 0
-			sw, ok := store.(cairn.Sweeper)
+			sw, ok := store.(driver.Sweeper)
 			switch {
 			case ok && dryRun:
 				if n, err = sw.CountExpired(c.Context()); err != nil {

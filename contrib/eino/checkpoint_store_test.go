@@ -48,9 +48,9 @@ func TestCheckPointStore_Encrypted(t *testing.T) {
 		t.Fatalf("Get with the key = %q, %v, %v", got, ok, err)
 	}
 	_, _, err = eino.NewCheckPointStore(inner, "").Get(ctx, "cp")
-	var se *cairn.SealedError
+	var se *crypt.SealedError
 	if !errors.As(err, &se) || se.Session != "cp" {
-		t.Fatalf("Get without the key = %v; want a *cairn.SealedError naming the session", err)
+		t.Fatalf("Get without the key = %v; want a *crypt.SealedError naming the session", err)
 	}
 }
 

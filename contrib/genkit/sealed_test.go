@@ -59,9 +59,9 @@ func TestStore_Sealed(t *testing.T) {
 	}
 	plain := cairngenkit.NewStore[chat](inner, cairngenkit.StoreOptions{})
 	_, err = plain.Get(ctx, "enc1")
-	var se *cairn.SealedError
+	var se *crypt.SealedError
 	if !errors.As(err, &se) || se.Session != "enc1" {
-		t.Fatalf("without the key: %v; want a *cairn.SealedError", err)
+		t.Fatalf("without the key: %v; want a *crypt.SealedError", err)
 	}
 	if err := plain.Save(ctx, "enc1", &session.Data[chat]{State: chat{Turns: 1}}); !errors.Is(err, cairn.ErrConflict) {
 		t.Errorf("save without the key: %v; want it refused", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store/postgres"
 )
@@ -337,7 +338,7 @@ func prepare(ctx context.Context, u string, s, ms cairn.Store, clock *scaleClock
 // clearNamespace removes every session of the namespace: a sweep on a
 // clock a century ahead, as every session of a fill has a TTL.
 func clearNamespace(ctx context.Context, s cairn.Store, clock *scaleClock, res *ScaleResult, opts ScaleOptions) error {
-	sw, ok := s.(cairn.Sweeper)
+	sw, ok := s.(driver.Sweeper)
 	if !ok || res.Backend == "memory" {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 )
 
@@ -192,7 +193,7 @@ func dropScale(t *testing.T, u, ns string) {
 			t.Error(err)
 			return
 		}
-		if _, err := s.(cairn.Sweeper).Sweep(ctx); err != nil {
+		if _, err := s.(driver.Sweeper).Sweep(ctx); err != nil {
 			t.Error(err)
 		}
 		_ = s.Delete(ctx, markerID)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/sessions"
 )
 
@@ -281,9 +282,9 @@ func (r *scaleRun) delete(ctx context.Context) (int, string, error) {
 // gc sweeps the expired sessions while a writer appends to another
 // session, and compares the writer's latency with its latency alone.
 func (r *scaleRun) gc(ctx context.Context) (*ScaleGC, error) {
-	sw, ok := r.s.(cairn.Sweeper)
+	sw, ok := r.s.(driver.Sweeper)
 	if !ok {
-		return &ScaleGC{Note: "no gc: the store is not a cairn.Sweeper"}, nil
+		return &ScaleGC{Note: "no gc: the store is not a driver.Sweeper"}, nil
 	}
 	id := "writer-" + cairn.NewID()
 	if err := r.s.Create(ctx, cairn.SessionMeta{ID: id}); err != nil {

@@ -69,7 +69,7 @@ func (x *Index) Set(id, ns, text string) {
 
 // SetText indexes text as document id, replacing what id held, with no
 // namespace: a document's length is its text's tokens (the session
-// stores' index of event texts, cairn.Searcher).
+// stores' index of event texts, driver.Searcher).
 func (x *Index) SetText(id, text string) {
 	x.set(id, longterm.Tokens(text), 0)
 }

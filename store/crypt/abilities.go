@@ -4,29 +4,30 @@ import (
 	"context"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 var (
-	_ cairn.LocalLocker = (*store)(nil)
-	_ cairn.Leaser      = (*leasing)(nil)
-	_ cairn.Claimer     = (*claiming)(nil)
-	_ cairn.Checker     = (*checking)(nil)
-	_ cairn.Leaser      = (*leasingChecking)(nil)
-	_ cairn.Checker     = (*leasingChecking)(nil)
-	_ cairn.Claimer     = (*claimingChecking)(nil)
-	_ cairn.Checker     = (*claimingChecking)(nil)
+	_ driver.LocalLocker = (*store)(nil)
+	_ cairn.Leaser       = (*leasing)(nil)
+	_ driver.Claimer     = (*claiming)(nil)
+	_ driver.Checker     = (*checking)(nil)
+	_ cairn.Leaser       = (*leasingChecking)(nil)
+	_ driver.Checker     = (*leasingChecking)(nil)
+	_ driver.Claimer     = (*claimingChecking)(nil)
+	_ driver.Checker     = (*claimingChecking)(nil)
 
 	_ cairn.Snapshotter = (*snapshots)(nil)
-	_ cairn.Checker     = (*checkingSnapshots)(nil)
+	_ driver.Checker    = (*checkingSnapshots)(nil)
 	_ cairn.Snapshotter = (*checkingSnapshots)(nil)
 	_ cairn.Leaser      = (*leasingSnapshots)(nil)
 	_ cairn.Snapshotter = (*leasingSnapshots)(nil)
-	_ cairn.Checker     = (*leasingCheckingSnapshots)(nil)
+	_ driver.Checker    = (*leasingCheckingSnapshots)(nil)
 	_ cairn.Snapshotter = (*leasingCheckingSnapshots)(nil)
-	_ cairn.Claimer     = (*claimingSnapshots)(nil)
+	_ driver.Claimer    = (*claimingSnapshots)(nil)
 	_ cairn.Snapshotter = (*claimingSnapshots)(nil)
-	_ cairn.Claimer     = (*claimingCheckingSnapshots)(nil)
-	_ cairn.Checker     = (*claimingCheckingSnapshots)(nil)
+	_ driver.Claimer    = (*claimingCheckingSnapshots)(nil)
+	_ driver.Checker    = (*claimingCheckingSnapshots)(nil)
 	_ cairn.Snapshotter = (*claimingCheckingSnapshots)(nil)
 )
 
@@ -35,8 +36,8 @@ var (
 //
 // Go cannot add methods to a value at run time, so there is one type per
 // combination: leases (cairn.Leaser, whose fenced appends are sealed like
-// Append), claims (cairn.Claimer, which needs leases), checks
-// (cairn.Checker) and snapshots (cairn.Snapshotter, whose data is sealed
+// Append), claims (driver.Claimer, which needs leases), checks
+// (driver.Checker) and snapshots (cairn.Snapshotter, whose data is sealed
 // like events). Sweeper is always there, and so is LocalLocker, whose
 // LockFile answers "" over a store without lock files (its documented
 // fallback), so that it needs no types of its own.
@@ -67,7 +68,7 @@ func (s *store) withAbilities() Store {
 // withLeasesAndChecks returns s with the leases, claims and checks of the
 // store it wraps.
 func (s *store) withLeasesAndChecks() Store {
-	k, checks := s.inner.(cairn.Checker)
+	k, checks := s.inner.(driver.Checker)
 	ck := checker{s: s, k: k}
 	l, leases := s.inner.(cairn.Leaser)
 	if !leases {
@@ -77,7 +78,7 @@ func (s *store) withLeasesAndChecks() Store {
 		return s
 	}
 	ls := &leasing{store: s, l: l}
-	if c, ok := s.inner.(cairn.Claimer); ok {
+	if c, ok := s.inner.(driver.Claimer); ok {
 		cl := &claiming{leasing: ls, c: c}
 		if checks {
 			return &claimingChecking{claiming: cl, checker: ck}
@@ -141,20 +142,20 @@ type claimingCheckingSnapshots struct {
 	snapshotter
 }
 
-// checker carries cairn.Checker.
+// checker carries driver.Checker.
 type checker struct {
 	s *store
-	k cairn.Checker
+	k driver.Checker
 }
 
-// Check implements cairn.Checker; see (*store).check.
-func (c checker) Check(ctx context.Context) (*cairn.CheckReport, error) { return c.s.check(ctx, c.k) }
+// Check implements driver.Checker; see (*store).check.
+func (c checker) Check(ctx context.Context) (*driver.CheckReport, error) { return c.s.check(ctx, c.k) }
 
-// LockFile implements cairn.LocalLocker: the wrapped store's lock file,
+// LockFile implements driver.LocalLocker: the wrapped store's lock file,
 // which the store shares with every process that opens it, encrypting or
 // not; "" when the wrapped store has none.
 func (s *store) LockFile(id string) string {
-	if l, ok := s.inner.(cairn.LocalLocker); ok {
+	if l, ok := s.inner.(driver.LocalLocker); ok {
 		return l.LockFile(id)
 	}
 	return ""

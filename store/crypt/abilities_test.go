@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/memory"
@@ -22,17 +23,17 @@ import (
 // no lock files, as its contract says.
 var abilities = map[string]func(cairn.Store) bool{
 	"LocalLocker": func(s cairn.Store) bool {
-		l, ok := s.(cairn.LocalLocker)
+		l, ok := s.(driver.LocalLocker)
 		return ok && l.LockFile("s") != ""
 	},
 	"Leaser":      func(s cairn.Store) bool { _, ok := s.(cairn.Leaser); return ok },
-	"Claimer":     func(s cairn.Store) bool { _, ok := s.(cairn.Claimer); return ok },
-	"Sweeper":     func(s cairn.Store) bool { _, ok := s.(cairn.Sweeper); return ok },
-	"Checker":     func(s cairn.Store) bool { _, ok := s.(cairn.Checker); return ok },
+	"Claimer":     func(s cairn.Store) bool { _, ok := s.(driver.Claimer); return ok },
+	"Sweeper":     func(s cairn.Store) bool { _, ok := s.(driver.Sweeper); return ok },
+	"Checker":     func(s cairn.Store) bool { _, ok := s.(driver.Checker); return ok },
 	"Snapshotter": func(s cairn.Store) bool { _, ok := s.(cairn.Snapshotter); return ok },
 	// The encrypting store never searches: the events it writes are
 	// sealed, and the store it wraps indexes no sealed text.
-	"Searcher": func(s cairn.Store) bool { _, ok := s.(cairn.Searcher); return ok },
+	"Searcher": func(s cairn.Store) bool { _, ok := s.(driver.Searcher); return ok },
 }
 
 // onlyStore hides every optional ability of the store it holds.
@@ -47,26 +48,26 @@ type leaseOnly struct {
 // checkOnly has checks and nothing else; leaseCheck, leases and checks.
 type checkOnly struct {
 	cairn.Store
-	cairn.Checker
+	driver.Checker
 }
 
 type leaseClaim struct {
 	cairn.Store
 	cairn.Leaser
-	cairn.Claimer
+	driver.Claimer
 }
 
 type leaseCheck struct {
 	cairn.Store
 	cairn.Leaser
-	cairn.Checker
+	driver.Checker
 }
 
 type claimCheck struct {
 	cairn.Store
 	cairn.Leaser
-	cairn.Claimer
-	cairn.Checker
+	driver.Claimer
+	driver.Checker
 }
 
 // snapOnly and the types after it are the combinations above with
@@ -84,36 +85,38 @@ type leaseSnap struct {
 
 type checkSnap struct {
 	cairn.Store
-	cairn.Checker
+	driver.Checker
 	cairn.Snapshotter
 }
 
 type leaseClaimSnap struct {
 	cairn.Store
 	cairn.Leaser
-	cairn.Claimer
+	driver.Claimer
 	cairn.Snapshotter
 }
 
 type leaseCheckSnap struct {
 	cairn.Store
 	cairn.Leaser
-	cairn.Checker
+	driver.Checker
 	cairn.Snapshotter
 }
 
 type claimCheckSnap struct {
 	cairn.Store
 	cairn.Leaser
-	cairn.Claimer
-	cairn.Checker
+	driver.Claimer
+	driver.Checker
 	cairn.Snapshotter
 }
 
-// fakeCheck is a cairn.Checker that finds nothing.
+// fakeCheck is a driver.Checker that finds nothing.
 type fakeCheck struct{}
 
-func (fakeCheck) Check(context.Context) (*cairn.CheckReport, error) { return &cairn.CheckReport{}, nil }
+func (fakeCheck) Check(context.Context) (*driver.CheckReport, error) {
+	return &driver.CheckReport{}, nil
+}
 
 // TestWrap_Abilities: the encrypting store has exactly the abilities of
 // the store it wraps (Sweeper always: it sweeps data keys), whichever way
@@ -185,7 +188,7 @@ func TestWrap_Abilities(t *testing.T) {
 	}
 	// The same lock files as the store it wraps, so that encrypting and
 	// plain processes of one store lock each other out.
-	if got, want := s.(cairn.LocalLocker).LockFile("s1"), s.Inner().(cairn.LocalLocker).LockFile("s1"); got != want || got == "" {
+	if got, want := s.(driver.LocalLocker).LockFile("s1"), s.Inner().(driver.LocalLocker).LockFile("s1"); got != want || got == "" {
 		t.Errorf("over sqlite: wrapper's lock file %q, the store's %q", got, want)
 	}
 }

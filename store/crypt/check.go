@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // check runs the inner store's check and, with a keyring, CheckSessions:
 // the check of the key namespace and a look at every session that the
 // inner check did not find damaged.
-func (s *store) check(ctx context.Context, inner cairn.Checker) (*cairn.CheckReport, error) {
+func (s *store) check(ctx context.Context, inner driver.Checker) (*driver.CheckReport, error) {
 	rep, err := inner.Check(ctx)
 	if err != nil || s.ring == nil {
 		return rep, err
@@ -37,9 +38,9 @@ func (s *store) check(ctx context.Context, inner cairn.Checker) (*cairn.CheckRep
 // says what to do. It writes nothing. A guard has nothing to check.
 //
 // It is what Check adds to the wrapped store's check; over a store that
-// has no check of its own (not a cairn.Checker), it is the whole check.
-func (s *store) CheckSessions(ctx context.Context, limit int) (*cairn.CheckReport, error) {
-	rep := &cairn.CheckReport{}
+// has no check of its own (not a driver.Checker), it is the whole check.
+func (s *store) CheckSessions(ctx context.Context, limit int) (*driver.CheckReport, error) {
+	rep := &driver.CheckReport{}
 	if s.ring == nil {
 		return rep, nil
 	}
@@ -48,8 +49,8 @@ func (s *store) CheckSessions(ctx context.Context, limit int) (*cairn.CheckRepor
 
 // checkSessions adds to rep what CheckSessions finds, passing by the
 // sessions in skip (found damaged already).
-func (s *store) checkSessions(ctx context.Context, rep *cairn.CheckReport, limit int, skip map[string]bool) error {
-	if kc, ok := s.keys.(cairn.Checker); ok {
+func (s *store) checkSessions(ctx context.Context, rep *driver.CheckReport, limit int, skip map[string]bool) error {
+	if kc, ok := s.keys.(driver.Checker); ok {
 		krep, err := kc.Check(ctx)
 		if err != nil {
 			return fmt.Errorf("check the key namespace: %w", err)
@@ -94,8 +95,8 @@ func (s *store) checkSessions(ctx context.Context, rep *cairn.CheckReport, limit
 }
 
 // checkOne inspects one session and returns its problem, if it has one.
-func (s *store) checkOne(ctx context.Context, id string) (cairn.Problem, bool) {
-	p := cairn.Problem{Session: id, Where: "session " + id, Damage: true}
+func (s *store) checkOne(ctx context.Context, id string) (driver.Problem, bool) {
+	p := driver.Problem{Session: id, Where: "session " + id, Damage: true}
 	ins, err := s.Inspect(ctx, id)
 	var uk *UnknownKeyError
 	switch {

@@ -32,7 +32,7 @@ var (
 	// ErrEncrypted is returned when a store opened without a key finds
 	// encrypted data: a namespace marked encrypted (an *EncryptedError,
 	// naming its master keys) or a session whose events are sealed (a
-	// *cairn.SealedError). It is cairn.ErrSealed, which the core returns
+	// *SealedError). It is cairn.ErrSealed, which the core returns
 	// for a sealed session read without this package.
 	ErrEncrypted = cairn.ErrSealed
 )

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // leasing is a Store over an inner store with leases.
@@ -67,10 +68,10 @@ func (s *leasing) AppendFenced(ctx context.Context, id string, lease cairn.Lease
 // claiming is a Store over an inner store with leases and claims.
 type claiming struct {
 	*leasing
-	c cairn.Claimer
+	c driver.Claimer
 }
 
-// ClaimNext implements cairn.Claimer. The filter's status and labels are
+// ClaimNext implements driver.Claimer. The filter's status and labels are
 // clear in the inner store, so it filters there. A store whose key is not
 // one of the namespace's refuses it, as Acquire.
 func (s *claiming) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {

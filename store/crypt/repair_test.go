@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -36,7 +37,7 @@ func TestStore_Repair(t *testing.T) {
 			if err != nil || !ins.Damaged() || ins.Events != 17 || ins.Sealed != 12 || len(ins.Clear) != 4 || ins.Clear[0] != 14 {
 				t.Fatalf("Inspect = %+v, %v; want 17 events, 12 sealed, seqs 14 to 17 in clear", ins, err)
 			}
-			if c, ok := s.(cairn.Checker); ok {
+			if c, ok := s.(driver.Checker); ok {
 				rep, err := c.Check(t.Context())
 				if err != nil || len(rep.Damaged()) != 1 || !strings.Contains(rep.Damaged()[0].Fix, "cairn sessions repair a") {
 					t.Errorf("Check = %+v, %v; want session a damaged, fixed by repair", rep, err)

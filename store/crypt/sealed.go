@@ -174,7 +174,7 @@ func IsSealed(e cairn.Event) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(a, b)
 }
 
-// CheckUnsealed returns a *cairn.SealedError (wrapping ErrSealed) naming the
+// CheckUnsealed returns a *SealedError (wrapping ErrSealed) naming the
 // first sealed event of events, or nil when none is sealed. Code that
 // loads a session from a store that does not decrypt calls it before using
 // the events, so that an encrypted session is refused, not read as
@@ -192,7 +192,7 @@ func CheckUnsealed(id string, events []cairn.Event) error {
 		if IsSealed(e) {
 			tok, _, _, _ := sealedParts(e.Kind, e.Data)
 			dkid, _, _ := ParseToken(tok)
-			return &cairn.SealedError{Session: id, Seq: e.Seq, Kind: e.Kind, DataKey: dkid}
+			return &SealedError{Session: id, Seq: e.Seq, Kind: e.Kind, DataKey: dkid}
 		}
 	}
 	return nil

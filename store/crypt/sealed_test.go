@@ -86,7 +86,7 @@ func TestCheckUnsealed(t *testing.T) {
 	}
 	evs := []cairn.Event{plain, sealedEvent(t, 2, cairn.KindModelResponse, sealedHints{})}
 	err := CheckUnsealed("s1", evs)
-	var se *cairn.SealedError
+	var se *SealedError
 	if !errors.Is(err, cairn.ErrSealed) || !errors.As(err, &se) || se.Session != "s1" || se.Seq != 2 || se.DataKey != "abcd1234" {
 		t.Fatalf("CheckUnsealed = %v, want a SealedError for s1 seq 2", err)
 	}

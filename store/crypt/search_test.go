@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
@@ -23,7 +24,7 @@ func TestSealed_NotSearched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := s.(cairn.Searcher); ok {
+	if _, ok := s.(driver.Searcher); ok {
 		t.Errorf("the encrypting store offers search")
 	}
 	ctx := t.Context()

@@ -17,23 +17,23 @@ import (
 //
 // A Store has exactly the optional abilities of the store it wraps: it is a
 // cairn.Leaser (whose fenced appends are sealed like Append) when that
-// store is one, a cairn.Claimer when that store is one too, a
-// cairn.Checker, and a cairn.Snapshotter (whose snapshots are sealed like
+// store is one, a driver.Claimer when that store is one too, a
+// driver.Checker, and a cairn.Snapshotter (whose snapshots are sealed like
 // events), so that a caller looking for those abilities finds them
-// whether or not the store is encrypted. It is always a cairn.Sweeper: Sweep sweeps the wrapped
+// whether or not the store is encrypted. It is always a driver.Sweeper: Sweep sweeps the wrapped
 // store if it can and deletes the data keys of sessions that are gone.
 type Store interface {
 	cairn.Store
-	cairn.Sweeper
+	driver.Sweeper
 
 	// Inner returns the wrapped store, which holds the sealed events.
 	Inner() cairn.Store
 
-	// Searcher returns the wrapped store's search (cairn.Searcher) for a
+	// Searcher returns the wrapped store's search (driver.Searcher) for a
 	// guard, whose sessions are in clear, and nil for an encrypting store,
 	// whose events reach the store sealed: no index holds their words.
 	// sessions.Search searches through it.
-	Searcher() cairn.Searcher
+	Searcher() driver.Searcher
 
 	// Rekey wraps every session's data key by the keyring's current
 	// master key; see (*Keyring).Current and the package documentation.
@@ -50,7 +50,7 @@ type Store interface {
 	// CheckSessions reads up to limit sessions (0: every one) with the
 	// keyring and reports those that do not open or hold events in
 	// clear; see (*store).CheckSessions.
-	CheckSessions(ctx context.Context, limit int) (*cairn.CheckReport, error)
+	CheckSessions(ctx context.Context, limit int) (*driver.CheckReport, error)
 }
 
 // store is the encrypting store; Wrap returns it, or a type that embeds it
@@ -71,8 +71,8 @@ type store struct {
 }
 
 var (
-	_ Store         = (*store)(nil)
-	_ cairn.Sweeper = (*store)(nil)
+	_ Store          = (*store)(nil)
+	_ driver.Sweeper = (*store)(nil)
 )
 
 // Options configure Wrap.
@@ -151,7 +151,7 @@ func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions, ring *Key
 	// The key namespace first: a guard refuses an encrypted namespace
 	// before it opens, or touches, the namespace itself.
 	ko := cairn.StoreOptions{Namespace: KeyNamespace(ns), Now: opts.Now}
-	if ring == nil && cairn.ValidateNamespace(ko.Namespace) != nil {
+	if ring == nil && driver.ValidateNamespace(ko.Namespace) != nil {
 		// A namespace too long to have a key namespace was never
 		// encrypted: a guard without a key store.
 		s, err := cairn.Open(ctx, rawURL, inner)
@@ -193,11 +193,11 @@ func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions, ring *Key
 func (s *store) Inner() cairn.Store { return s.inner }
 
 // Searcher implements Store.
-func (s *store) Searcher() cairn.Searcher {
+func (s *store) Searcher() driver.Searcher {
 	if s.ring != nil {
 		return nil
 	}
-	sr, _ := s.inner.(cairn.Searcher)
+	sr, _ := s.inner.(driver.Searcher)
 	return sr
 }
 
@@ -317,7 +317,7 @@ func (s *store) retried(ctx context.Context, id string, expectSeq int64, events 
 // Load implements cairn.Store: it opens every event and the first
 // message, and refuses, with the session, seq and reason, any that is not
 // sealed, does not authenticate or is sealed under a key it lacks. A guard
-// refuses a session that holds sealed events (cairn.SealedError).
+// refuses a session that holds sealed events (SealedError).
 func (s *store) Load(ctx context.Context, id string, fromSeq int64) (*cairn.Record, error) {
 	if err := s.guardNamespace(ctx); err != nil {
 		return nil, fmt.Errorf("load %s: %w", id, err)
@@ -388,16 +388,16 @@ func (s *store) Delete(ctx context.Context, id string) error {
 	return s.inner.Delete(ctx, id)
 }
 
-// CountExpired implements cairn.Sweeper: the inner store's count, when it
+// CountExpired implements driver.Sweeper: the inner store's count, when it
 // can sweep; a store that expires sessions by itself has none waiting.
 func (s *store) CountExpired(ctx context.Context) (int, error) {
-	if sw, ok := s.inner.(cairn.Sweeper); ok {
+	if sw, ok := s.inner.(driver.Sweeper); ok {
 		return sw.CountExpired(ctx)
 	}
 	return 0, nil
 }
 
-// Sweep implements cairn.Sweeper: it sweeps the inner store if it can,
+// Sweep implements driver.Sweeper: it sweeps the inner store if it can,
 // then deletes the data keys of sessions that no longer exist (expired
 // ones, which backends with native expiry drop without Delete). A store
 // whose key is not one of the namespace's refuses it.
@@ -409,7 +409,7 @@ func (s *store) Sweep(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("sweep: %w", err)
 	}
 	n := 0
-	if sw, ok := s.inner.(cairn.Sweeper); ok {
+	if sw, ok := s.inner.(driver.Sweeper); ok {
 		var err error
 		if n, err = sw.Sweep(ctx); err != nil {
 			return n, err

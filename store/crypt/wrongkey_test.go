@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/memory"
@@ -122,7 +123,7 @@ func TestStore_WrongKeyWrites(t *testing.T) {
 			refused("Acquire", err)
 			_, err = s2.(cairn.Leaser).Takeover(ctx, "a", "h2", time.Minute)
 			refused("Takeover", err)
-			if c, ok := s2.(cairn.Claimer); ok {
+			if c, ok := s2.(driver.Claimer); ok {
 				_, err := c.ClaimNext(ctx, "h2", time.Minute, cairn.ListOptions{})
 				refused("ClaimNext", err)
 			}
@@ -196,8 +197,8 @@ func TestStore_CheckSessionsWrongKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reps := map[string]*cairn.CheckReport{"CheckSessions": rep}
-			if c, ok := s1.(cairn.Checker); ok {
+			reps := map[string]*driver.CheckReport{"CheckSessions": rep}
+			if c, ok := s1.(driver.Checker); ok {
 				if reps["Check"], err = c.Check(ctx); err != nil {
 					t.Fatal(err)
 				}

@@ -105,16 +105,16 @@ func (s *Store) damagedInfo(id string) cairn.SessionInfo {
 	return info
 }
 
-var _ cairn.Checker = (*Store)(nil)
+var _ driver.Checker = (*Store)(nil)
 
-// Check implements cairn.Checker. For every session of the namespace it
+// Check implements driver.Checker. For every session of the namespace it
 // checks what Load and Append check (meta.json, the log's length against
 // what was acknowledged, its journal records) and reads the whole log,
 // each line against its checksum and the seqs against the info. It also
 // reports leftovers: creations and deletions a crash interrupted, and
 // journals kept for damaged sessions. It writes nothing. A torn tail,
 // which a crash leaves and the next append cuts, is not damage.
-func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
+func (s *Store) Check(ctx context.Context) (*driver.CheckReport, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
@@ -123,8 +123,8 @@ func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
-	rep := &cairn.CheckReport{Problems: []cairn.Problem{}}
-	var leftovers []cairn.Problem
+	rep := &driver.CheckReport{Problems: []driver.Problem{}}
+	var leftovers []driver.Problem
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -132,7 +132,7 @@ func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
 		name := e.Name()
 		switch {
 		case strings.HasPrefix(name, trashPrefix), strings.HasPrefix(name, tmpPrefix) && stale(e):
-			leftovers = append(leftovers, cairn.Problem{Where: name,
+			leftovers = append(leftovers, driver.Problem{Where: name,
 				Msg: "what a crash left of creating or deleting a session",
 				Fix: "remove it, or let `cairn sessions gc` (Sweep) remove it"})
 		case e.IsDir() && cairn.ValidateID(name) == nil:
@@ -144,7 +144,7 @@ func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
 				rep.Sessions++
 			}
 			if d != nil {
-				rep.Problems = append(rep.Problems, cairn.Problem{Session: name, Where: d.Where, Msg: d.Msg, Damage: true,
+				rep.Problems = append(rep.Problems, driver.Problem{Session: name, Where: d.Where, Msg: d.Msg, Damage: true,
 					Fix: "restore the session's folder " + name + "/ from a backup, or delete the session " +
 						"(cairn sessions delete " + name + "); the other sessions are not affected"})
 			}

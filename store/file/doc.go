@@ -43,7 +43,7 @@
 // snapshot ([cairn.Snapshotter]), and a Load from a seq late in a history
 // reads the end of the log alone.
 //
-// The store is a [cairn.Searcher]: each session's folder holds its events'
+// The store is a [driver.Searcher]: each session's folder holds its events'
 // text, which a store's first Search reads into an index in memory.
 // [LongTerm] keeps long-term memory (package longterm) in DIR/.longterm.
 //

@@ -458,7 +458,7 @@ func (s *Store) replaySession(ctx context.Context, id string, recs []record) (fi
 // holds and that keep appends of sessions found damaged, and files of the
 // journal folder that are not journals (every Open fails on those). It
 // works under the journal lock, as Open's replay does.
-func (s *Store) keptJournals(ctx context.Context) ([]cairn.Problem, error) {
+func (s *Store) keptJournals(ctx context.Context) ([]driver.Problem, error) {
 	if _, err := s.ns.Stat(journalDir); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -471,7 +471,7 @@ func (s *Store) keptJournals(ctx context.Context) ([]cairn.Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []cairn.Problem
+	var out []driver.Problem
 	for _, name := range names {
 		if name == journalLockName || name[0] == '.' {
 			continue
@@ -488,7 +488,7 @@ func (s *Store) keptJournals(ctx context.Context) ([]cairn.Problem, error) {
 		recs, _, err := readRecords(f)
 		f.Close()
 		if err != nil {
-			out = append(out, cairn.Problem{Where: where, Damage: true, Msg: err.Error(),
+			out = append(out, driver.Problem{Where: where, Damage: true, Msg: err.Error(),
 				Fix: "it is not one of the store's journals, and every Open of the store fails on it: move it out of " + journalDir + "/"})
 			continue
 		}
@@ -499,7 +499,7 @@ func (s *Store) keptJournals(ctx context.Context) ([]cairn.Problem, error) {
 			}
 		}
 		if len(kept) > 0 {
-			out = append(out, cairn.Problem{Where: where, Msg: "keeps the appends that the logs of the damaged sessions " +
+			out = append(out, driver.Problem{Where: where, Msg: "keeps the appends that the logs of the damaged sessions " +
 				strings.Join(kept, ", ") + " lost (it holds nothing of any other session)",
 				Fix: "keep it: deleting those sessions voids their appends in it, and the next open of the store then empties it"})
 		}

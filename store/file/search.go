@@ -18,7 +18,7 @@ import (
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
-var _ cairn.Searcher = (*Store)(nil)
+var _ driver.Searcher = (*Store)(nil)
 
 // searchIndex is a store's text index of its namespace's events, in
 // memory: built by its first search from every session's search.jsonl,
@@ -115,12 +115,12 @@ func (x *searchIndex) apply(id string, c searchChunk) {
 	d.off, d.last, d.log, d.at = c.end, c.last, c.log, c.at
 }
 
-// Search implements cairn.Searcher. The first search of a store reads
+// Search implements driver.Searcher. The first search of a store reads
 // every session's search.jsonl (and indexes from its log what a session's
 // file lacks); each later one reads the files of the sessions changed
 // since, which the feed names, and scores in memory. Each session it
 // returns is checked to be the one indexed, not deleted since.
-func (s *Store) Search(ctx context.Context, query string, limit int) ([]cairn.SearchHit, error) {
+func (s *Store) Search(ctx context.Context, query string, limit int) ([]driver.SearchHit, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (s *Store) Search(ctx context.Context, query string, limit int) ([]cairn.Se
 // find is Search under the index's lock. A session found replaced or
 // deleted when its hit is checked is read again, and the search run
 // again, a few times at most.
-func (s *Store) find(ctx context.Context, phrases [][]string, limit int) ([]cairn.SearchHit, error) {
+func (s *Store) find(ctx context.Context, phrases [][]string, limit int) ([]driver.SearchHit, error) {
 	x := &s.search
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -155,14 +155,14 @@ func (s *Store) find(ctx context.Context, phrases [][]string, limit int) ([]cair
 			id, _ := splitKey(key)
 			return !driver.Expired(s.opts.ExpiresAt(x.sessions[id].at), now)
 		})
-		var hits []cairn.SearchHit
+		var hits []driver.SearchHit
 		for _, m := range scores {
 			for key, score := range m {
 				id, seq := splitKey(key)
-				hits = append(hits, cairn.SearchHit{ID: id, Seq: seq, Score: score})
+				hits = append(hits, driver.SearchHit{ID: id, Seq: seq, Score: score})
 			}
 		}
-		out := make([]cairn.SearchHit, 0, min(limit, len(hits)))
+		out := make([]driver.SearchHit, 0, min(limit, len(hits)))
 		stale := false
 		for _, h := range driver.BestPerSession(hits, -1) {
 			if len(out) == limit {

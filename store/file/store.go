@@ -47,8 +47,8 @@ const (
 )
 
 // Store is a cairn.Store on a folder of the local disk, with the optional
-// abilities cairn.Sweeper, cairn.Leaser, cairn.Checker, cairn.Snapshotter,
-// cairn.Searcher and cairn.LocalLocker.
+// abilities driver.Sweeper, cairn.Leaser, driver.Checker, cairn.Snapshotter,
+// driver.Searcher and driver.LocalLocker.
 // It is safe for concurrent use by many goroutines and by many processes on
 // one machine.
 type Store struct {
@@ -75,10 +75,10 @@ type Store struct {
 }
 
 var (
-	_ cairn.Store   = (*Store)(nil)
-	_ cairn.Sweeper = (*Store)(nil)
-	_ cairn.Leaser  = (*Store)(nil)
-	_ cairn.Checker = (*Store)(nil)
+	_ cairn.Store    = (*Store)(nil)
+	_ driver.Sweeper = (*Store)(nil)
+	_ cairn.Leaser   = (*Store)(nil)
+	_ driver.Checker = (*Store)(nil)
 )
 
 // Open opens the store in dir, creating dir (mode 0700) and the
@@ -266,7 +266,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Sweep implements cairn.Sweeper: it deletes every expired session of the
+// Sweep implements driver.Sweeper: it deletes every expired session of the
 // namespace, and the leftovers of deletions and creations that a crash
 // interrupted.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
@@ -281,7 +281,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// CountExpired implements cairn.Sweeper: how many sessions Sweep would
+// CountExpired implements driver.Sweeper: how many sessions Sweep would
 // delete now.
 func (s *Store) CountExpired(ctx context.Context) (int, error) {
 	if err := s.begin(); err != nil {

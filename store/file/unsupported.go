@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
 )
 
@@ -28,13 +29,13 @@ var errUnsupported = fmt.Errorf("the file store does not run on %s (it runs on L
 type Store struct{}
 
 var (
-	_ cairn.Store       = (*Store)(nil)
-	_ cairn.Sweeper     = (*Store)(nil)
-	_ cairn.Leaser      = (*Store)(nil)
-	_ cairn.Checker     = (*Store)(nil)
-	_ cairn.Snapshotter = (*Store)(nil)
-	_ cairn.LocalLocker = (*Store)(nil)
-	_ cairn.Searcher    = (*Store)(nil)
+	_ cairn.Store        = (*Store)(nil)
+	_ driver.Sweeper     = (*Store)(nil)
+	_ cairn.Leaser       = (*Store)(nil)
+	_ driver.Checker     = (*Store)(nil)
+	_ cairn.Snapshotter  = (*Store)(nil)
+	_ driver.LocalLocker = (*Store)(nil)
+	_ driver.Searcher    = (*Store)(nil)
 )
 
 // Open returns an error matched by errors.ErrUnsupported: the file store
@@ -70,15 +71,15 @@ func (s *Store) Delete(context.Context, string) error { return errUnsupported }
 // Close implements cairn.Store: there is nothing to close.
 func (s *Store) Close() error { return nil }
 
-// Search implements cairn.Searcher; it fails on this system.
-func (s *Store) Search(context.Context, string, int) ([]cairn.SearchHit, error) {
+// Search implements driver.Searcher; it fails on this system.
+func (s *Store) Search(context.Context, string, int) ([]driver.SearchHit, error) {
 	return nil, errUnsupported
 }
 
-// Sweep implements cairn.Sweeper; it fails on this system.
+// Sweep implements driver.Sweeper; it fails on this system.
 func (s *Store) Sweep(context.Context) (int, error) { return 0, errUnsupported }
 
-// CountExpired implements cairn.Sweeper; it fails on this system.
+// CountExpired implements driver.Sweeper; it fails on this system.
 func (s *Store) CountExpired(context.Context) (int, error) { return 0, errUnsupported }
 
 // Acquire implements cairn.Leaser; it fails on this system.
@@ -114,8 +115,8 @@ func (s *Store) AppendFenced(context.Context, string, cairn.Lease, int64, ...cai
 	return errUnsupported
 }
 
-// Check implements cairn.Checker; it fails on this system.
-func (s *Store) Check(context.Context) (*cairn.CheckReport, error) { return nil, errUnsupported }
+// Check implements driver.Checker; it fails on this system.
+func (s *Store) Check(context.Context) (*driver.CheckReport, error) { return nil, errUnsupported }
 
 // PutSnapshot implements cairn.Snapshotter; it fails on this system.
 func (s *Store) PutSnapshot(context.Context, string, cairn.Snapshot) error { return errUnsupported }
@@ -128,7 +129,7 @@ func (s *Store) LoadSnapshot(context.Context, string) (*cairn.Snapshot, error) {
 // DropSnapshot implements cairn.Snapshotter; it fails on this system.
 func (s *Store) DropSnapshot(context.Context, string) error { return errUnsupported }
 
-// LockFile implements cairn.LocalLocker: no file, since there is no store.
+// LockFile implements driver.LocalLocker: no file, since there is no store.
 func (s *Store) LockFile(string) string { return "" }
 
 // LongTerm is the file store's long-term memory, which does not run on this

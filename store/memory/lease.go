@@ -13,8 +13,8 @@ import (
 )
 
 var (
-	_ cairn.Leaser  = (*Store)(nil)
-	_ cairn.Claimer = (*Store)(nil)
+	_ cairn.Leaser   = (*Store)(nil)
+	_ driver.Claimer = (*Store)(nil)
 )
 
 // leases are the sessions' leases, keyed by the session they belong to, so
@@ -140,7 +140,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	return s.append(ctx, id, &lease, expectSeq, events)
 }
 
-// ClaimNext implements cairn.Claimer.
+// ClaimNext implements driver.Claimer.
 func (s *Store) ClaimNext(ctx context.Context, holder string, ttl time.Duration, filter cairn.ListOptions) (cairn.Lease, error) {
 	if err := s.guard.Check(); err != nil {
 		return cairn.Lease{}, err

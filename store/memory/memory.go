@@ -61,9 +61,9 @@ type Store struct {
 }
 
 var (
-	_ cairn.Store    = (*Store)(nil)
-	_ cairn.Sweeper  = (*Store)(nil)
-	_ cairn.Searcher = (*Store)(nil)
+	_ cairn.Store     = (*Store)(nil)
+	_ driver.Sweeper  = (*Store)(nil)
+	_ driver.Searcher = (*Store)(nil)
 )
 
 // New returns a store on a DB of its own.
@@ -261,12 +261,12 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	})
 }
 
-// Sweep implements cairn.Sweeper.
+// Sweep implements driver.Sweeper.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	return s.expired(true)
 }
 
-// CountExpired implements cairn.Sweeper: how many sessions Sweep would
+// CountExpired implements driver.Sweeper: how many sessions Sweep would
 // delete now.
 func (s *Store) CountExpired(ctx context.Context) (int, error) {
 	return s.expired(false)

@@ -47,9 +47,9 @@ func (s *Store) drop(id string) {
 	delete(s.ns(), id)
 }
 
-// Search implements cairn.Searcher over the namespace's index, which
+// Search implements driver.Searcher over the namespace's index, which
 // scores as SQLite's FTS5 does.
-func (s *Store) Search(ctx context.Context, query string, limit int) ([]cairn.SearchHit, error) {
+func (s *Store) Search(ctx context.Context, query string, limit int) ([]driver.SearchHit, error) {
 	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
@@ -60,14 +60,14 @@ func (s *Store) Search(ctx context.Context, query string, limit int) ([]cairn.Se
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	x := s.textIndex()
-	var hits []cairn.SearchHit
+	var hits []driver.SearchHit
 	for doc, score := range ltdriver.Score([]*ltdriver.Index{x}, phrases, nil)[x] {
 		id, seq, _ := strings.Cut(doc, "\x00")
 		if s.live(id) == nil {
 			continue
 		}
 		n, _ := strconv.ParseInt(seq, 10, 64)
-		hits = append(hits, cairn.SearchHit{ID: id, Seq: n, Score: score})
+		hits = append(hits, driver.SearchHit{ID: id, Seq: n, Score: score})
 	}
 	return driver.BestPerSession(hits, limit), nil
 }

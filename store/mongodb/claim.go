@@ -14,9 +14,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
-var _ cairn.Claimer = (*Store)(nil)
+var _ driver.Claimer = (*Store)(nil)
 
 const (
 	// claimBatch is how many candidates one query of ClaimNext returns:
@@ -31,7 +32,7 @@ const (
 	claimRounds = 20
 )
 
-// ClaimNext implements cairn.Claimer, not in one atomic step: a query per
+// ClaimNext implements driver.Claimer, not in one atomic step: a query per
 // status finds the oldest few candidates without a live lease (by the
 // session document's lease_expires_ns hint), and Acquire is tried on each
 // until one succeeds, which is as safe as Acquire. When every candidate

@@ -50,7 +50,7 @@
 //
 // # Search
 //
-// Store is a cairn.Searcher whose text index lives in the event documents:
+// Store is a driver.Searcher whose text index lives in the event documents:
 // each holds the hashes of its text's distinct tokens (with a multikey
 // index on MongoDB), the counts of those that occur twice or more, and
 // its length. So the insert that writes an append's events writes their

@@ -108,7 +108,7 @@ func NewLongTerm(ctx context.Context, db *mongo.Database, opts LongTermOptions) 
 	if ns == "" {
 		ns = cairn.DefaultNamespace
 	}
-	if err := cairn.ValidateNamespace(ns); err != nil {
+	if err := driver.ValidateNamespace(ns); err != nil {
 		return nil, err
 	}
 	s := &LongTerm{items: db.Collection(ns + ".longterm"), meta: db.Collection(ns + ".longterm_meta"), opts: opts.Options.WithDefaults()}

@@ -11,13 +11,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
-var _ cairn.Searcher = (*Store)(nil)
+var _ driver.Searcher = (*Store)(nil)
 
 // match is an event document that holds a phrase of a search.
 type match struct {
@@ -28,7 +27,7 @@ type match struct {
 	freq    []int32 // how many times it holds each phrase
 }
 
-// Search implements cairn.Searcher. Each phrase of the query is one query
+// Search implements driver.Searcher. Each phrase of the query is one query
 // of the event documents by the hash of its longest token (on MongoDB the
 // multikey index on toks serves it), which returns each one's seq,
 // length and count of the token, and for a phrase of several tokens its
@@ -37,7 +36,7 @@ type match struct {
 // of the session's incarnation, as Load reads them) of live sessions, and
 // BM25 is scored as SQLite's FTS5 scores it, over the namespace's
 // statistics, after the store has sent its part of them.
-func (s *Store) Search(ctx context.Context, query string, limit int) (_ []cairn.SearchHit, err error) {
+func (s *Store) Search(ctx context.Context, query string, limit int) (_ []driver.SearchHit, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Check(); err != nil {
 		return nil, err
@@ -85,10 +84,10 @@ func (s *Store) Search(ctx context.Context, query string, limit int) (_ []cairn.
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	scores := bm25(committed, len(phrases), st)
-	var hits []cairn.SearchHit
+	var hits []driver.SearchHit
 	for i, m := range committed {
 		if live[m] && scores[i] > 0 {
-			hits = append(hits, cairn.SearchHit{ID: m.session, Seq: m.seq, Score: scores[i]})
+			hits = append(hits, driver.SearchHit{ID: m.session, Seq: m.seq, Score: scores[i]})
 		}
 	}
 	if len(hits) == 0 {

@@ -19,7 +19,7 @@ import (
 	"github.com/cairnhq/cairn/longterm"
 )
 
-// The text index of the session stores (cairn.Searcher) is kept in the
+// The text index of the session stores (driver.Searcher) is kept in the
 // event documents themselves (eventDoc's toks, tf and tlen), so that it
 // is written by the insert that writes the events, committed by the
 // commit that commits them, and removed with them: nothing outside the

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/internal/words"
 	"github.com/cairnhq/cairn/store/memory"
@@ -49,7 +50,7 @@ func (p pair) each(t *testing.T, f func(s cairn.Store) error) {
 func (p pair) agree(t *testing.T, what string, queries ...string) {
 	t.Helper()
 	for _, q := range queries {
-		want, err := p.mem.(cairn.Searcher).Search(t.Context(), q, 100)
+		want, err := p.mem.(driver.Searcher).Search(t.Context(), q, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +125,7 @@ func TestSearch_ScoresAsMemory(t *testing.T) {
 		})
 	}
 	clock.Advance(20 * time.Minute)
-	p.each(t, func(s cairn.Store) error { _, err := s.(cairn.Sweeper).Sweep(t.Context()); return err })
+	p.each(t, func(s cairn.Store) error { _, err := s.(driver.Sweeper).Sweep(t.Context()); return err })
 	p.agree(t, "after Sweep", pairQueries...)
 }
 

@@ -332,7 +332,7 @@ func expiredFilter(now int64) bson.D {
 	return bson.D{{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: 0}}}, {Key: "expires_ns", Value: bson.D{{Key: "$lte", Value: now}}}}
 }
 
-// Sweep implements cairn.Sweeper. It erases every expired session of the
+// Sweep implements driver.Sweeper. It erases every expired session of the
 // namespace, sweepBatch at a time, and returns how many; it also finishes
 // Creates and Deletes that were interrupted more than StaleAfter ago, and
 // removes event documents older than StaleAfter whose session document is

@@ -77,8 +77,8 @@ type Store struct {
 }
 
 var (
-	_ cairn.Store   = (*Store)(nil)
-	_ cairn.Sweeper = (*Store)(nil)
+	_ cairn.Store    = (*Store)(nil)
+	_ driver.Sweeper = (*Store)(nil)
 )
 
 // Open connects to the MongoDB server a URI names, such as

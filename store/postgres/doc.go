@@ -53,8 +53,8 @@
 // session and its events in one repeatable-read transaction. List's
 // filters are each served by an index (ANALYZE after a bulk load).
 //
-// Store is a [cairn.Leaser], [cairn.Claimer] (SELECT … FOR UPDATE SKIP
-// LOCKED), [cairn.Sweeper], [cairn.Snapshotter] and [cairn.Searcher] (a
+// Store is a [cairn.Leaser], [driver.Claimer] (SELECT … FOR UPDATE SKIP
+// LOCKED), [driver.Sweeper], [cairn.Snapshotter] and [driver.Searcher] (a
 // tsvector per event under a GIN index, ranked by BM25). With a TTL a
 // session past its expiry on the store's clock is gone at once, and Sweep
 // deletes it; keep every machine's clock in sync.

@@ -15,8 +15,8 @@ import (
 )
 
 var (
-	_ cairn.Leaser  = (*Store)(nil)
-	_ cairn.Claimer = (*Store)(nil)
+	_ cairn.Leaser   = (*Store)(nil)
+	_ driver.Claimer = (*Store)(nil)
 )
 
 // leaseStatements are the lease SQL of one schema. Each is one statement,
@@ -280,7 +280,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	}
 }
 
-// ClaimNext implements cairn.Claimer: the oldest matching session without
+// ClaimNext implements driver.Claimer: the oldest matching session without
 // a live lease, locked with FOR UPDATE SKIP LOCKED so that concurrent
 // workers pass over each other's candidates instead of queueing on them,
 // and leased in the same statement.

@@ -100,7 +100,7 @@ func NewLongTerm(ctx context.Context, pool *pgxpool.Pool, opts LongTermOptions) 
 	if ns == "" {
 		ns = cairn.DefaultNamespace
 	}
-	if err := cairn.ValidateNamespace(ns); err != nil {
+	if err := driver.ValidateNamespace(ns); err != nil {
 		return nil, err
 	}
 	schema := Schema(ns)

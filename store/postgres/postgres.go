@@ -38,8 +38,8 @@ type Store struct {
 }
 
 var (
-	_ cairn.Store   = (*Store)(nil)
-	_ cairn.Sweeper = (*Store)(nil)
+	_ cairn.Store    = (*Store)(nil)
+	_ driver.Sweeper = (*Store)(nil)
 )
 
 // DefaultPoolSize is the most connections the pool of a store made by

@@ -19,7 +19,7 @@ import (
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
-var _ cairn.Searcher = (*Store)(nil)
+var _ driver.Searcher = (*Store)(nil)
 
 // textSQL is the part of an append's statement that indexes its events
 // for Search, and runs only if the UPDATE u matched: their rows in
@@ -103,12 +103,12 @@ type searchDoc struct {
 	pos  [][]uint16 // the positions of each of the query's tokens
 }
 
-// Search implements cairn.Searcher: one query finds the matching events
+// Search implements driver.Searcher: one query finds the matching events
 // through the GIN index, with the totals and each event's tsvector, and
 // BM25 is computed here over the namespace's events (a session expired but
 // not yet swept still counts in the statistics, as in FTS5, but is not
 // returned).
-func (s *Store) Search(ctx context.Context, query string, limit int) ([]cairn.SearchHit, error) {
+func (s *Store) Search(ctx context.Context, query string, limit int) ([]driver.SearchHit, error) {
 	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ var errBadTSVector = errors.New("the tsvector does not decode")
 // bm25 scores docs, the events that hold one of q's phrases, as FTS5's
 // bm25() does, over n events of tokens tokens in all, and returns the
 // live ones.
-func bm25(docs []searchDoc, q searchQuery, n, tokens float64) []cairn.SearchHit {
+func bm25(docs []searchDoc, q searchQuery, n, tokens float64) []driver.SearchHit {
 	if n <= 0 || len(docs) == 0 {
 		return nil
 	}
@@ -229,10 +229,10 @@ func bm25(docs []searchDoc, q searchQuery, n, tokens float64) []cairn.SearchHit 
 			}
 		}
 	}
-	var hits []cairn.SearchHit
+	var hits []driver.SearchHit
 	for i, d := range docs {
 		if d.live && scores[i] > 0 {
-			hits = append(hits, cairn.SearchHit{ID: d.id, Seq: d.seq, Score: scores[i]})
+			hits = append(hits, driver.SearchHit{ID: d.id, Seq: d.seq, Score: scores[i]})
 		}
 	}
 	return hits

@@ -36,7 +36,7 @@ func checkTotals(t *testing.T, schema string) {
 
 // want is what an in-memory index (ltdriver.Index, FTS5's BM25) finds for
 // query among the events of sessions.
-func want(sessions map[string][]cairn.Event, query string) []cairn.SearchHit {
+func want(sessions map[string][]cairn.Event, query string) []driver.SearchHit {
 	x := ltdriver.NewIndex()
 	for id, evs := range sessions {
 		for _, e := range evs {
@@ -45,16 +45,16 @@ func want(sessions map[string][]cairn.Event, query string) []cairn.SearchHit {
 			}
 		}
 	}
-	var hits []cairn.SearchHit
+	var hits []driver.SearchHit
 	for doc, score := range ltdriver.Score([]*ltdriver.Index{x}, longterm.Phrases(query), nil)[x] {
 		id, seq, _ := strings.Cut(doc, "\x00")
 		n, _ := strconv.ParseInt(seq, 10, 64)
-		hits = append(hits, cairn.SearchHit{ID: id, Seq: n, Score: score})
+		hits = append(hits, driver.SearchHit{ID: id, Seq: n, Score: score})
 	}
 	return driver.BestPerSession(hits, 100)
 }
 
-func sameHits(t *testing.T, what string, got, want []cairn.SearchHit) {
+func sameHits(t *testing.T, what string, got, want []driver.SearchHit) {
 	t.Helper()
 	ok := len(got) == len(want)
 	for i := 0; ok && i < len(got); i++ {

@@ -175,7 +175,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // never queue behind a long one.
 const SweepBatch = 256
 
-// Sweep implements cairn.Sweeper: it deletes every session of the namespace
+// Sweep implements driver.Sweeper: it deletes every session of the namespace
 // that had expired on the store's clock when it started, with its events,
 // SweepBatch sessions per transaction, and returns how many it deleted.
 // Expired sessions are invisible without it; Sweep only frees their space

@@ -12,9 +12,10 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
-var _ cairn.Claimer = (*Store)(nil)
+var _ driver.Claimer = (*Store)(nil)
 
 // claimBudget is how many entries of the claim set one run of claimScript
 // reads before it hands back where it stopped, so that a long walk (many
@@ -101,7 +102,7 @@ index(KEYS[2], micros(cur[4]), ARGV[2], ARGV[3], '0')
 return 1
 `)
 
-// ClaimNext implements cairn.Claimer. On a single server, for the
+// ClaimNext implements driver.Claimer. On a single server, for the
 // statuses new, running and interrupted, it is one script over the claim
 // set (cairn:<ns>:claimable), oldest first; a namespace without a complete
 // claim set has it built from the index first. Other filters, and every

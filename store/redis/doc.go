@@ -50,8 +50,8 @@
 // Create, Append and Delete are each one atomic Lua script and one round
 // trip, whose cost does not grow with the history. Expiry follows
 // cairn.StoreOptions.Now, not Redis's clock (keys also get a native TTL).
-// Store is a [cairn.Leaser], [cairn.Claimer], [cairn.Sweeper],
-// [cairn.Snapshotter] and [cairn.Searcher] (an index of its own). Every key
+// Store is a [cairn.Leaser], [driver.Claimer], [driver.Sweeper],
+// [cairn.Snapshotter] and [driver.Searcher] (an index of its own). Every key
 // of a session shares one hash slot; on Cluster and Ring the namespace
 // index is updated right after each write, so it can lag a session for a
 // moment (List repairs what it meets), and ClaimNext lists and acquires,

@@ -118,7 +118,7 @@ func NewLongTerm(client goredis.UniversalClient, opts LongTermOptions) (*LongTer
 	if ns == "" {
 		ns = cairn.DefaultNamespace
 	}
-	if err := cairn.ValidateNamespace(ns); err != nil {
+	if err := driver.ValidateNamespace(ns); err != nil {
 		return nil, err
 	}
 	return &LongTerm{client: client, opts: opts.Options.WithDefaults(), base: "cairn:" + ns + ":{" + ns + "/longterm}:"}, nil

@@ -51,8 +51,8 @@ type Store struct {
 }
 
 var (
-	_ cairn.Store   = (*Store)(nil)
-	_ cairn.Sweeper = (*Store)(nil)
+	_ cairn.Store    = (*Store)(nil)
+	_ driver.Sweeper = (*Store)(nil)
 )
 
 // New returns a store on client, which the caller owns: Close leaves it

@@ -65,7 +65,7 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 // is one short script, so writers wait for one session's removal at most.
 const sweepBatch = 100
 
-// Sweep implements cairn.Sweeper: it walks the expiry set from the
+// Sweep implements driver.Sweeper: it walks the expiry set from the
 // earliest expiry up to now, sweepBatch sessions at a time, and deletes
 // each session that has expired on the store's clock, with its index
 // entries (one short script per session, the batch in one pipeline), and

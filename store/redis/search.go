@@ -15,7 +15,7 @@ import (
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
-var _ cairn.Searcher = (*Store)(nil)
+var _ driver.Searcher = (*Store)(nil)
 
 // findScript finds the sessions that hold every token of a phrase, for
 // each phrase: it walks the pairs of the phrase's rarest token and checks
@@ -73,7 +73,7 @@ type candidate struct {
 	texts map[int64][]string           // seq → the event's tokens, for phrases of several
 }
 
-// Search implements cairn.Searcher. One script on the namespace keys
+// Search implements driver.Searcher. One script on the namespace keys
 // finds the sessions that hold a phrase's tokens, with the statistics;
 // one pipeline reads those sessions' metas and their postings of the
 // query's tokens; a phrase of several tokens is counted in the texts of
@@ -85,7 +85,7 @@ type candidate struct {
 //
 // The first search of a namespace written by an earlier version of the
 // store indexes its sessions first (searchReady).
-func (s *Store) Search(ctx context.Context, query string, limit int) (_ []cairn.SearchHit, err error) {
+func (s *Store) Search(ctx context.Context, query string, limit int) (_ []driver.SearchHit, err error) {
 	defer unavailable(&err)
 	if err := s.guard.Check(); err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (s *Store) Search(ctx context.Context, query string, limit int) (_ []cairn.
 }
 
 // search returns the scored events of the live sessions that match.
-func (s *Store) search(ctx context.Context, phrases []phrase) ([]cairn.SearchHit, error) {
+func (s *Store) search(ctx context.Context, phrases []phrase) ([]driver.SearchHit, error) {
 	n, total, ids, err := s.find(ctx, phrases)
 	if err != nil {
 		return nil, err
@@ -146,10 +146,10 @@ func (s *Store) search(ctx context.Context, phrases []phrase) ([]cairn.SearchHit
 			scores[m.c.id][m.seq] += ltdriver.BM25(idf, f, dl, avg)
 		}
 	}
-	var hits []cairn.SearchHit
+	var hits []driver.SearchHit
 	for id, seqs := range scores {
 		for seq, sc := range seqs {
-			hits = append(hits, cairn.SearchHit{ID: id, Seq: seq, Score: sc})
+			hits = append(hits, driver.SearchHit{ID: id, Seq: seq, Score: sc})
 		}
 	}
 	return hits, nil

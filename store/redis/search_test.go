@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // search runs s.Search and fails the test on an error.
-func search(t *testing.T, s *redis.Store, q string) []cairn.SearchHit {
+func search(t *testing.T, s *redis.Store, q string) []driver.SearchHit {
 	t.Helper()
 	hits, err := s.Search(t.Context(), q, 10)
 	if err != nil {
@@ -24,7 +25,7 @@ func search(t *testing.T, s *redis.Store, q string) []cairn.SearchHit {
 
 // sameHits reports whether got and want name the same events with the
 // same scores.
-func sameHits(got, want []cairn.SearchHit) bool {
+func sameHits(got, want []driver.SearchHit) bool {
 	if len(got) != len(want) {
 		return false
 	}

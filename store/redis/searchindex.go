@@ -15,7 +15,7 @@ import (
 	"github.com/cairnhq/cairn/longterm"
 )
 
-// The text index of the events (cairn.Searcher) names tokens by
+// The text index of the events (driver.Searcher) names tokens by
 // TokenHash, never by their text, in these keys:
 //
 //	<session>terms      a sorted set per session, in its slot: for each

@@ -11,19 +11,19 @@ import (
 	"github.com/cairnhq/cairn/driver"
 )
 
-var _ cairn.Checker = (*Store)(nil)
+var _ driver.Checker = (*Store)(nil)
 
-// Check implements cairn.Checker. It runs PRAGMA quick_check over the
+// Check implements driver.Checker. It runs PRAGMA quick_check over the
 // whole file (every page of every table and index, in one read), then
 // loads every session of the namespace as Load does: each event against
 // its checksum, the seqs against the session's last seq. It writes
 // nothing. A damaged session is a Problem naming it; a damaged file, one
 // naming the file.
-func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
+func (s *Store) Check(ctx context.Context) (*driver.CheckReport, error) {
 	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
-	rep := &cairn.CheckReport{Problems: []cairn.Problem{}}
+	rep := &driver.CheckReport{Problems: []driver.Problem{}}
 	fileBad, err := s.quickCheck(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", s.path, s.classify(err))
@@ -56,10 +56,10 @@ func (s *Store) Check(ctx context.Context) (*cairn.CheckReport, error) {
 		default:
 			return nil, fmt.Errorf("check %s: session %s: %w", s.path, id, s.classify(err))
 		}
-		rep.Problems = append(rep.Problems, cairn.Problem{Session: id, Where: d.Where, Msg: d.Msg, Fix: fix, Damage: true})
+		rep.Problems = append(rep.Problems, driver.Problem{Session: id, Where: d.Where, Msg: d.Msg, Fix: fix, Damage: true})
 	}
 	if fileBad != "" {
-		rep.Problems = append(rep.Problems, cairn.Problem{Where: s.path, Damage: true,
+		rep.Problems = append(rep.Problems, driver.Problem{Where: s.path, Damage: true,
 			Msg: "the database file is damaged: " + fileBad,
 			Fix: "this store writes nothing more to it; copy the sessions that still load to a new file " +
 				"(cairn sessions copy --from sqlite:///OLD --to sqlite:///NEW), or rebuild it with the sqlite3 shell's .recover; " +

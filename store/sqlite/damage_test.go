@@ -148,7 +148,7 @@ func TestStore_CorruptPage(t *testing.T) {
 	}
 }
 
-func check(t *testing.T, s *sqlite.Store) *cairn.CheckReport {
+func check(t *testing.T, s *sqlite.Store) *driver.CheckReport {
 	t.Helper()
 	rep, err := s.Check(t.Context())
 	if err != nil {

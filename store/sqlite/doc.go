@@ -49,8 +49,8 @@
 //
 // # What the store does
 //
-// Store is a [cairn.Leaser], [cairn.Sweeper], [cairn.Snapshotter],
-// [cairn.Checker] and [cairn.Searcher] (FTS5, ranked by bm25), and the
+// Store is a [cairn.Leaser], [driver.Sweeper], [cairn.Snapshotter],
+// [driver.Checker] and [driver.Searcher] (FTS5, ranked by bm25), and the
 // same file holds long-term memory ([LongTerm]). Each stored event carries
 // a CRC-32C: a session whose events fail it, or whose rows were deleted or
 // changed from outside the store, is a *driver.DamagedError, listed as

@@ -11,13 +11,13 @@ import (
 	"github.com/cairnhq/cairn/longterm"
 )
 
-var _ cairn.Searcher = (*Store)(nil)
+var _ driver.Searcher = (*Store)(nil)
 
 // maxRankedEvents is how many of FTS5's best events Search reads at most
 // before it reads every event that matches.
 const maxRankedEvents = 4096
 
-// Search implements cairn.Searcher. FTS5 ranks the events that match the
+// Search implements driver.Searcher. FTS5 ranks the events that match the
 // query by bm25 (its statistics are over the whole file, every namespace
 // together), and the best of them are joined to their sessions, keeping
 // the live sessions of the store's namespace: first 4×limit+16 events,
@@ -27,7 +27,7 @@ const maxRankedEvents = 4096
 // store. Which of several events that tie at the last place read FTS5
 // returns is its own choice. Each round is one statement, which sees the
 // file as it is at one moment.
-func (s *Store) Search(ctx context.Context, query string, limit int) ([]cairn.SearchHit, error) {
+func (s *Store) Search(ctx context.Context, query string, limit int) ([]driver.SearchHit, error) {
 	if err := s.guard.Check(); err != nil {
 		return nil, err
 	}
@@ -66,16 +66,16 @@ const rankedSQL = `SELECT t.session_id, t.seq, r.score, s.id IS NOT NULL
 // rankedEvents reads FTS5's k best events for match (every one when k is
 // -1) and returns the best of each live session of the namespace among
 // them, and how many events it read.
-func (s *Store) rankedEvents(ctx context.Context, match string, k int, now int64) ([]cairn.SearchHit, int, error) {
+func (s *Store) rankedEvents(ctx context.Context, match string, k int, now int64) ([]driver.SearchHit, int, error) {
 	rows, err := s.ranked.QueryContext(ctx, match, k, s.opts.Namespace, now)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
-	best := map[string]cairn.SearchHit{}
+	best := map[string]driver.SearchHit{}
 	read := 0
 	for rows.Next() {
-		var h cairn.SearchHit
+		var h driver.SearchHit
 		var live bool
 		if err := rows.Scan(&h.ID, &h.Seq, &h.Score, &live); err != nil {
 			return nil, 0, err
@@ -88,7 +88,7 @@ func (s *Store) rankedEvents(ctx context.Context, match string, k int, now int64
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
-	hits := make([]cairn.SearchHit, 0, len(best))
+	hits := make([]driver.SearchHit, 0, len(best))
 	for _, h := range best {
 		hits = append(hits, h)
 	}

@@ -82,8 +82,8 @@ type Store struct {
 }
 
 var (
-	_ cairn.Store   = (*Store)(nil)
-	_ cairn.Sweeper = (*Store)(nil)
+	_ cairn.Store    = (*Store)(nil)
+	_ driver.Sweeper = (*Store)(nil)
 )
 
 // Open opens the SQLite database at path, creating its folder (mode 0700)

@@ -168,7 +168,7 @@ const sweepBatchTime = 25 * time.Millisecond
 const expiredSQL = `SELECT id FROM sessions WHERE namespace = ?1 AND expires_at > 0 AND expires_at <= ?2
 	ORDER BY expires_at LIMIT ?3`
 
-// Sweep implements cairn.Sweeper: it deletes every session of the
+// Sweep implements driver.Sweeper: it deletes every session of the
 // namespace that had expired when it started, with its events, texts,
 // snapshots and labels, in batches sized to hold the write lock about
 // 25 ms (at most SweepBatch sessions), and returns how many it deleted.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Abilities are the optional store abilities (the optional interfaces of
@@ -14,10 +15,10 @@ import (
 // without a failing test.
 type Abilities struct {
 	Leases bool // cairn.Leaser: Acquire, Takeover, Renew, Release, CurrentLease, AppendFenced
-	Claims bool // cairn.Claimer: ClaimNext (a store with claims has leases too)
-	Sweep  bool // cairn.Sweeper: Sweep
-	Check  bool // cairn.Checker: Check
-	Search bool // cairn.Searcher: Search, kept by Append and erased by Delete, expiry and Sweep
+	Claims bool // driver.Claimer: ClaimNext (a store with claims has leases too)
+	Sweep  bool // driver.Sweeper: Sweep
+	Check  bool // driver.Checker: Check
+	Search bool // driver.Searcher: Search, kept by Append and erased by Delete, expiry and Sweep
 
 	// Snapshots is cairn.Snapshotter: PutSnapshot, LoadSnapshot,
 	// DropSnapshot, and cairn.Restore through them.
@@ -55,10 +56,10 @@ type ability struct {
 func (a Abilities) list() []ability {
 	return []ability{
 		{"Leases", "cairn.Leaser", a.Leases, implements[cairn.Leaser]},
-		{"Claims", "cairn.Claimer", a.Claims, implements[cairn.Claimer]},
-		{"Sweep", "cairn.Sweeper", a.Sweep, implements[cairn.Sweeper]},
-		{"Check", "cairn.Checker", a.Check, implements[cairn.Checker]},
-		{"Search", "cairn.Searcher", a.Search, implements[cairn.Searcher]},
+		{"Claims", "driver.Claimer", a.Claims, implements[driver.Claimer]},
+		{"Sweep", "driver.Sweeper", a.Sweep, implements[driver.Sweeper]},
+		{"Check", "driver.Checker", a.Check, implements[driver.Checker]},
+		{"Search", "driver.Searcher", a.Search, implements[driver.Searcher]},
 		{"Snapshots", "cairn.Snapshotter", a.Snapshots, implements[cairn.Snapshotter]},
 	}
 }
@@ -67,7 +68,7 @@ func (a Abilities) list() []ability {
 // declared abilities, on a first open and on a reopen.
 func testAbilities(t *testing.T, h *harness) {
 	if h.abilities.Claims && !h.abilities.Leases {
-		t.Errorf("Abilities declares Claims without Leases: cairn.Claimer is an ability of a store with leases")
+		t.Errorf("Abilities declares Claims without Leases: driver.Claimer is an ability of a store with leases")
 	}
 	for i, s := range []cairn.Store{h.store(t), h.store(t)} {
 		for _, a := range h.abilities.list() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // Clock is a controllable clock for StoreOptions.Now. It starts at the
@@ -137,7 +138,7 @@ var (
 // cairn.ErrNotFound, and returns the sessions in the order claimed. It
 // fails the test on any other error, on a lease without the holder or a
 // token, and after 1,000 claims.
-func ClaimAll(t testing.TB, c cairn.Claimer, filter cairn.ListOptions) []string {
+func ClaimAll(t testing.TB, c driver.Claimer, filter cairn.ListOptions) []string {
 	t.Helper()
 	var got []string
 	for range 1000 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // runLease runs the lease section of the suite, for a backend that
@@ -403,7 +404,7 @@ func testLeaseConcurrentFenced(t *testing.T, h *harness, l cairn.Leaser) {
 // those the filter leaves out, and end with ErrNotFound.
 func testLeaseClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
 	s := l.(cairn.Store)
-	c := as[cairn.Claimer](t, s)
+	c := as[driver.Claimer](t, s)
 	queued := map[string]string{"queue": "q1"}
 	var ids []string
 	for range 3 {
@@ -446,7 +447,7 @@ func testLeaseConcurrentClaimNext(t *testing.T, h *harness, l cairn.Leaser) {
 	for range sessions {
 		newSession(t, l.(cairn.Store), queued)
 	}
-	stores := []cairn.Claimer{as[cairn.Claimer](t, l.(cairn.Store)), as[cairn.Claimer](t, h.store(t))}
+	stores := []driver.Claimer{as[driver.Claimer](t, l.(cairn.Store)), as[driver.Claimer](t, h.store(t))}
 	filter := cairn.ListOptions{Status: []cairn.Status{cairn.StatusNew, cairn.StatusRunning, cairn.StatusInterrupted}, Labels: queued}
 	var (
 		mu   sync.Mutex

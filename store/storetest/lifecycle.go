@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 func testDelete(t *testing.T, h *harness) {
@@ -77,7 +78,7 @@ func testTTL(t *testing.T, h *harness) {
 		t.Errorf("List past every TTL = %v, want none", ids(got))
 	}
 	if h.abilities.Sweep {
-		if _, err := as[cairn.Sweeper](t, s).Sweep(t.Context()); err != nil {
+		if _, err := as[driver.Sweeper](t, s).Sweep(t.Context()); err != nil {
 			t.Fatalf("Sweep: %v", err)
 		}
 		if _, err := s.Load(t.Context(), id, 0); !errors.Is(err, cairn.ErrNotFound) {
@@ -134,7 +135,7 @@ func testNamespaces(t *testing.T, h *harness) {
 }
 
 // SweepMany checks Sweep over more sessions than a backend that sweeps in
-// batches reads in one: s, a cairn.Sweeper opened with a TTL of an hour
+// batches reads in one: s, a driver.Sweeper opened with a TTL of an hour
 // and clock's Now, gets expired sessions that expire, then live ones that
 // do not. CountExpired counts the expired ones, Sweep deletes them and
 // says so, CountExpired then counts none, and List lists the live ones.
@@ -153,7 +154,7 @@ func SweepMany(t *testing.T, s cairn.Store, clock *Clock, expired, live int) {
 	clock.Advance(30 * time.Minute)
 	create("new", live)
 	clock.Advance(45 * time.Minute)
-	sw := as[cairn.Sweeper](t, s)
+	sw := as[driver.Sweeper](t, s)
 	if n, err := sw.CountExpired(t.Context()); n != expired || err != nil {
 		t.Errorf("CountExpired = %d, %v; want %d", n, err, expired)
 	}
@@ -176,10 +177,10 @@ func testSweep(t *testing.T, h *harness) {
 	other := h.storeWith(t, cairn.StoreOptions{Namespace: h.ns + "_other", TTL: ttl})
 	sweep := func(s cairn.Store, want int, when string) {
 		t.Helper()
-		if n, err := as[cairn.Sweeper](t, s).CountExpired(t.Context()); err != nil || n != want {
+		if n, err := as[driver.Sweeper](t, s).CountExpired(t.Context()); err != nil || n != want {
 			t.Errorf("CountExpired %s = %d, %v; want %d", when, n, err, want)
 		}
-		n, err := as[cairn.Sweeper](t, s).Sweep(t.Context())
+		n, err := as[driver.Sweeper](t, s).Sweep(t.Context())
 		if err != nil {
 			t.Fatalf("Sweep %s: %v", when, err)
 		}
@@ -225,7 +226,7 @@ func testCheck(t *testing.T, h *harness) {
 	s := h.store(t)
 	check := func(wantSessions int, when string) {
 		t.Helper()
-		rep, err := as[cairn.Checker](t, s).Check(t.Context())
+		rep, err := as[driver.Checker](t, s).Check(t.Context())
 		if err != nil {
 			t.Fatalf("Check %s: %v", when, err)
 		}
@@ -278,10 +279,10 @@ func testClosed(t *testing.T, h *harness) {
 		"Delete": func() error { return s.Delete(ctx, id) },
 	}
 	if h.abilities.Sweep {
-		calls["Sweep"] = func() error { _, err := as[cairn.Sweeper](t, s).Sweep(ctx); return err }
+		calls["Sweep"] = func() error { _, err := as[driver.Sweeper](t, s).Sweep(ctx); return err }
 	}
 	if h.abilities.Check {
-		calls["Check"] = func() error { _, err := as[cairn.Checker](t, s).Check(ctx); return err }
+		calls["Check"] = func() error { _, err := as[driver.Checker](t, s).Check(ctx); return err }
 	}
 	if h.abilities.Snapshots {
 		sn := as[cairn.Snapshotter](t, s)
@@ -300,7 +301,7 @@ func testClosed(t *testing.T, h *harness) {
 		calls["AppendFenced"] = func() error { return l.AppendFenced(ctx, id, lease, 1, Custom(2, "x")) }
 	}
 	if h.abilities.Claims {
-		c := as[cairn.Claimer](t, s)
+		c := as[driver.Claimer](t, s)
 		calls["ClaimNext"] = func() error { _, err := c.ClaimNext(ctx, "worker-b", leaseTTL, cairn.ListOptions{}); return err }
 	}
 	for name, call := range calls {

@@ -14,13 +14,14 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // PathOpener opens the store kept at path, a file or folder on this
 // machine's disk, with opts. The caller closes the store.
 type PathOpener func(ctx context.Context, path string, opts cairn.StoreOptions) (cairn.Store, error)
 
-// LocalLockFiles checks the cairn.LocalLocker of a store kept at a path
+// LocalLockFiles checks the driver.LocalLocker of a store kept at a path
 // on this machine's disk: a folder (dir) or a file, named name. The lock
 // file of a session is beside the store's real path, whatever name the
 // store is opened by (its real path, a symbolic link to it, a relative
@@ -51,9 +52,9 @@ func LocalLockFiles(t *testing.T, name string, dir bool, open PathOpener) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		l, ok := s.(cairn.LocalLocker)
+		l, ok := s.(driver.LocalLocker)
 		if !ok {
-			t.Fatalf("%T is not a cairn.LocalLocker", s)
+			t.Fatalf("%T is not a driver.LocalLocker", s)
 		}
 		if l.LockFile("../x") != "" {
 			t.Errorf("LockFile(../x) = %q, want none", l.LockFile("../x"))

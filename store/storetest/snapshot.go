@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 )
 
 // runSnapshots runs the snapshot section of the suite, for a backend that
@@ -232,7 +233,7 @@ func testSnapshotDelete(t *testing.T, h *harness, sn cairn.Snapshotter) {
 	mustAppend(t, s, id, 0, UserTurn(0, "r2", "new life")...)
 	wantSnapshot(t, sn, id, nil, "of a session created again, after its first append")
 	if h.abilities.Sweep {
-		if _, err := as[cairn.Sweeper](t, s).Sweep(t.Context()); err != nil {
+		if _, err := as[driver.Sweeper](t, s).Sweep(t.Context()); err != nil {
 			t.Fatalf("Sweep: %v", err)
 		}
 		wantSnapshot(t, sn, id, nil, "of a session created again, after a Sweep")
@@ -256,7 +257,7 @@ func testSnapshotTTL(t *testing.T, h *harness, _ cairn.Snapshotter) {
 	h.clock.Advance(ttl + time.Second)
 	wantSnapshotNotFound(t, s, id, "an expired session")
 	if h.abilities.Sweep {
-		if _, err := as[cairn.Sweeper](t, s).Sweep(t.Context()); err != nil {
+		if _, err := as[driver.Sweeper](t, s).Sweep(t.Context()); err != nil {
 			t.Fatalf("Sweep: %v", err)
 		}
 		wantSnapshotNotFound(t, s, swept, "a swept session")

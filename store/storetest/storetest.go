@@ -23,7 +23,7 @@
 // fails.
 //
 // A store kept at a path on this machine's disk (the file and SQLite
-// stores) runs two more: LocalLockFiles, its cairn.LocalLocker, and
+// stores) runs two more: LocalLockFiles, its driver.LocalLocker, and
 // OpenTogether, a new store opened by many processes at once.
 package storetest
 

@@ -78,7 +78,7 @@ var mutations = []mutation{
 	{
 		Name:   "id-dots",
 		Breaks: "a session ID may hold '.', so '..' reaches a store's paths",
-		File:   "id.go",
+		File:   "internal/wire/name.go",
 		Old:    "c == '_' || c == '-'",
 		New:    "c == '_' || c == '-' || c == '.'",
 		Pkg:    ".",

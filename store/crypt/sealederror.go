@@ -1,15 +1,17 @@
-package cairn
+package crypt
 
 import (
 	"fmt"
+
+	"github.com/cairnhq/cairn"
 )
 
 // SealedError names the session whose events are sealed, and the first
-// sealed event. It wraps ErrSealed.
+// sealed event. It wraps cairn.ErrSealed.
 type SealedError struct {
 	Session string
 	Seq     int64
-	Kind    Kind
+	Kind    cairn.Kind
 	DataKey string // the ID of the data key that sealed it (not secret)
 }
 
@@ -19,5 +21,5 @@ func (e *SealedError) Error() string {
 		e.Session, e.Seq, e.Kind, e.DataKey)
 }
 
-// Unwrap returns ErrSealed.
-func (e *SealedError) Unwrap() error { return ErrSealed }
+// Unwrap returns cairn.ErrSealed.
+func (e *SealedError) Unwrap() error { return cairn.ErrSealed }
