@@ -73,3 +73,16 @@ func PageNamespaces(set map[string]bool, opts longterm.NamespaceOptions) *longte
 	}
 	return page
 }
+
+// Page returns the page that List answers with items, read in its order up
+// to limit+1: the first limit of them, and, when there were more, the
+// cursor after the last one kept.
+func Page(items []longterm.Item, limit int) *longterm.ListPage {
+	page := &longterm.ListPage{Items: items}
+	if len(items) > limit {
+		page.Items = items[:limit]
+		last := page.Items[limit-1]
+		page.Next = Cursor{Namespace: last.Namespace, Key: last.Key}.Encode()
+	}
+	return page
+}

@@ -193,15 +193,11 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 	slices.SortFunc(all, func(a, b *longterm.Item) int {
 		return ltdriver.CompareItems(a.Namespace, a.Key, b.Namespace, b.Key)
 	})
-	page := &longterm.ListPage{}
-	for _, it := range all[:min(len(all), opts.Limit)] {
-		page.Items = append(page.Items, ltdriver.Clone(it, opts.Vectors))
+	items := make([]longterm.Item, 0, min(len(all), opts.Limit+1))
+	for _, it := range all[:min(len(all), opts.Limit+1)] {
+		items = append(items, ltdriver.Clone(it, opts.Vectors))
 	}
-	if len(all) > opts.Limit {
-		last := page.Items[len(page.Items)-1]
-		page.Next = ltdriver.Cursor{Namespace: last.Namespace, Key: last.Key}.Encode()
-	}
-	return page, nil
+	return ltdriver.Page(items, opts.Limit), nil
 }
 
 // Namespaces implements longterm.Store.

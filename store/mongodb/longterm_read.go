@@ -75,20 +75,15 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 	if err := c.All(ctx, &docs); err != nil {
 		return nil, s.fail("list", err)
 	}
-	page := &longterm.ListPage{}
+	var items []longterm.Item
 	for i := range docs {
 		it, err := docs[i].item(opts.Vectors)
 		if err != nil {
 			return nil, s.fail("list", err)
 		}
-		page.Items = append(page.Items, it)
+		items = append(items, it)
 	}
-	if len(page.Items) > opts.Limit {
-		page.Items = page.Items[:opts.Limit]
-		last := page.Items[opts.Limit-1]
-		page.Next = ltdriver.Cursor{Namespace: last.Namespace, Key: last.Key}.Encode()
-	}
-	return page, nil
+	return ltdriver.Page(items, opts.Limit), nil
 }
 
 // Namespaces implements longterm.Store by skipping through the (path,

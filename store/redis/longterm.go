@@ -541,9 +541,9 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 		}
 	}
 	now := ltdriver.Now(s.opts)
-	page := &longterm.ListPage{}
+	var found []longterm.Item
 	chunk := opts.Limit + 1
-	for len(page.Items) <= opts.Limit {
+	for len(found) <= opts.Limit {
 		ms, err := s.client.ZRangeByLex(ctx, s.base+"paths", &goredis.ZRangeBy{Min: lo, Max: hi, Count: int64(chunk)}).Result()
 		if err != nil {
 			return nil, s.fail("list", err)
@@ -554,7 +554,7 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 		}
 		for i, it := range items {
 			if oks[i] && !ltdriver.Expired(it.ExpiresAt, now) && ltdriver.MatchLabels(opts.Labels, it.Labels) {
-				page.Items = append(page.Items, it)
+				found = append(found, it)
 			}
 		}
 		if len(ms) < chunk {
@@ -563,12 +563,7 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 		lo = "(" + ms[len(ms)-1]
 		chunk = min(2*chunk, 4*longterm.MaxListLimit)
 	}
-	if len(page.Items) > opts.Limit {
-		page.Items = page.Items[:opts.Limit]
-		last := page.Items[opts.Limit-1]
-		page.Next = ltdriver.Cursor{Namespace: last.Namespace, Key: last.Key}.Encode()
-	}
-	return page, nil
+	return ltdriver.Page(found, opts.Limit), nil
 }
 
 // Namespaces implements longterm.Store by skipping through the paths

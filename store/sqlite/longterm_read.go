@@ -127,23 +127,18 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 		return nil, s.fail("list", err)
 	}
 	defer rows.Close()
-	page := &longterm.ListPage{}
+	var items []longterm.Item
 	for rows.Next() {
 		it, err := scanItem(rows)
 		if err != nil {
 			return nil, s.fail("list", err)
 		}
-		page.Items = append(page.Items, it)
+		items = append(items, it)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.fail("list", err)
 	}
-	if len(page.Items) > opts.Limit {
-		page.Items = page.Items[:opts.Limit]
-		last := page.Items[opts.Limit-1]
-		page.Next = ltdriver.Cursor{Namespace: last.Namespace, Key: last.Key}.Encode()
-	}
-	return page, nil
+	return ltdriver.Page(items, opts.Limit), nil
 }
 
 // Namespaces implements longterm.Store by skipping through the path
