@@ -171,6 +171,12 @@ func (r *Keyring) IDs() []string {
 	return ids
 }
 
+// has reports whether the keyring holds the master key kid.
+func (r *Keyring) has(kid string) bool {
+	_, ok := r.byID[kid]
+	return ok
+}
+
 // wrap seals a data key with the current master key.
 func (r *Keyring) wrap(dek, aad []byte) (kid string, sealed []byte, err error) {
 	sealed, err = seal(r.current.secret, dek, aad)

@@ -29,6 +29,15 @@ type LongTerm interface {
 	longterm.Store
 	// Inner returns the wrapped store, which holds the sealed items.
 	Inner() longterm.Store
+	// Rekey wraps the store's keys (the text index's and each
+	// namespace's data key) by the keyring's current master key, so that
+	// the store opens with that key alone; no item is rewritten. The
+	// keyring must also hold the key they are wrapped by now: one that
+	// cannot open the index key is refused (ErrUnknownKey) before
+	// anything is written. Each key is replaced on its version, so it is
+	// safe beside other writers, and a run after an interruption goes on
+	// where it stopped. progress, if not nil, is called after each key.
+	Rekey(ctx context.Context, progress func(done, total int)) (LongTermRekeyResult, error)
 }
 
 // longTerm seals items before they reach inner and opens them on the way
@@ -135,11 +144,47 @@ func reserved(what, ns string) error {
 }
 
 // keyRecordLT is the value of a key item: a data key wrapped by a master
-// key.
+// key, and by the keys it was wrapped by before Rekey (newest first), so
+// that a process still configured with the old key reads on until the old
+// key file is destroyed, as with session keys.
 type keyRecordLT struct {
-	KID     string `json:"kid"` // the master key that wrapped it
-	DataKey string `json:"dk"`  // the data key's ID
-	Wrapped string `json:"w"`   // base64 of nonce‖ciphertext‖tag
+	KID     string   `json:"kid"`           // the master key that wrapped it
+	DataKey string   `json:"dk"`            // the data key's ID
+	Wrapped string   `json:"w"`             // base64 of nonce‖ciphertext‖tag
+	Old     []wrapLT `json:"old,omitempty"` // earlier wrappings, newest first
+}
+
+// wrapLT is an earlier wrapping of a data key.
+type wrapLT struct {
+	KID     string `json:"kid"`
+	Wrapped string `json:"w"`
+}
+
+// parseKeyRecord reads a key item's value and opens its data key with the
+// newest wrapping whose master key the keyring holds.
+func (s *longTerm) parseKeyRecord(value []byte, what string) (keyRecordLT, []byte, error) {
+	var kr keyRecordLT
+	if err := json.Unmarshal(value, &kr); err != nil || kr.DataKey == "" {
+		return kr, nil, fmt.Errorf("%w: the key of %s is malformed", ErrTampered, what)
+	}
+	w := wrapLT{KID: kr.KID, Wrapped: kr.Wrapped}
+	for _, o := range kr.Old {
+		if !s.ring.has(w.KID) && s.ring.has(o.KID) {
+			w = o
+		}
+	}
+	sealed, err := base64.StdEncoding.DecodeString(w.Wrapped)
+	if err != nil {
+		return kr, nil, fmt.Errorf("%w: the key of %s is not base64", ErrTampered, what)
+	}
+	dek, err := s.ring.unwrap(w.KID, sealed, ltKeyAAD(what, kr.DataKey))
+	if err != nil {
+		return kr, nil, fmt.Errorf("the key of %s: %w", what, err)
+	}
+	if dataKeyID(dek) != kr.DataKey {
+		return kr, nil, fmt.Errorf("%w: the key of %s does not match its id", ErrTampered, what)
+	}
+	return kr, dek, nil
 }
 
 func ltKeyAAD(what, dkid string) []byte {
@@ -156,20 +201,9 @@ func (s *longTerm) readKey(ctx context.Context, ns, key, what string) (*nsKeyT, 
 	if err != nil {
 		return nil, err
 	}
-	var kr keyRecordLT
-	if err := json.Unmarshal(it.Value, &kr); err != nil || kr.DataKey == "" {
-		return nil, fmt.Errorf("%w: the key of %s is malformed", ErrTampered, what)
-	}
-	sealed, err := base64.StdEncoding.DecodeString(kr.Wrapped)
+	kr, dek, err := s.parseKeyRecord(it.Value, what)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the key of %s is not base64", ErrTampered, what)
-	}
-	dek, err := s.ring.unwrap(kr.KID, sealed, ltKeyAAD(what, kr.DataKey))
-	if err != nil {
-		return nil, fmt.Errorf("the key of %s: %w", what, err)
-	}
-	if dataKeyID(dek) != kr.DataKey {
-		return nil, fmt.Errorf("%w: the key of %s does not match its id", ErrTampered, what)
+		return nil, err
 	}
 	return &nsKeyT{id: kr.DataKey, dek: dek}, nil
 }

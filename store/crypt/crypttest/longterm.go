@@ -34,9 +34,18 @@ func RunLongTerm(t *testing.T, b LongTermBackend) {
 	t.Run("Plain", func(t *testing.T) { testLongTermPlain(t, b) })
 	// The index key is the store's: every encrypting store on it holds
 	// one keyring's keys.
-	ring := NewKeyring(t)
+	old, err := crypt.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := crypt.NewKeyring(old)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Run("Encrypted", func(t *testing.T) { testLongTermEncrypted(t, b, ring) })
 	t.Run("WrongKey", func(t *testing.T) { testLongTermWrongKey(t, b, ring) })
+	// Last: it moves the store's keys to another master key.
+	t.Run("Rekey", func(t *testing.T) { testLongTermRekey(t, b, old) })
 }
 
 // ltClock is a clock the test moves.
@@ -298,4 +307,108 @@ func rawAny(t *testing.T, b LongTermBackend, needles []string) []string {
 		out = append(out, b.Raw(t, n)...)
 	}
 	return out
+}
+
+// testLongTermRekey moves every key of a store written under old to a new
+// master key: afterwards the new key alone reads, searches and writes, the
+// old key alone still reads, and a second run rewraps nothing. A keyring
+// with neither key is refused, writing nothing, and reads nothing.
+func testLongTermRekey(t *testing.T, b LongTermBackend, old crypt.Key) {
+	ctx := t.Context()
+	ns := "rk_" + testenv.RandHex(5)
+	oldRing, err := crypt.NewKeyring(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, oldRing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s1.Close() })
+	for _, n := range []string{ns + "/a", ns + "/b"} {
+		if _, err := s1.Put(ctx, longterm.Item{Namespace: n, Key: "k", Value: json.RawMessage(`"kept"`), Text: "rekeyed lighthouse"}, longterm.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := s1.Inner().List(ctx, longterm.ListOptions{Prefix: crypt.LongTermKeys, Limit: longterm.MaxListLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := len(keys.Items) // the index key, these two namespaces' and the earlier tests'
+	if stored < 3 {
+		t.Fatalf("%d keys stored under %s, want the index key and two namespaces' at least", stored, crypt.LongTermKeys)
+	}
+
+	stranger, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, NewKeyring(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stranger.Close() })
+	if res, err := stranger.Rekey(ctx, nil); !errors.Is(err, crypt.ErrUnknownKey) || res.Rewrapped != 0 {
+		t.Errorf("Rekey with neither key: %+v, %v; want ErrUnknownKey and nothing rewrapped", res, err)
+	}
+
+	next, err := crypt.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := crypt.NewKeyring(next, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	var calls, lastDone, lastTotal int
+	res, err := s2.Rekey(ctx, func(done, total int) { calls, lastDone, lastTotal = calls+1, done, total })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (crypt.LongTermRekeyResult{Keys: stored, Rewrapped: stored}); res != want {
+		t.Errorf("Rekey = %+v, want %+v", res, want)
+	}
+	if calls != stored || lastDone != stored || lastTotal != stored {
+		t.Errorf("progress called %d times, last (%d, %d); want %d, ending (%d, %d)", calls, lastDone, lastTotal, stored, stored, stored)
+	}
+	if res, err := s2.Rekey(ctx, nil); err != nil || res != (crypt.LongTermRekeyResult{Keys: stored, Current: stored}) {
+		t.Errorf("Rekey again = %+v, %v; want all %d current", res, err, stored)
+	}
+
+	newRing, err := crypt.NewKeyring(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, newRing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s3.Close() })
+	for _, n := range []string{ns + "/a", ns + "/b"} {
+		it, err := s3.Get(ctx, n, "k")
+		if err != nil || string(it.Value) != `"kept"` {
+			t.Fatalf("Get %s/k with the new key alone: %v, %v", n, it, err)
+		}
+	}
+	found, err := s3.Search(ctx, longterm.SearchOptions{Query: "lighthouse", Prefix: ns})
+	if err != nil || len(found) != 2 {
+		t.Errorf("Search with the new key alone: %d found, %v; want 2", len(found), err)
+	}
+	if _, err := s3.Put(ctx, longterm.Item{Namespace: ns + "/c", Key: "k", Text: "new"}, longterm.PutOptions{}); err != nil {
+		t.Errorf("Put with the new key alone: %v", err)
+	}
+	s4, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, oldRing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s4.Close() })
+	// Until its file is destroyed the old key reads on, as with session
+	// keys: a process not yet moved to the new key keeps working.
+	if it, err := s4.Get(ctx, ns+"/a", "k"); err != nil || string(it.Value) != `"kept"` {
+		t.Errorf("Get with the old key alone after Rekey: %v, %v", it, err)
+	}
+	if _, err := stranger.Get(ctx, ns+"/a", "k"); !errors.Is(err, crypt.ErrUnknownKey) {
+		t.Errorf("Get with neither key after Rekey: %v, want ErrUnknownKey", err)
+	}
 }
