@@ -58,6 +58,10 @@ func MemoryFail(what string, err error) error {
 		return Fail(err, "an item's value and text together are at most 1 MiB")
 	case errors.Is(err, cairn.ErrUnavailable):
 		return Fail(err, "is the store's server running and reachable? `cairn doctor` checks")
+	case errors.Is(err, crypt.ErrUnknownKey):
+		return Fail(err, "configure the key named above (persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE); `cairn sessions rekey` moves the memory to a new key with the sessions")
+	case errors.Is(err, crypt.ErrTampered):
+		return Fail(err, "the encrypted data was changed or moved: restore it from a backup")
 	}
 	return Fail(err, "see docs/MEMORY.md")
 }
