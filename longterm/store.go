@@ -95,6 +95,12 @@ type Options struct {
 	// opens the sealed form itself (crypt.WrapLongTerm). Without it, Open
 	// refuses such a store (ErrEncrypted).
 	Sealed bool
+	// Namespace is the session namespace the memory belongs to, on the
+	// backends that keep one memory per session namespace (PostgreSQL,
+	// Redis, MongoDB), when the URL has no namespace parameter; empty
+	// means cairn.DefaultNamespace. The SQLite, file and memory backends
+	// keep one memory per store and do not read it.
+	Namespace string
 }
 
 // WithDefaults returns o with the zero fields set to their defaults.

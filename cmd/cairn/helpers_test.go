@@ -242,7 +242,7 @@ func testStore(t *testing.T, c *cliEnv, backend, prefix string, ids ...string) [
 		return []string{"--store", "file://" + filepath.Join(c.dir, "sessions")}
 	}
 	env := map[string]string{"postgres": testenv.Postgres, "redis": testenv.Redis, "mongodb": testenv.MongoDB}[backend]
-	store := []string{"--store", testenv.URL(t, env), "--namespace", prefix + cairn.NewID()[:8]}
+	store := []string{"--store", testenv.URL(t, env), "--namespace", prefix + testenv.RandHex(6)}
 	t.Cleanup(func() {
 		for _, id := range ids {
 			c.run(append(store, "sessions", "delete", id, "--yes")...)

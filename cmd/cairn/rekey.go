@@ -75,7 +75,7 @@ Running it again after an interruption picks up where it stopped.`,
 			if err != nil {
 				return cli.Fail(err, "rerun rekey: it resumes where it stopped")
 			}
-			mem, err := rekeyMemory(c.Context(), app, u, ring)
+			mem, err := rekeyMemory(c.Context(), app, u, opts.Namespace, ring)
 			if err != nil {
 				return err
 			}
@@ -95,9 +95,10 @@ Running it again after an interruption picks up where it stopped.`,
 }
 
 // rekeyMemory wraps the keys of the long-term memory at u (the sessions'
-// store URL) by ring's current key.
-func rekeyMemory(ctx context.Context, app *cli.App, u string, ring *crypt.Keyring) (crypt.LongTermRekeyResult, error) {
-	lt, err := crypt.OpenLongTerm(ctx, u, longterm.Options{}, ring)
+// store URL; the memory of namespace ns where the backend keeps one per
+// namespace) by ring's current key.
+func rekeyMemory(ctx context.Context, app *cli.App, u, ns string, ring *crypt.Keyring) (crypt.LongTermRekeyResult, error) {
+	lt, err := crypt.OpenLongTerm(ctx, u, longterm.Options{Namespace: ns}, ring)
 	if err != nil {
 		return crypt.LongTermRekeyResult{}, cli.Fail(fmt.Errorf("open memory store %s: %w", text.RedactURL(u), err), "`cairn doctor` checks the store")
 	}

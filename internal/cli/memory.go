@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/text"
@@ -12,9 +13,11 @@ import (
 )
 
 // OpenMemory opens the long-term memory of the configured store: the same
-// URL as the sessions' (--store, CAIRN_STORE, cairn.toml or the default),
-// through store/crypt when an encryption key is configured, so that items
-// are encrypted at rest as events are. It returns the store and its URL.
+// URL as the sessions' (--store, CAIRN_STORE, cairn.toml or the default)
+// and, on the backends that keep one memory per session namespace, the
+// configured namespace's (--namespace); through store/crypt when an
+// encryption key is configured, so that items are encrypted at rest as
+// events are. It returns the store and its URL.
 func (a *App) OpenMemory(ctx context.Context) (longterm.Store, string, error) {
 	cfg, err := a.Config()
 	if err != nil {
@@ -25,11 +28,12 @@ func (a *App) OpenMemory(ctx context.Context) (longterm.Store, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	opts := longterm.Options{Namespace: cfg.Persistence.Namespace}
 	var s longterm.Store
 	if ring != nil {
-		s, err = crypt.OpenLongTerm(ctx, withTimeouts(u), longterm.Options{}, ring)
+		s, err = crypt.OpenLongTerm(ctx, withTimeouts(u), opts, ring)
 	} else {
-		s, err = longterm.Open(ctx, withTimeouts(u), longterm.Options{})
+		s, err = longterm.Open(ctx, withTimeouts(u), opts)
 	}
 	switch {
 	case errors.Is(err, longterm.ErrEncrypted):
@@ -37,6 +41,11 @@ func (a *App) OpenMemory(ctx context.Context) (longterm.Store, string, error) {
 			"set persistence.encryption_key_file or CAIRN_ENCRYPTION_KEY_FILE to the file of its key (docs/SECURITY.md)")
 	case err != nil:
 		return nil, "", Fail(fmt.Errorf("open memory store %s: %w", text.RedactURL(u), err), storeHint(u, err))
+	}
+	if ns := cfg.Persistence.Namespace; ns != "" && ns != cairn.DefaultNamespace {
+		if scheme, _, _ := strings.Cut(u, ":"); scheme == "sqlite" || scheme == "file" || scheme == "memory" {
+			a.Notef("note: the %s store keeps one long-term memory for all its session namespaces; --namespace %s does not divide it (docs/MEMORY.md)", scheme, ns)
+		}
 	}
 	return s, u, nil
 }

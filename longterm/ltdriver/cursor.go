@@ -2,6 +2,7 @@ package ltdriver
 
 import (
 	"encoding/base64"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -85,4 +86,20 @@ func Page(items []longterm.Item, limit int) *longterm.ListPage {
 		page.Next = Cursor{Namespace: last.Namespace, Key: last.Key}.Encode()
 	}
 	return page
+}
+
+// TakeNamespace returns the session namespace a long-term store opened by
+// URL belongs to, u's namespace parameter or else opts.Namespace, and u
+// without the parameter (which a server's driver would read as a setting
+// of its own).
+func TakeNamespace(u *url.URL, opts longterm.Options) (ns, rest string) {
+	c := *u
+	q := c.Query()
+	ns = q.Get("namespace")
+	if ns == "" {
+		ns = opts.Namespace
+	}
+	q.Del("namespace")
+	c.RawQuery = q.Encode()
+	return ns, c.String()
 }

@@ -107,7 +107,7 @@ func InnerItemSize(n int) int {
 // OpenLongTerm opens the long-term store at rawURL and wraps it
 // (WrapLongTerm).
 func OpenLongTerm(ctx context.Context, rawURL string, opts longterm.Options, ring *Keyring) (LongTerm, error) {
-	inner, err := longterm.Open(ctx, rawURL, longterm.Options{Now: opts.Now, MaxItemSize: InnerItemSize(opts.MaxItemSize), Sealed: true})
+	inner, err := longterm.Open(ctx, rawURL, longterm.Options{Now: opts.Now, MaxItemSize: InnerItemSize(opts.MaxItemSize), Sealed: true, Namespace: opts.Namespace})
 	if err != nil {
 		return nil, err
 	}

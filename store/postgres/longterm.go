@@ -22,31 +22,19 @@ import (
 
 func init() {
 	open := func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
-		ns, dsn := takeNamespace(u)
-		return OpenLongTerm(ctx, dsn, LongTermOptions{Options: opts, Namespace: ns})
+		ns, dsn := ltdriver.TakeNamespace(u, opts)
+		opts.Namespace = ns
+		return OpenLongTerm(ctx, dsn, LongTermOptions{Options: opts})
 	}
 	longterm.Register("postgres", open)
 	longterm.Register("postgresql", open)
 }
 
-// takeNamespace removes the namespace parameter from a URL, which
-// PostgreSQL would read as a setting, and returns it with the URL left.
-func takeNamespace(u *url.URL) (string, string) {
-	c := *u
-	q := c.Query()
-	ns := q.Get("namespace")
-	q.Del("namespace")
-	c.RawQuery = q.Encode()
-	return ns, c.String()
-}
-
-// LongTermOptions configure OpenLongTerm and NewLongTerm.
+// LongTermOptions configure OpenLongTerm and NewLongTerm: Namespace is the
+// session namespace whose schema holds the memory (cairn.DefaultNamespace
+// when empty).
 type LongTermOptions struct {
 	longterm.Options
-	// Namespace is the session namespace whose schema holds the long-term
-	// memory (Schema): cairn.DefaultNamespace when empty. In a URL given
-	// to longterm.Open it is the namespace parameter.
-	Namespace string
 }
 
 // LongTerm is a longterm.Store on PostgreSQL, in the longterm_items table

@@ -21,7 +21,7 @@ func BenchmarkLongTerm(b *testing.B) {
 	lttest.Bench(b, func(b *testing.B) longterm.Store {
 		ns := "ltb_" + testenv.RandHex(6)
 		dropSchemaLater(b, ns)
-		s, err := postgres.OpenLongTerm(b.Context(), d, postgres.LongTermOptions{Namespace: ns})
+		s, err := postgres.OpenLongTerm(b.Context(), d, postgres.LongTermOptions{Options: longterm.Options{Namespace: ns}})
 		if err != nil {
 			b.Fatal(err)
 		}

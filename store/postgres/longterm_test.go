@@ -36,7 +36,8 @@ func TestLongTermConformance(t *testing.T) {
 			dropSchemaLater(t, ns)
 		}
 		mu.Unlock()
-		s, err := postgres.OpenLongTerm(t.Context(), d, postgres.LongTermOptions{Options: opts, Namespace: ns})
+		opts.Namespace = ns
+		s, err := postgres.OpenLongTerm(t.Context(), d, postgres.LongTermOptions{Options: opts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +167,7 @@ func wordsStore(t *testing.T) (*postgres.LongTerm, *pgxpool.Pool) {
 	t.Helper()
 	ns := "lt_" + testenv.RandHex(6)
 	dropSchemaLater(t, ns)
-	s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Namespace: ns})
+	s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Options: longterm.Options{Namespace: ns}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,24 +23,19 @@ import (
 
 func init() {
 	open := func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
-		c := *u
-		q := c.Query()
-		ns := q.Get("namespace")
-		q.Del("namespace")
-		c.RawQuery = q.Encode()
-		return OpenLongTerm(ctx, c.String(), LongTermOptions{Options: opts, Namespace: ns})
+		ns, rest := ltdriver.TakeNamespace(u, opts)
+		opts.Namespace = ns
+		return OpenLongTerm(ctx, rest, LongTermOptions{Options: opts})
 	}
 	longterm.Register("redis", open)
 	longterm.Register("rediss", open)
 }
 
-// LongTermOptions configure OpenLongTerm and NewLongTerm.
+// LongTermOptions configure OpenLongTerm and NewLongTerm: Namespace is the
+// session namespace whose key prefix the memory shares (cairn.DefaultNamespace
+// when empty).
 type LongTermOptions struct {
 	longterm.Options
-	// Namespace is the session namespace whose key prefix the long-term
-	// memory shares: cairn.DefaultNamespace when empty. In a URL given to
-	// longterm.Open it is the namespace parameter.
-	Namespace string
 }
 
 // LongTerm is a longterm.Store on Redis (standalone, Sentinel or Cluster),
