@@ -79,11 +79,23 @@ func Marker() string { return "cairn-marker-" + testenv.RandHex(8) }
 // NewKeyring returns a keyring of one fresh key.
 func NewKeyring(t testing.TB) *crypt.Keyring {
 	t.Helper()
+	return keyring(t, newKey(t))
+}
+
+// newKey returns a fresh master key.
+func newKey(t testing.TB) crypt.Key {
+	t.Helper()
 	k, err := crypt.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := crypt.NewKeyring(k)
+	return k
+}
+
+// keyring returns the keyring of keys, the first current.
+func keyring(t testing.TB, keys ...crypt.Key) *crypt.Keyring {
+	t.Helper()
+	r, err := crypt.NewKeyring(keys[0], keys[1:]...)
 	if err != nil {
 		t.Fatal(err)
 	}

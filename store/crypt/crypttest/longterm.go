@@ -34,14 +34,8 @@ func RunLongTerm(t *testing.T, b LongTermBackend) {
 	t.Run("Plain", func(t *testing.T) { testLongTermPlain(t, b) })
 	// The index key is the store's: every encrypting store on it holds
 	// one keyring's keys.
-	old, err := crypt.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring, err := crypt.NewKeyring(old)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := newKey(t)
+	ring := keyring(t, old)
 	t.Run("Encrypted", func(t *testing.T) { testLongTermEncrypted(t, b, ring) })
 	t.Run("WrongKey", func(t *testing.T) { testLongTermWrongKey(t, b, ring) })
 	// Last: it moves the store's keys to another master key.
@@ -316,15 +310,7 @@ func rawAny(t *testing.T, b LongTermBackend, needles []string) []string {
 func testLongTermRekey(t *testing.T, b LongTermBackend, old crypt.Key) {
 	ctx := t.Context()
 	ns := "rk_" + testenv.RandHex(5)
-	oldRing, err := crypt.NewKeyring(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s1, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, oldRing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s1.Close() })
+	s1 := openWithKeys(t, b, old)
 	for _, n := range []string{ns + "/a", ns + "/b"} {
 		if _, err := s1.Put(ctx, longterm.Item{Namespace: n, Key: "k", Value: json.RawMessage(`"kept"`), Text: "rekeyed lighthouse"}, longterm.PutOptions{}); err != nil {
 			t.Fatal(err)
@@ -339,28 +325,13 @@ func testLongTermRekey(t *testing.T, b LongTermBackend, old crypt.Key) {
 		t.Fatalf("%d keys stored under %s, want the index key and two namespaces' at least", stored, crypt.LongTermKeys)
 	}
 
-	stranger, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, NewKeyring(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stranger.Close() })
+	stranger := openWithKeys(t, b, newKey(t))
 	if res, err := stranger.Rekey(ctx, nil); !errors.Is(err, crypt.ErrUnknownKey) || res.Rewrapped != 0 {
 		t.Errorf("Rekey with neither key: %+v, %v; want ErrUnknownKey and nothing rewrapped", res, err)
 	}
 
-	next, err := crypt.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	both, err := crypt.NewKeyring(next, old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, both)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s2.Close() })
+	next := newKey(t)
+	s2 := openWithKeys(t, b, next, old)
 	var calls, lastDone, lastTotal int
 	res, err := s2.Rekey(ctx, func(done, total int) { calls, lastDone, lastTotal = calls+1, done, total })
 	if err != nil {
@@ -376,15 +347,7 @@ func testLongTermRekey(t *testing.T, b LongTermBackend, old crypt.Key) {
 		t.Errorf("Rekey again = %+v, %v; want all %d current", res, err, stored)
 	}
 
-	newRing, err := crypt.NewKeyring(next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s3, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, newRing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s3.Close() })
+	s3 := openWithKeys(t, b, next)
 	for _, n := range []string{ns + "/a", ns + "/b"} {
 		it, err := s3.Get(ctx, n, "k")
 		if err != nil || string(it.Value) != `"kept"` {
@@ -398,11 +361,7 @@ func testLongTermRekey(t *testing.T, b LongTermBackend, old crypt.Key) {
 	if _, err := s3.Put(ctx, longterm.Item{Namespace: ns + "/c", Key: "k", Text: "new"}, longterm.PutOptions{}); err != nil {
 		t.Errorf("Put with the new key alone: %v", err)
 	}
-	s4, err := crypt.OpenLongTerm(ctx, b.URL, longterm.Options{}, oldRing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s4.Close() })
+	s4 := openWithKeys(t, b, old)
 	// Until its file is destroyed the old key reads on, as with session
 	// keys: a process not yet moved to the new key keeps working.
 	if it, err := s4.Get(ctx, ns+"/a", "k"); err != nil || string(it.Value) != `"kept"` {
@@ -411,4 +370,16 @@ func testLongTermRekey(t *testing.T, b LongTermBackend, old crypt.Key) {
 	if _, err := stranger.Get(ctx, ns+"/a", "k"); !errors.Is(err, crypt.ErrUnknownKey) {
 		t.Errorf("Get with neither key after Rekey: %v, want ErrUnknownKey", err)
 	}
+}
+
+// openWithKeys opens b's long-term store through a keyring of keys, the
+// first current, closed at the end of the test.
+func openWithKeys(t *testing.T, b LongTermBackend, keys ...crypt.Key) crypt.LongTerm {
+	t.Helper()
+	s, err := crypt.OpenLongTerm(t.Context(), b.URL, longterm.Options{}, keyring(t, keys...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
