@@ -100,7 +100,7 @@ Running it again after an interruption picks up where it stopped.`,
 func rekeyMemory(ctx context.Context, app *cli.App, u, ns string, ring *crypt.Keyring) (crypt.LongTermRekeyResult, error) {
 	lt, err := crypt.OpenLongTerm(ctx, u, longterm.Options{Namespace: ns}, ring)
 	if err != nil {
-		return crypt.LongTermRekeyResult{}, cli.Fail(fmt.Errorf("open memory store %s: %w", text.RedactURL(u), err), "`cairn doctor` checks the store")
+		return crypt.LongTermRekeyResult{}, cli.Fail(fmt.Errorf("open memory store %s: %w", text.RedactURL(u), err), "the session keys were rewrapped; `cairn doctor` checks the store, then rerun rekey for the memory's keys")
 	}
 	defer lt.Close()
 	bar := cli.NewProgress(app.Stderr, 0, "rekey memory")
@@ -115,7 +115,7 @@ func rekeyMemory(ctx context.Context, app *cli.App, u, ns string, ring *crypt.Ke
 		return res, cli.Fail(err, "the session keys were rewrapped; configure the key the long-term memory was written with and rerun rekey")
 	}
 	if err != nil {
-		return res, cli.Fail(err, "rerun rekey: it resumes where it stopped")
+		return res, cli.Fail(err, "the session keys were rewrapped; rerun rekey: it resumes where it stopped")
 	}
 	return res, nil
 }
