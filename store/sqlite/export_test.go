@@ -51,6 +51,9 @@ func CheckTextIndex(ctx context.Context, s *LongTerm) error {
 // CheckSearchIndex runs FTS5's integrity check of the session search index
 // against the texts it indexes.
 func CheckSearchIndex(ctx context.Context, s *Store) error {
+	if err := s.catchUp(ctx); err != nil {
+		return err
+	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO search_index (search_index, rank) VALUES ('integrity-check', 1)`)
 	return err
 }

@@ -133,16 +133,13 @@ func (s *Store) commitBatch(batch []*appendReq) {
 		}
 		return
 	}
-	var (
-		ok    []*appendReq
-		texts int64 // the id of the batch's first text, 0 for none
-	)
+	var ok []*appendReq
 	for _, r := range batch {
 		if r.err = r.ctx.Err(); r.err != nil {
 			continue
 		}
 		var wrote bool
-		if wrote, r.err = s.appendTx(ctx, tx, r, &texts); r.err == nil {
+		if wrote, r.err = s.appendTx(ctx, tx, r); r.err == nil {
 			ok = append(ok, r)
 		} else if wrote {
 			_ = tx.Rollback()
@@ -156,24 +153,17 @@ func (s *Store) commitBatch(batch []*appendReq) {
 		_ = tx.Rollback()
 		return
 	}
-	if texts > 0 {
-		// The batch's texts go into the search index in one statement:
-		// FTS5 writes a segment for each statement.
-		if _, err := tx.StmtContext(ctx, s.indexFrom).ExecContext(ctx, texts); err != nil {
-			_ = tx.Rollback()
-			if len(batch) > 1 {
-				s.commitEach(batch)
-			} else {
-				batch[0].err = err
-			}
-			return
-		}
-	}
 	if err := tx.Commit(); err != nil {
 		for _, r := range ok {
 			r.err = err
 		}
+		return
 	}
+	texts := 0
+	for _, r := range ok {
+		texts += r.textCount()
+	}
+	s.indexed(ctx, texts)
 }
 
 // commitEach runs each append of batch in a transaction of its own: the
@@ -189,10 +179,9 @@ func (s *Store) commitEach(batch []*appendReq) {
 // appendTx is one append inside tx: move the session's head row from
 // the expected seq to the new last seq (matching only a live session at
 // the expected seq), then insert the events and their texts for Search,
-// setting *texts to the id of the first text if it is 0 (commitBatch
-// indexes the texts from there). wrote says whether anything was written:
+// pending (search.go). wrote says whether anything was written:
 // an error before that (ErrNotFound, ErrConflict) leaves tx as it was.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq, texts *int64) (wrote bool, err error) {
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) (wrote bool, err error) {
 	now := s.opts.Now().UTC()
 	d := r.delta
 	res, err := tx.StmtContext(ctx, s.advance).ExecContext(ctx,
@@ -221,14 +210,8 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq, texts *i
 		if r.texts[i] == "" {
 			continue
 		}
-		res, err := index.ExecContext(ctx, s.opts.Namespace, r.id, e.Seq, r.texts[i])
-		if err != nil {
+		if _, err := index.ExecContext(ctx, s.opts.Namespace, r.id, e.Seq, r.texts[i]); err != nil {
 			return true, err
-		}
-		if *texts == 0 {
-			if *texts, err = res.LastInsertId(); err != nil {
-				return true, err
-			}
 		}
 	}
 	return true, nil

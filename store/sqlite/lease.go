@@ -196,22 +196,19 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
+	r := &appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
+		texts: searchTexts(events), delta: driver.Summarize(events)}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		if err := s.held(ctx, tx, id, lease); err != nil {
 			return err
 		}
-		var texts int64
-		_, err := s.appendTx(ctx, tx, &appendReq{ctx: ctx, id: id, expectSeq: expectSeq, events: events, bodies: bodies,
-			texts: searchTexts(events), delta: driver.Summarize(events)}, &texts)
-		if err != nil || texts == 0 {
-			return err
-		}
-		_, err = tx.StmtContext(ctx, s.indexFrom).ExecContext(ctx, texts)
+		_, err := s.appendTx(ctx, tx, r)
 		return err
 	})
 	if err != nil {
 		return s.leaseFail("append", id, err)
 	}
+	s.indexed(ctx, r.textCount())
 	return nil
 }
 

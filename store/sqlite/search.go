@@ -17,16 +17,17 @@ var _ driver.Searcher = (*Store)(nil)
 // before it reads every event that matches.
 const maxRankedEvents = 4096
 
-// Search implements driver.Searcher. FTS5 ranks the events that match the
-// query by bm25 (its statistics are over the whole file, every namespace
-// together), and the best of them are joined to their sessions, keeping
-// the live sessions of the store's namespace: first 4×limit+16 events,
-// then four times as many while too few sessions pass and more events
-// match, up to maxRankedEvents, after which every match is read. Its cost
-// follows the number of events its words match, not the size of the
-// store. Which of several events that tie at the last place read FTS5
-// returns is its own choice. Each round is one statement, which sees the
-// file as it is at one moment.
+// Search implements driver.Searcher. It first indexes the texts still
+// pending, whichever process appended them (indexPending). FTS5 ranks the
+// events that match the query by bm25 (its statistics are over the whole
+// file, every namespace together), and the best of them are joined to
+// their sessions, keeping the live sessions of the store's namespace:
+// first 4×limit+16 events, then four times as many while too few sessions
+// pass and more events match, up to maxRankedEvents, after which every
+// match is read. Its cost follows the number of events its words match,
+// not the size of the store. Which of several events that tie at the last
+// place read FTS5 returns is its own choice. Each round is one statement,
+// which sees the file as it is at one moment.
 func (s *Store) Search(ctx context.Context, query string, limit int) ([]driver.SearchHit, error) {
 	if err := s.guard.Check(); err != nil {
 		return nil, err
@@ -34,6 +35,9 @@ func (s *Store) Search(ctx context.Context, query string, limit int) ([]driver.S
 	phrases := longterm.Phrases(query)
 	if len(phrases) == 0 || limit <= 0 {
 		return nil, nil
+	}
+	if err := s.catchUp(ctx); err != nil {
+		return nil, s.fail("search", "", err)
 	}
 	match := phraseMatch(phrases)
 	now := nanos(s.opts.Now())
@@ -121,7 +125,58 @@ func searchTexts(events []cairn.Event) []string {
 	return out
 }
 
-// indexFromSQL adds the texts from an id on to the search index.
+// indexEvery is how many texts a store appends before it brings the
+// search index up to date itself; a search does it first whatever the
+// count (migration 0010).
+const indexEvery = 256
+
+// textCount is how many of r's events have a text to index.
+func (r *appendReq) textCount() int {
+	n := 0
+	for _, t := range r.texts {
+		if t != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// indexed counts n texts committed as pending and, from indexEvery on,
+// indexes the pending texts. An error there is left to the next search,
+// which tries again and reports it: the appends are committed.
+func (s *Store) indexed(ctx context.Context, n int) {
+	if n > 0 && s.pending.Add(int64(n)) >= indexEvery {
+		_ = s.indexPending(context.WithoutCancel(ctx))
+	}
+}
+
+// catchUp indexes the pending texts, if there are any, before a search.
+func (s *Store) catchUp(ctx context.Context) error {
+	var pending bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM search_texts WHERE pending)`).Scan(&pending); err != nil || !pending {
+		return err
+	}
+	return s.indexPending(ctx)
+}
+
+// indexPending adds every pending text, whichever process appended it,
+// to the search index in one statement (one FTS5 segment) and marks them
+// indexed, in one transaction.
+func (s *Store) indexPending(ctx context.Context) error {
+	s.indexMu.Lock()
+	defer s.indexMu.Unlock()
+	s.pending.Store(0)
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO search_index (rowid, text) SELECT id, text FROM search_texts WHERE pending`); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE search_texts SET pending = 0 WHERE pending`)
+		return err
+	})
+}
+
+// indexFromSQL adds the texts from an id on to the search index: the
+// migration of the events stored before the index (0008).
 const indexFromSQL = `INSERT INTO search_index (rowid, text) SELECT id, text FROM search_texts WHERE id >= ?`
 
 // indexBatch is how many events indexEvents reads at once.

@@ -257,3 +257,74 @@ func TestSearch_ManyMatches(t *testing.T) {
 		t.Errorf("Search of the crowd found %d sessions, %v; want 300", len(hits), err)
 	}
 }
+
+// pendingTexts counts the texts appended and not yet in the search index.
+func pendingTexts(t *testing.T, s *Store) int {
+	t.Helper()
+	var n int
+	if err := s.w.QueryRowContext(t.Context(), `SELECT count(*) FROM search_texts WHERE pending`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSearch_Pending: Append leaves its texts pending; a search in
+// another store on the file indexes them first and finds them; a session
+// erased while its texts are pending leaves the index whole; and a store
+// that has appended indexEvery texts indexes them without a search.
+func TestSearch_Pending(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	writer, reader := openTest(t, path, Options{}), openTest(t, path, Options{})
+	for _, id := range []string{"kept", "erased"} {
+		if err := writer.Create(t.Context(), cairn.SessionMeta{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if err := writer.Append(t.Context(), id, 0, storetest.UserTurn(0, "r1", "numbat "+id)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := pendingTexts(t, writer); n != 4 {
+		t.Fatalf("pending texts after two turns: %d, want 4 (a message and a response each)", n)
+	}
+	if err := writer.Delete(t.Context(), "erased"); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := reader.Search(t.Context(), "numbat", 10)
+	if err != nil || len(hits) != 1 || hits[0].ID != "kept" || hits[0].Seq != 2 {
+		t.Fatalf("Search in another store = %v, %v; want kept at seq 2", hits, err)
+	}
+	if n := pendingTexts(t, writer); n != 0 {
+		t.Errorf("pending texts after a search: %d, want 0", n)
+	}
+	if err := writer.Delete(t.Context(), "kept"); err != nil { // indexed now: its tokens leave the index
+		t.Fatal(err)
+	}
+	if hits, err := reader.Search(t.Context(), "numbat", 10); err != nil || len(hits) != 0 {
+		t.Errorf("Search after both sessions were deleted = %v, %v; want none", hits, err)
+	}
+	if err := CheckSearchIndex(t.Context(), writer); err != nil {
+		t.Errorf("integrity of the search index: %v", err)
+	}
+
+	counting := openTest(t, path, Options{}) // a store whose count starts at 0
+	if err := counting.Create(t.Context(), cairn.SessionMeta{ID: "long"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range indexEvery - 1 {
+		if err := counting.Append(t.Context(), "long", int64(i), storetest.UserTurn(int64(i)-1, "r1", "dingo")[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := pendingTexts(t, counting); n != indexEvery-1 {
+		t.Fatalf("pending texts after %d appends: %d", indexEvery-1, n)
+	}
+	if err := counting.Append(t.Context(), "long", indexEvery-1, storetest.UserTurn(indexEvery-2, "r1", "dingo")[1]); err != nil {
+		t.Fatal(err)
+	}
+	if n := pendingTexts(t, counting); n != 0 {
+		t.Errorf("pending texts after %d appends: %d, want 0", indexEvery, n)
+	}
+	if err := CheckSearchIndex(t.Context(), counting); err != nil {
+		t.Errorf("integrity of the search index: %v", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnhq/cairn"
@@ -63,13 +64,15 @@ type Store struct {
 	r *sql.DB // reader connections
 
 	// Prepared statements of the hot path, on the writer.
-	head      *sql.Stmt // a session's last seq, expiry and recorded damage
-	insert    *sql.Stmt // one event
-	index     *sql.Stmt // one event's text, for Search
-	indexFrom *sql.Stmt // the texts from an id on into the search index
-	advance   *sql.Stmt // a live, undamaged session's head row moved past an append
+	head    *sql.Stmt // a session's last seq, expiry and recorded damage
+	insert  *sql.Stmt // one event
+	index   *sql.Stmt // one event's text, for Search, pending
+	advance *sql.Stmt // a live, undamaged session's head row moved past an append
 
 	ranked *sql.Stmt // Search's query, on the readers
+
+	pending atomic.Int64 // texts appended since this store last indexed them
+	indexMu sync.Mutex   // one indexPending at a time
 
 	queue  commitQueue // appends waiting for the writer
 	damage damage      // what the store found damaged (errors.go)
@@ -177,11 +180,8 @@ func (s *Store) connect(ctx context.Context, empty bool) error {
 		VALUES (?, ?, ?, ?)`); err != nil {
 		return err
 	}
-	if s.index, err = w.PrepareContext(ctx, `INSERT INTO search_texts (namespace, session_id, seq, text)
-		VALUES (?, ?, ?, ?)`); err != nil {
-		return err
-	}
-	if s.indexFrom, err = w.PrepareContext(ctx, indexFromSQL); err != nil {
+	if s.index, err = w.PrepareContext(ctx, `INSERT INTO search_texts (namespace, session_id, seq, text, pending)
+		VALUES (?, ?, ?, ?, 1)`); err != nil {
 		return err
 	}
 	if s.ranked, err = s.r.PrepareContext(ctx, rankedSQL); err != nil {
@@ -259,7 +259,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.head, s.insert, s.index, s.indexFrom, s.advance, s.ranked} {
+	for _, st := range []*sql.Stmt{s.head, s.insert, s.index, s.advance, s.ranked} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
