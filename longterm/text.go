@@ -15,24 +15,66 @@ import (
 // the rule SQLite's FTS5 unicode61 tokenizer follows, so that every
 // backend splits a text the same way.
 func Tokens(text string) []string {
-	var out []string
-	start := -1
-	for i, r := range text {
-		if IsTokenRune(r) {
-			if start < 0 {
-				start = i
+	out := make([]string, 0, countTokens(text))
+	start := -1   // where the token being read begins; -1 between tokens
+	plain := true // the token holds only lower-case ASCII letters and digits
+	for i := 0; i < len(text); {
+		c, size, in := text[i], 1, false
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			in = true
+		case c >= 'A' && c <= 'Z':
+			in, plain = true, false
+		case c >= utf8.RuneSelf:
+			var r rune
+			r, size = utf8.DecodeRuneInString(text[i:])
+			if in = IsTokenRune(r); in {
+				plain = false
 			}
-			continue
 		}
-		if start >= 0 {
-			out = append(out, strings.ToLower(text[start:i]))
-			start = -1
+		if in && start < 0 {
+			start = i
+		} else if !in && start >= 0 {
+			out = appendToken(out, text[start:i], plain)
+			start, plain = -1, true
 		}
+		i += size
 	}
 	if start >= 0 {
-		out = append(out, strings.ToLower(text[start:]))
+		out = appendToken(out, text[start:], plain)
 	}
 	return out
+}
+
+// countTokens returns len(Tokens(text)), without making them.
+func countTokens(text string) int {
+	n, in := 0, false
+	for i := 0; i < len(text); {
+		c, size, tok := text[i], 1, false
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
+			tok = true
+		case c >= utf8.RuneSelf:
+			var r rune
+			r, size = utf8.DecodeRuneInString(text[i:])
+			tok = IsTokenRune(r)
+		}
+		if tok && !in {
+			n++
+		}
+		in = tok
+		i += size
+	}
+	return n
+}
+
+// appendToken appends tok to out in lower case: as it is when plain says
+// that it already is.
+func appendToken(out []string, tok string, plain bool) []string {
+	if !plain {
+		tok = strings.ToLower(tok)
+	}
+	return append(out, tok)
 }
 
 // HasToken reports whether text holds a token: whether Tokens(text) is

@@ -255,29 +255,60 @@ const (
 // 500 KB of distinct words) are left out.
 func TSVector(text string) string { return tsvector(longterm.Tokens(text)) }
 
-// tsvector is TSVector of a text split into toks.
+// tsvector is TSVector of a text split into toks. Each distinct token
+// gets a slot, in the order first met, and its positions go into one
+// array, each slot's together (a counting sort), rather than a slice of
+// its own.
 func tsvector(toks []string) string {
-	pos := map[string][]int{}
-	var order []string
+	slots := make(map[string]int32, min(len(toks), 64))
+	var (
+		order []string // the distinct tokens, by slot
+		slot  = make([]int32, len(toks))
+		count []int32 // positions kept by slot
+	)
 	for i, t := range toks {
 		if len(t) > maxLexeme {
+			slot[i] = -1
 			continue
 		}
-		p, seen := pos[t]
+		k, seen := slots[t]
 		if !seen {
-			order = append(order, t)
+			k = int32(len(order))
+			slots[t] = k
+			order, count = append(order, t), append(count, 0)
 		}
-		at := min(i+1, maxPosition)
-		if len(p) < maxPositions && (len(p) == 0 || p[len(p)-1] != at) { // past maxPosition: once
-			pos[t] = append(p, at)
+		slot[i] = k
+		count[k]++
+	}
+	// Each slot's positions from start[k] on, at most maxPositions, and
+	// past maxPosition only once.
+	start := make([]int32, len(order)+1)
+	for k, n := range count {
+		start[k+1] = start[k] + min(n, maxPositions)
+		count[k] = 0
+	}
+	pos := make([]int32, start[len(order)])
+	for i, k := range slot {
+		if k < 0 {
+			continue
+		}
+		at := int32(min(i+1, maxPosition))
+		if n := count[k]; int(n) < maxPositions && (n == 0 || pos[start[k]+n-1] != at) {
+			pos[start[k]+n] = at
+			count[k]++
 		}
 	}
-	var b strings.Builder
+	var (
+		b       strings.Builder
+		scratch [12]byte
+	)
+	b.Grow(len(toks) * 8)
 	size := 0
-	for _, t := range order {
+	for k, t := range order {
+		p := pos[start[k] : start[k]+count[k]]
 		// As PostgreSQL counts: the lexeme, padded to an even length,
 		// and its positions with their count, 2 bytes each.
-		if size += (len(t)+1)&^1 + 2 + 2*len(pos[t]); size > maxTSVector {
+		if size += (len(t)+1)&^1 + 2 + 2*len(p); size > maxTSVector {
 			break
 		}
 		if b.Len() > 0 {
@@ -286,11 +317,11 @@ func tsvector(toks []string) string {
 		b.WriteByte('\'')
 		b.WriteString(t)
 		b.WriteString("':")
-		for j, p := range pos[t] {
+		for j, at := range p {
 			if j > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(strconv.Itoa(p))
+			b.Write(strconv.AppendInt(scratch[:0], int64(at), 10))
 		}
 	}
 	return b.String()
