@@ -4,7 +4,9 @@ package text
 import (
 	"bytes"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -53,29 +55,43 @@ func RedactURL(raw string) string {
 // "" for a value that is not JSON. A name twice in an object and invalid
 // UTF-8 (read as U+FFFD) are not errors here.
 func JSONText(value []byte) string {
-	dec := jsontext.NewDecoder(bytes.NewReader(value), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	var b strings.Builder
+	dec := jsonDecoders.Get().(*jsontext.Decoder)
+	defer jsonDecoders.Put(dec)
+	dec.Reset(bytes.NewReader(value), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	b := make([]byte, 0, len(value))
 	for {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			break
+		var (
+			k    = dec.PeekKind()
+			mark = len(b)
+			err  error
+		)
+		if len(b) > 0 {
+			b = append(b, ' ')
 		}
-		var s string
-		switch tok.Kind() {
+		switch k {
 		case '"', '0':
-			s = tok.String() // a string unquoted, a number as written
-		case 't':
-			s = "true"
-		case 'f':
-			s = "false"
+			var v jsontext.Value
+			if v, err = dec.ReadValue(); err == nil && k == '"' {
+				b, _ = jsontext.AppendUnquote(b, v) // invalid UTF-8 comes out as U+FFFD
+			} else if err == nil {
+				b = append(b, v...) // a number as written
+			}
+		case 't', 'f':
+			var tok jsontext.Token
+			if tok, err = dec.ReadToken(); err == nil {
+				b = strconv.AppendBool(b, tok.Bool())
+			}
+		default: // 0 at the end or an error, else a delimiter or null
+			_, err = dec.ReadToken()
 		}
-		if s == "" {
-			continue
+		if len(b) == mark+1 && mark > 0 || err != nil {
+			b = b[:mark] // nothing was added (an empty string), or nothing read
 		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+		if err != nil {
+			return string(b)
 		}
-		b.WriteString(s)
 	}
-	return b.String()
 }
+
+// jsonDecoders keeps JSONText's decoders, with their buffers, for reuse.
+var jsonDecoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
