@@ -150,27 +150,37 @@ func (s *Store) indexed(ctx context.Context, n int) {
 	}
 }
 
+// indexSQL inserts an event's text, pending: its id is above both the
+// highest id of the table and the index's mark (migration 0010), so that
+// an id given to a text already indexed and deleted since is not given
+// again below the mark.
+const indexSQL = `INSERT INTO search_texts (id, namespace, session_id, seq, text)
+	VALUES (max((SELECT coalesce(max(id), 0) FROM search_texts), (SELECT indexed FROM search_state)) + 1, ?, ?, ?, ?)`
+
+// pendingSQL is the condition of a pending text.
+const pendingSQL = `id > (SELECT indexed FROM search_state)`
+
 // catchUp indexes the pending texts, if there are any, before a search.
 func (s *Store) catchUp(ctx context.Context) error {
 	var pending bool
-	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM search_texts WHERE pending)`).Scan(&pending); err != nil || !pending {
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM search_texts WHERE `+pendingSQL+`)`).Scan(&pending); err != nil || !pending {
 		return err
 	}
 	return s.indexPending(ctx)
 }
 
 // indexPending adds every pending text, whichever process appended it,
-// to the search index in one statement (one FTS5 segment) and marks them
-// indexed, in one transaction.
+// to the search index in one statement (one FTS5 segment) and moves the
+// mark past them, in one transaction.
 func (s *Store) indexPending(ctx context.Context) error {
 	s.indexMu.Lock()
 	defer s.indexMu.Unlock()
 	s.pending.Store(0)
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO search_index (rowid, text) SELECT id, text FROM search_texts WHERE pending`); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO search_index (rowid, text) SELECT id, text FROM search_texts WHERE `+pendingSQL); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE search_texts SET pending = 0 WHERE pending`)
+		_, err := tx.ExecContext(ctx, `UPDATE search_state SET indexed = max(indexed, (SELECT coalesce(max(id), 0) FROM search_texts))`)
 		return err
 	})
 }

@@ -66,7 +66,7 @@ type Store struct {
 	// Prepared statements of the hot path, on the writer.
 	head    *sql.Stmt // a session's last seq, expiry and recorded damage
 	insert  *sql.Stmt // one event
-	index   *sql.Stmt // one event's text, for Search, pending
+	index   *sql.Stmt // one event's text, for Search, pending (indexSQL)
 	advance *sql.Stmt // a live, undamaged session's head row moved past an append
 
 	ranked *sql.Stmt // Search's query, on the readers
@@ -180,8 +180,7 @@ func (s *Store) connect(ctx context.Context, empty bool) error {
 		VALUES (?, ?, ?, ?)`); err != nil {
 		return err
 	}
-	if s.index, err = w.PrepareContext(ctx, `INSERT INTO search_texts (namespace, session_id, seq, text, pending)
-		VALUES (?, ?, ?, ?, 1)`); err != nil {
+	if s.index, err = w.PrepareContext(ctx, indexSQL); err != nil {
 		return err
 	}
 	if s.ranked, err = s.r.PrepareContext(ctx, rankedSQL); err != nil {
