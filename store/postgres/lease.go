@@ -71,8 +71,8 @@ func newLeaseStatements(schema string) leaseStatements {
 		// Append's statement with the lease in the UPDATE's condition,
 		// and the lease read back to tell a lost lease from a conflict,
 		// and whether the session holds the events (a retry).
-		appendFenced:    appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", false) + textSQL(schema, 13) + fencedTail(false),
-		appendFencedOne: appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", true) + textSQL(schema, 13) + fencedTail(true),
+		appendFenced:    appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", false) + textSQL(schema, 13, false) + fencedTail(false),
+		appendFencedOne: appendSQL(sessions, events, "lease_token = $12 AND lease_holder <> ''", true) + textSQL(schema, 13, true) + fencedTail(true),
 		// $1 holder, $2 now, $3 expires, $4 statuses, $5 labels.
 		claim: `WITH c AS (
 				SELECT id FROM ` + sessions + `
@@ -233,7 +233,7 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
-	txtSeqs, txtTSVs, txtLens := searchTexts(events)
+	txtSeqs, txtTSVs, txtLens := textArgs(events)
 	token := lease.Token
 	if lease.Session != id {
 		token = -1 // never a session's token

@@ -263,8 +263,8 @@ func newStatements(schema string) statements {
 		// whether it holds the append's events: the answer to why, but
 		// for a row that changed while the statement ran (whyNot).
 		// Its events' text is indexed in the same statement (textSQL).
-		append:    appendSQL(sessions, events, "", false) + textSQL(schema, 12) + appendResult(sessions, events, false),
-		appendOne: appendSQL(sessions, events, "", true) + textSQL(schema, 12) + appendResult(sessions, events, true),
+		append:    appendSQL(sessions, events, "", false) + textSQL(schema, 12, false) + appendResult(sessions, events, false),
+		appendOne: appendSQL(sessions, events, "", true) + textSQL(schema, 12, true) + appendResult(sessions, events, true),
 		// Why an append whose snapshot had the session at the expected
 		// seq matched nothing, read after the append: the live session's
 		// last seq and, when it has the append's seqs, the envelopes

@@ -25,19 +25,46 @@ var _ driver.Searcher = (*Store)(nil)
 // for Search, and runs only if the UPDATE u matched: their rows in
 // session_text, and their number and tokens added to the totals' row of
 // the server process. Its parameters, from $n on: the seqs, tsvectors
-// (TSVector's text) and lengths of the events with text (searchTexts).
-func textSQL(schema string, n int) string {
+// (TSVector's text) and lengths of the events with text (searchTexts);
+// with one, those of the one event, NULL when it has no text (scalars
+// cost pgx less to send than arrays).
+func textSQL(schema string, n int, one bool) string {
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
+	texts := pgx.Identifier{schema, "session_text"}.Sanitize()
+	totals := pgx.Identifier{schema, "session_text_totals"}.Sanitize()
+	if one {
+		seq, tsv, n := p(0)+"::bigint", p(1)+"::text", p(2)+"::integer"
+		return `, txt AS (
+				INSERT INTO ` + texts + ` (session_id, seq, tsv, len)
+				SELECT u.id, ` + seq + `, ` + tsv + `::tsvector, ` + n + ` FROM u WHERE ` + seq + ` IS NOT NULL
+			), tot AS (
+				UPDATE ` + totals + ` SET docs = docs + 1, tokens = tokens + ` + n + `
+				FROM u WHERE slot = pg_backend_pid() % 64 AND ` + seq + ` IS NOT NULL
+			)`
+	}
 	seqs, tsvs, lens := p(0)+"::bigint[]", p(1)+"::text[]", p(2)+"::integer[]"
 	return `, txt AS (
-				INSERT INTO ` + pgx.Identifier{schema, "session_text"}.Sanitize() + ` (session_id, seq, tsv, len)
+				INSERT INTO ` + texts + ` (session_id, seq, tsv, len)
 				SELECT u.id, x.seq, x.tsv::tsvector, x.len FROM u, unnest(` + seqs + `, ` + tsvs + `, ` + lens + `) AS x(seq, tsv, len)
 			), tot AS (
-				UPDATE ` + pgx.Identifier{schema, "session_text_totals"}.Sanitize() + ` SET
+				UPDATE ` + totals + ` SET
 					docs = docs + cardinality(` + seqs + `),
 					tokens = tokens + (SELECT sum(l) FROM unnest(` + lens + `) AS l)
 				FROM u WHERE slot = pg_backend_pid() % 64 AND cardinality(` + seqs + `) > 0
 			)`
+}
+
+// textArgs are searchTexts' results as textSQL's parameters: the arrays,
+// or for one event its values, nil when it has no text.
+func textArgs(events []cairn.Event) (seq, tsv, n any) {
+	seqs, tsvs, lens := searchTexts(events)
+	switch {
+	case len(events) != 1:
+		return seqs, tsvs, lens
+	case len(seqs) == 0:
+		return nil, nil, nil
+	}
+	return seqs[0], tsvs[0], lens[0]
 }
 
 // searchSQL is Search's query: the events whose tsvector matches the

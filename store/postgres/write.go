@@ -68,7 +68,7 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
-	txtSeqs, txtTSVs, txtLens := searchTexts(events)
+	txtSeqs, txtTSVs, txtLens := textArgs(events)
 	now := s.opts.Now().UTC()
 	d := driver.Summarize(events)
 	last := expectSeq + int64(len(events))
