@@ -53,6 +53,11 @@ func (e Event) SearchText() string {
 		parts = append(parts, d.Type, text.JSONText(d.Payload))
 	}
 	var b strings.Builder
+	size := 0
+	for _, p := range parts {
+		size += len(p) + 1
+	}
+	b.Grow(size)
 	for _, p := range parts {
 		if p == "" {
 			continue
