@@ -9,13 +9,17 @@ import (
 // TestMemory_SessionNamespace: on the backends that keep one long-term
 // memory per session namespace, --namespace divides the memory as it
 // divides the sessions: what is put under one namespace is neither read
-// nor found nor deleted under another.
+// nor found nor deleted under another (on SQLite, the default namespace
+// and another of one file).
 func TestMemory_SessionNamespace(t *testing.T) {
-	for _, backend := range []string{"postgres", "redis", "mongodb"} {
+	for _, backend := range []string{"sqlite", "postgres", "redis", "mongodb"} {
 		t.Run(backend, func(t *testing.T) {
 			c := newCLIEnv(t)
 			a := testStore(t, c, backend, "mns_")
 			b := testStore(t, c, backend, "mns_")
+			if backend == "sqlite" { // one file: the default namespace, and another
+				b = append(b, "--namespace", "mns_b")
+			}
 			t.Cleanup(func() {
 				for _, st := range [][]string{a, b} {
 					c.run(append(st, "memory", "delete", "users", "--yes")...)

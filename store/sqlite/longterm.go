@@ -21,10 +21,16 @@ import (
 
 func init() {
 	longterm.Register("sqlite", func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
+		ns, rest := ltdriver.TakeNamespace(u, opts)
+		u, err := url.Parse(rest)
+		if err != nil {
+			return nil, err
+		}
 		path, o, err := parseURL(u)
 		if err != nil {
 			return nil, err
 		}
+		opts.Namespace = ns
 		return OpenLongTerm(ctx, path, LongTermOptions{Options: opts, Synchronous: o.Synchronous})
 	})
 }
@@ -44,10 +50,11 @@ type LongTermOptions struct {
 // writes through one connection of its own and reads through a small pool;
 // it is safe for concurrent use, and several processes may open the file.
 type LongTerm struct {
-	opts longterm.Options
-	path string
-	sync string
-	w, r *sql.DB
+	opts  longterm.Options
+	path  string
+	sync  string
+	scope string // the stored prefix of the session namespace's items (scopeOf)
+	w, r  *sql.DB
 
 	guard     driver.Guard
 	closeOnce sync.Once
@@ -59,13 +66,18 @@ var (
 	_ longterm.Sweeper = (*LongTerm)(nil)
 )
 
-// OpenLongTerm opens the long-term memory in the SQLite database at path,
-// creating the file and bringing its schema up to date as Open does (the
-// same migrations: a file holds sessions and long-term memory together).
+// OpenLongTerm opens the long-term memory of session namespace
+// opts.Namespace in the SQLite database at path, creating the file and
+// bringing its schema up to date as Open does (the same migrations: a
+// file holds sessions and long-term memory together).
 func OpenLongTerm(ctx context.Context, path string, opts LongTermOptions) (*LongTerm, error) {
 	syncMode, err := synchronousMode(opts.Synchronous)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	scope, err := scopeOf(opts.Namespace)
+	if err != nil {
+		return nil, err
 	}
 	if path == "" {
 		return nil, errors.New("open sqlite: empty path")
@@ -78,7 +90,7 @@ func OpenLongTerm(ctx context.Context, path string, opts LongTermOptions) (*Long
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s := &LongTerm{opts: opts.Options.WithDefaults(), path: abs, sync: syncMode}
+	s := &LongTerm{opts: opts.Options.WithDefaults(), path: abs, sync: syncMode, scope: scope}
 	if err := openConns(ctx, abs, syncMode, empty, &s.w, &s.r); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, classifyAt(abs, err))
@@ -157,7 +169,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 		var id, version, created, exp int64
 		var oldText, oldNS string
 		err := tx.QueryRowContext(ctx, `SELECT id, version, created_at, expires_at, text, ns_index FROM longterm_items
-			WHERE path = ? AND key = ?`, longterm.PathOrder(item.Namespace), item.Key).Scan(&id, &version, &created, &exp, &oldText, &oldNS)
+			WHERE path = ? AND key = ?`, longterm.PathOrder(s.stored(item.Namespace)), item.Key).Scan(&id, &version, &created, &exp, &oldText, &oldNS)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -176,7 +188,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 			return err
 		}
 		ltdriver.Stamp(&item, old, rev, now, opts.TTL)
-		nsIndex := nsTokens(item.Namespace)
+		nsIndex := nsTokens(s.stored(item.Namespace))
 		args := []any{item.Value, item.Text, labels, ltdriver.EncodeVector(item.Vector), item.VectorModel,
 			item.Source.Session, item.Source.Seq, item.Version, nanos(item.CreatedAt), nanos(item.UpdatedAt), nanos(item.ExpiresAt), nsIndex}
 		if exists {
@@ -192,7 +204,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 			if err := tx.QueryRowContext(ctx, `INSERT INTO longterm_items (value, text, labels, vector, vector_model,
 				source_session, source_seq, version, created_at, updated_at, expires_at, ns_index, namespace, key)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-				append(args, item.Namespace, item.Key)...).Scan(&id); err != nil {
+				append(args, s.stored(item.Namespace), item.Key)...).Scan(&id); err != nil {
 				return err
 			}
 		}
@@ -226,7 +238,7 @@ func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion 
 		var version, exp int64
 		var e erased
 		err := tx.QueryRowContext(ctx, `SELECT id, version, expires_at, text, ns_index FROM longterm_items WHERE path = ? AND key = ?`,
-			longterm.PathOrder(namespace), key).Scan(&e.id, &version, &exp, &e.text, &e.ns)
+			longterm.PathOrder(s.stored(namespace)), key).Scan(&e.id, &version, &exp, &e.text, &e.ns)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ltdriver.NotFound(namespace, key)
 		}
@@ -298,7 +310,7 @@ func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, err
 	if err := ltdriver.CheckDeleteNamespace(prefix); err != nil {
 		return 0, err
 	}
-	lo, hi := longterm.PrefixRange(prefix)
+	lo, hi := longterm.PrefixRange(s.stored(prefix))
 	now := nanos(ltdriver.Now(s.opts))
 	n := 0
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {

@@ -24,6 +24,14 @@ func itemColumns(vector string) string {
 
 type scanner interface{ Scan(dest ...any) error }
 
+// scanItem reads an item's columns (itemColumns), after extra columns,
+// and names its namespace as the store's user does.
+func (s *LongTerm) scanItem(sc scanner, extra ...any) (longterm.Item, error) {
+	it, err := scanItem(sc, extra...)
+	it.Namespace = s.shown(it.Namespace)
+	return it, err
+}
+
 // scanItem reads an item's columns (itemColumns), after extra columns.
 func scanItem(sc scanner, extra ...any) (longterm.Item, error) {
 	var it longterm.Item
@@ -69,12 +77,14 @@ func (f *filter) sql() string {
 	return strings.Join(f.where, " AND ")
 }
 
-// itemFilter selects the live items under prefix with labels, at now.
+// itemFilter selects the live items under a stored prefix
+// (storedPrefix) with labels, at now.
 func (s *LongTerm) itemFilter(prefix string, labels map[string]string) *filter {
 	f := &filter{}
 	f.add(`(i.expires_at = 0 OR i.expires_at > ?)`, nanos(ltdriver.Now(s.opts)))
-	if prefix != "" {
-		lo, hi := longterm.PrefixRange(prefix)
+	if lo, hi := pathRange(prefix); hi == "" {
+		f.add(`i.path >= ?`, lo)
+	} else {
 		f.add(`i.path >= ? AND i.path < ?`, lo, hi)
 	}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
@@ -91,9 +101,9 @@ func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 	if err := ltdriver.CheckKey(namespace, key); err != nil {
 		return nil, err
 	}
-	it, err := scanItem(s.r.QueryRowContext(ctx, `SELECT `+itemColumns("i.vector")+` FROM longterm_items AS i
+	it, err := s.scanItem(s.r.QueryRowContext(ctx, `SELECT `+itemColumns("i.vector")+` FROM longterm_items AS i
 		WHERE i.path = ? AND i.key = ? AND (i.expires_at = 0 OR i.expires_at > ?)`,
-		longterm.PathOrder(namespace), key, nanos(ltdriver.Now(s.opts))))
+		longterm.PathOrder(s.stored(namespace)), key, nanos(ltdriver.Now(s.opts))))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ltdriver.NotFound(namespace, key)
 	}
@@ -113,9 +123,9 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 	if err != nil {
 		return nil, err
 	}
-	f := s.itemFilter(opts.Prefix, opts.Labels)
+	f := s.itemFilter(s.storedPrefix(opts.Prefix), opts.Labels)
 	if !cur.IsZero() {
-		f.add(`(i.path, i.key) > (?, ?)`, longterm.PathOrder(cur.Namespace), cur.Key)
+		f.add(`(i.path, i.key) > (?, ?)`, longterm.PathOrder(s.stored(cur.Namespace)), cur.Key)
 	}
 	vector := "NULL"
 	if opts.Vectors {
@@ -129,7 +139,7 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 	defer rows.Close()
 	var items []longterm.Item
 	for rows.Next() {
-		it, err := scanItem(rows)
+		it, err := s.scanItem(rows)
 		if err != nil {
 			return nil, s.fail("list", err)
 		}
@@ -161,14 +171,14 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 		var ns string
 		err := s.r.QueryRowContext(ctx, `SELECT i.namespace FROM longterm_items AS i
 			WHERE i.path `+op+` ? AND i.path < ? AND (i.expires_at = 0 OR i.expires_at > ?)
-			ORDER BY i.path LIMIT 1`, pos, hi, now).Scan(&ns)
+			ORDER BY i.path LIMIT 1`, s.scopedPath(pos), s.scopedPath(hi), now).Scan(&ns)
 		if errors.Is(err, sql.ErrNoRows) {
 			return "", false, nil
 		}
 		if err != nil {
 			return "", false, s.fail("namespaces", err)
 		}
-		return ns, true, nil
+		return s.shown(ns), true, nil
 	})
 }
 
@@ -185,6 +195,7 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 	if err != nil {
 		return nil, err
 	}
+	q.Prefix = s.storedPrefix(q.Prefix)
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, s.fail("search", err)
@@ -217,7 +228,7 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 	byID := map[int64]longterm.Item{}
 	for rows.Next() {
 		var id int64
-		it, err := scanItem(rows, &id)
+		it, err := s.scanItem(rows, &id)
 		if err != nil {
 			return nil, s.fail("search", err)
 		}
