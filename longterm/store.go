@@ -96,10 +96,9 @@ type Options struct {
 	// refuses such a store (ErrEncrypted).
 	Sealed bool
 	// Namespace is the session namespace the memory belongs to, on the
-	// backends that keep one memory per session namespace (SQLite,
-	// PostgreSQL, Redis, MongoDB), when the URL has no namespace
-	// parameter; empty means cairn.DefaultNamespace. The file and memory
-	// backends keep one memory per store and do not read it.
+	// backends that keep one memory per session namespace (every one but
+	// memory, whose store is the process's), when the URL has no
+	// namespace parameter; empty means cairn.DefaultNamespace.
 	Namespace string
 }
 

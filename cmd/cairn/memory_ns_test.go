@@ -9,15 +9,15 @@ import (
 // TestMemory_SessionNamespace: on the backends that keep one long-term
 // memory per session namespace, --namespace divides the memory as it
 // divides the sessions: what is put under one namespace is neither read
-// nor found nor deleted under another (on SQLite, the default namespace
-// and another of one file).
+// nor found nor deleted under another (on SQLite and file stores, the
+// default namespace and another of one store).
 func TestMemory_SessionNamespace(t *testing.T) {
-	for _, backend := range []string{"sqlite", "postgres", "redis", "mongodb"} {
+	for _, backend := range []string{"sqlite", "file", "postgres", "redis", "mongodb"} {
 		t.Run(backend, func(t *testing.T) {
 			c := newCLIEnv(t)
 			a := testStore(t, c, backend, "mns_")
 			b := testStore(t, c, backend, "mns_")
-			if backend == "sqlite" { // one file: the default namespace, and another
+			if backend == "sqlite" || backend == "file" { // one store: the default namespace, and another
 				b = append(b, "--namespace", "mns_b")
 			}
 			t.Cleanup(func() {

@@ -42,10 +42,8 @@ func (a *App) OpenMemory(ctx context.Context) (longterm.Store, string, error) {
 	case err != nil:
 		return nil, "", Fail(fmt.Errorf("open memory store %s: %w", text.RedactURL(u), err), storeHint(u, err))
 	}
-	if ns := cfg.Persistence.Namespace; ns != "" && ns != cairn.DefaultNamespace {
-		if scheme, _, _ := strings.Cut(u, ":"); scheme == "file" || scheme == "memory" {
-			a.Notef("note: the %s store keeps one long-term memory for all its session namespaces; --namespace %s does not divide it (docs/MEMORY.md)", scheme, ns)
-		}
+	if ns := cfg.Persistence.Namespace; ns != "" && ns != cairn.DefaultNamespace && strings.HasPrefix(u, "memory:") {
+		a.Notef("note: the memory store keeps one long-term memory for all its session namespaces; --namespace %s does not divide it (docs/MEMORY.md)", ns)
 	}
 	return s, u, nil
 }

@@ -17,24 +17,33 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
 func init() {
 	longterm.Register("file", func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
+		ns, rest := ltdriver.TakeNamespace(u, opts)
+		u, err := url.Parse(rest)
+		if err != nil {
+			return nil, err
+		}
 		dir, err := dirFromURL(u)
 		if err != nil {
 			return nil, err
 		}
+		opts.Namespace = ns
 		return OpenLongTerm(ctx, dir, opts)
 	})
 }
 
-// LongTerm is a longterm.Store in the folder of a file Store: DIR/.longterm,
-// one items file per namespace, in a folder tree that mirrors the
-// namespace's path (DIR/.longterm/ns/users/ada/items.jsonl). See
-// docs/MEMORY.md, "The file backend".
+// LongTerm is a longterm.Store in the folder of a file Store: DIR/.longterm
+// for the default session namespace, DIR/NS/.longterm beside the sessions
+// of namespace NS for another; one items file per namespace, in a folder
+// tree that mirrors the namespace's path
+// (DIR/.longterm/ns/users/ada/items.jsonl). See docs/MEMORY.md, "The file
+// backend".
 //
 // Writers take one lock for the whole folder (flock on DIR/.longterm/lock)
 // and make each write durable before it returns: a Put of a new key
@@ -45,9 +54,10 @@ func init() {
 // file before or after a write. It is safe for concurrent use by many
 // goroutines and by many processes on one machine.
 type LongTerm struct {
-	dir  string   // the store's folder, absolute
-	root *os.Root // DIR/.longterm
-	opts longterm.Options
+	dir    string   // the store's folder, absolute
+	folder string   // the memory's folder, absolute: DIR/.longterm or DIR/NS/.longterm
+	root   *os.Root // the folder
+	opts   longterm.Options
 
 	ops    sync.RWMutex // read-held by every call, write-held by Close
 	closed bool
@@ -64,10 +74,10 @@ var (
 	_ longterm.Sweeper = (*LongTerm)(nil)
 )
 
-// OpenLongTerm opens the long-term memory in dir, the folder of a file
-// Store (or one of its own), creating dir (mode 0700) and its .longterm
-// folder when they are missing. Every file it touches is reached through
-// an os.Root on that folder.
+// OpenLongTerm opens the long-term memory of session namespace
+// opts.Namespace in dir, the folder of a file Store (or one of its own),
+// creating dir (mode 0700) and the memory's folder when they are missing.
+// Every file it touches is reached through an os.Root on that folder.
 func OpenLongTerm(ctx context.Context, dir string, opts longterm.Options) (*LongTerm, error) {
 	if dir == "" {
 		return nil, errors.New("open file store: no folder given")
@@ -79,10 +89,17 @@ func OpenLongTerm(ctx context.Context, dir string, opts longterm.Options) (*Long
 	if err != nil {
 		return nil, fmt.Errorf("open file store: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Join(abs, ltFolder, ltTree), 0o700); err != nil {
+	folder := filepath.Join(abs, ltFolder)
+	if ns := opts.Namespace; ns != "" && ns != cairn.DefaultNamespace {
+		if err := driver.ValidateNamespace(ns); err != nil {
+			return nil, fmt.Errorf("open file store: %w", err)
+		}
+		folder = filepath.Join(abs, ns, ltFolder)
+	}
+	if err := os.MkdirAll(filepath.Join(folder, ltTree), 0o700); err != nil {
 		return nil, fmt.Errorf("open file store: %w", err)
 	}
-	root, err := os.OpenRoot(filepath.Join(abs, ltFolder))
+	root, err := os.OpenRoot(folder)
 	if err != nil {
 		return nil, fmt.Errorf("open file store: %w", err)
 	}
@@ -91,7 +108,7 @@ func OpenLongTerm(ctx context.Context, dir string, opts longterm.Options) (*Long
 		root.Close()
 		return nil, fmt.Errorf("open file store: %w", err)
 	}
-	return &LongTerm{dir: abs, root: root, opts: opts.WithDefaults(), lockFile: lock, cache: map[string]*nsFile{}}, nil
+	return &LongTerm{dir: abs, folder: folder, root: root, opts: opts.WithDefaults(), lockFile: lock, cache: map[string]*nsFile{}}, nil
 }
 
 // Dir returns the store's folder.
@@ -131,13 +148,13 @@ func (s *LongTerm) locked(ctx context.Context, fn func() error) error {
 			break
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			return fmt.Errorf("lock %s: %w", filepath.Join(s.dir, ltFolder, ltLock), err)
+			return fmt.Errorf("lock %s: %w", filepath.Join(s.folder, ltLock), err)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w: waiting for the lock of %s: %w", cairn.ErrUnavailable, filepath.Join(s.dir, ltFolder), ctx.Err())
+			return fmt.Errorf("%w: waiting for the lock of %s: %w", cairn.ErrUnavailable, s.folder, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -160,7 +177,7 @@ func (s *LongTerm) nextVersion(floor int64, durable bool) (int64, error) {
 	var last int64
 	if t := strings.TrimSpace(string(b)); t != "" {
 		if last, err = strconv.ParseInt(t, 10, 64); err != nil {
-			return 0, fmt.Errorf("%w: %s: %q is not a number", cairn.ErrDamaged, filepath.Join(s.dir, ltFolder, ltRevision), t)
+			return 0, fmt.Errorf("%w: %s: %q is not a number", cairn.ErrDamaged, filepath.Join(s.folder, ltRevision), t)
 		}
 	}
 	v := max(last, floor) + 1

@@ -197,16 +197,6 @@ func TestLongTerm_SearchPaths(t *testing.T) {
 	}
 }
 
-// foreignItems are what another session namespace and the default one
-// hold, beside a store under test: the same long-term namespaces and
-// keys, and words a search may look for.
-var foreignItems = []longterm.Item{
-	{Namespace: "users/ada", Key: "food", Value: json.RawMessage(`"figs"`), Text: "Ada likes figs and tea"},
-	{Namespace: "users/ada", Key: "k1", Value: json.RawMessage(`1`), Text: "alpha beta gamma"},
-	{Namespace: "users/bob", Key: "pet", Value: json.RawMessage(`"otter"`), Text: "Bob has an otter"},
-	{Namespace: "agents/support", Key: "facts", Value: json.RawMessage(`{}`), Text: "the quick brown fox"},
-}
-
 // TestLongTermConformance_Namespace runs the suite on the memory of a
 // session namespace, in files that hold the same long-term namespaces
 // and keys in the default session namespace and in a third: the store
@@ -221,7 +211,7 @@ func TestLongTermConformance_Namespace(t *testing.T) {
 			path = filepath.Join(t.TempDir(), "cairn.db")
 			paths[t] = path
 			for _, ns := range []string{"", "other"} {
-				putAll(t, path, ns, foreignItems)
+				putAll(t, path, ns, lttest.ForeignItems)
 			}
 		}
 		mu.Unlock()
@@ -251,66 +241,16 @@ func putAll(t *testing.T, path, ns string, items []longterm.Item) {
 	}
 }
 
-// TestLongTerm_SessionNamespaces puts the same items in the memories of
-// three session namespaces of one file (the default among them), each
-// with values and a namespace of its own, and checks that each memory
-// reads, lists, searches and deletes its own items alone.
+// TestLongTerm_SessionNamespaces: the memories of the default session
+// namespace and two others, in one file, keep apart.
 func TestLongTerm_SessionNamespaces(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cairn.db")
-	scopes := []string{"", "a", "b"}
-	stores := map[string]*sqlite.LongTerm{}
-	for _, sc := range scopes {
-		s, err := sqlite.OpenLongTerm(t.Context(), path, sqlite.LongTermOptions{Options: longterm.Options{Namespace: sc}})
+	lttest.SessionNamespaces(t, [3]string{"", "a", "b"}, func(t *testing.T, ns string) longterm.Store {
+		s, err := sqlite.OpenLongTerm(t.Context(), path, sqlite.LongTermOptions{Options: longterm.Options{Namespace: ns}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		stores[sc] = s
-		items := append([]longterm.Item{{Namespace: "only/s" + sc, Key: "mine", Value: json.RawMessage(`0`)}}, foreignItems...)
-		for _, it := range items {
-			it.Value = json.RawMessage(fmt.Sprintf("%q", "of "+sc))
-			if _, err := s.Put(t.Context(), it, longterm.PutOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, sc := range scopes {
-		s, want := stores[sc], fmt.Sprintf("%q", "of "+sc)
-		if it, err := s.Get(t.Context(), "users/ada", "food"); err != nil || string(it.Value) != want {
-			t.Errorf("%q: Get = %v, %v; want its own value %s", sc, it, err, want)
-		}
-		page, err := s.List(t.Context(), longterm.ListOptions{})
-		if err != nil || len(page.Items) != len(foreignItems)+1 {
-			t.Fatalf("%q: List = %v, %v; want %d items", sc, page, err, len(foreignItems)+1)
-		}
-		for _, it := range page.Items {
-			if string(it.Value) != want {
-				t.Errorf("%q: List gave %s %s = %s, another namespace's", sc, it.Namespace, it.Key, it.Value)
-			}
-		}
-		nss, err := s.Namespaces(t.Context(), longterm.NamespaceOptions{Prefix: "only"})
-		if err != nil || len(nss.Namespaces) != 1 || nss.Namespaces[0] != "only/s"+sc {
-			t.Errorf("%q: Namespaces(only) = %v, %v; want only/s%s", sc, nss, err, sc)
-		}
-		if all, err := s.Namespaces(t.Context(), longterm.NamespaceOptions{}); err != nil || len(all.Namespaces) != 4 {
-			t.Errorf("%q: Namespaces = %v, %v; want its 4", sc, all, err)
-		}
-		for _, prefix := range []string{"", "users", "users/ada"} {
-			rs, err := s.Search(t.Context(), longterm.SearchOptions{Query: "figs", Prefix: prefix})
-			if err != nil || len(rs) != 1 || string(rs[0].Item.Value) != want || rs[0].Item.Namespace != "users/ada" {
-				t.Errorf("%q: Search(figs, %q) = %v, %v; want its own users/ada food", sc, prefix, rs, err)
-			}
-		}
-	}
-	if n, err := stores["a"].DeleteNamespace(t.Context(), "users"); err != nil || n != 3 {
-		t.Fatalf("DeleteNamespace(users) in a = %d, %v; want 3", n, err)
-	}
-	if err := stores["b"].Delete(t.Context(), "agents/support", "facts", 0); err != nil {
-		t.Fatal(err)
-	}
-	for sc, want := range map[string]int{"": 5, "a": 2, "b": 4} {
-		if page, err := stores[sc].List(t.Context(), longterm.ListOptions{}); err != nil || len(page.Items) != want {
-			t.Errorf("%q after the deletes: %d items, %v; want %d", sc, len(page.Items), err, want)
-		}
-	}
+		return s
+	})
 }

@@ -1,0 +1,28 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/cairnhq/cairn/internal/testing/testenv"
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/lttest"
+	"github.com/cairnhq/cairn/store/postgres"
+)
+
+// TestLongTerm_SessionNamespaces: the memories of three session
+// namespaces on one server keep apart.
+func TestLongTerm_SessionNamespaces(t *testing.T) {
+	var scopes [3]string
+	for i := range scopes {
+		scopes[i] = "ltns_" + testenv.RandHex(6)
+		dropSchemaLater(t, scopes[i])
+	}
+	lttest.SessionNamespaces(t, scopes, func(t *testing.T, ns string) longterm.Store {
+		s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Options: longterm.Options{Namespace: ns}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
