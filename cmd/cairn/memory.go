@@ -40,6 +40,44 @@ func jsonItem(it longterm.Item) longterm.Item {
 	return it
 }
 
+// checkItemArgs checks the NAMESPACE and KEY arguments of an item.
+func checkItemArgs(ns, key string) error {
+	if err := checkNamespaceArg(ns); err != nil {
+		return err
+	}
+	return checkKeyArg(key)
+}
+
+// checkNamespaceArg checks a NAMESPACE argument.
+func checkNamespaceArg(ns string) error {
+	if err := longterm.ValidateNamespace(ns); err != nil {
+		return cli.Usage(cli.MemoryRules, "NAMESPACE %q: %v", ns, err)
+	}
+	return nil
+}
+
+// checkKeyArg checks a KEY argument.
+func checkKeyArg(key string) error {
+	if err := longterm.ValidateKey(key); err != nil {
+		return cli.Usage(cli.MemoryRules, "KEY %q: %v", key, err)
+	}
+	return nil
+}
+
+// checkPrefixAndLimit checks --ns, when given, and --limit, which must be
+// between 1 and most; what names a limit in the message.
+func checkPrefixAndLimit(prefix string, limit, most int, what string) error {
+	if prefix != "" {
+		if err := longterm.ValidatePrefix(prefix); err != nil {
+			return cli.Usage(cli.MemoryRules, "--ns %q: %v", prefix, err)
+		}
+	}
+	if limit < 1 || limit > most {
+		return cli.Usage(fmt.Sprintf("give --limit between 1 and %d", most), "--limit %d is not "+what, limit)
+	}
+	return nil
+}
+
 // parseLabels reads --label K=V flags.
 func parseLabels(flag string, labels []string) (map[string]string, error) {
 	if len(labels) == 0 {
@@ -90,11 +128,8 @@ search filter on, and may be repeated.
 		Args: args(cobra.ExactArgs(3)),
 		RunE: func(c *cobra.Command, a []string) error {
 			ns, key := a[0], a[1]
-			if err := longterm.ValidateNamespace(ns); err != nil {
-				return cli.Usage(cli.MemoryRules, "NAMESPACE %q: %v", ns, err)
-			}
-			if err := longterm.ValidateKey(key); err != nil {
-				return cli.Usage(cli.MemoryRules, "KEY %q: %v", key, err)
+			if err := checkItemArgs(ns, key); err != nil {
+				return err
 			}
 			if ttl < 0 {
 				return cli.Usage("give a positive duration such as 90s or 24h, or none for an item that never expires", "--ttl %s is negative", ttl)
@@ -139,11 +174,8 @@ times and the session it came from. --json prints the whole item.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(c *cobra.Command, a []string) error {
 			ns, key := a[0], a[1]
-			if err := longterm.ValidateNamespace(ns); err != nil {
-				return cli.Usage(cli.MemoryRules, "NAMESPACE %q: %v", ns, err)
-			}
-			if err := longterm.ValidateKey(key); err != nil {
-				return cli.Usage(cli.MemoryRules, "KEY %q: %v", key, err)
+			if err := checkItemArgs(ns, key); err != nil {
+				return err
 			}
 			mem, _, err := app.OpenMemory(c.Context())
 			if err != nil {
@@ -213,13 +245,8 @@ teal-otter-17 matches exactly that; nothing in QUERY is syntax.
 users/ada/notes, not users/adam); --label keeps those with a label.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			if prefix != "" {
-				if err := longterm.ValidatePrefix(prefix); err != nil {
-					return cli.Usage(cli.MemoryRules, "--ns %q: %v", prefix, err)
-				}
-			}
-			if limit < 1 || limit > longterm.MaxSearchLimit {
-				return cli.Usage(fmt.Sprintf("give --limit between 1 and %d", longterm.MaxSearchLimit), "--limit %d is not a number of results", limit)
+			if err := checkPrefixAndLimit(prefix, limit, longterm.MaxSearchLimit, "a number of results"); err != nil {
+				return err
 			}
 			lbl, err := parseLabels("--label", labels)
 			if err != nil {
@@ -290,13 +317,8 @@ page (--cursor); under --json, stdout stays one JSON array and the next
 page's cursor is a JSON record on stderr with a "next_cursor" field.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if prefix != "" {
-				if err := longterm.ValidatePrefix(prefix); err != nil {
-					return cli.Usage(cli.MemoryRules, "--ns %q: %v", prefix, err)
-				}
-			}
-			if limit < 1 || limit > longterm.MaxListLimit {
-				return cli.Usage(fmt.Sprintf("give --limit between 1 and %d", longterm.MaxListLimit), "--limit %d is not a page size", limit)
+			if err := checkPrefixAndLimit(prefix, limit, longterm.MaxListLimit, "a page size"); err != nil {
+				return err
 			}
 			if depth < 0 {
 				return cli.Usage("give --depth 1 or more, or none for whole namespaces", "--depth %d is negative", depth)
@@ -416,13 +438,13 @@ terminal (a script) --yes is required.`,
 		Args: args(cobra.RangeArgs(1, 2)),
 		RunE: func(c *cobra.Command, a []string) error {
 			ns := a[0]
-			if err := longterm.ValidateNamespace(ns); err != nil {
-				return cli.Usage(cli.MemoryRules, "NAMESPACE %q: %v", ns, err)
+			if err := checkNamespaceArg(ns); err != nil {
+				return err
 			}
 			if len(a) == 2 {
 				key := a[1]
-				if err := longterm.ValidateKey(key); err != nil {
-					return cli.Usage(cli.MemoryRules, "KEY %q: %v", key, err)
+				if err := checkKeyArg(key); err != nil {
+					return err
 				}
 				mem, _, err := app.OpenMemory(c.Context())
 				if err != nil {
