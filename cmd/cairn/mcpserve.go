@@ -53,19 +53,12 @@ memory_delete. An MCP client's config names it so:
 			if err != nil {
 				return err
 			}
-			var tokens []string
-			var generated bool
+			var tokens accessTokens
 			if httpAddr != "" {
 				if _, _, err := net.SplitHostPort(httpAddr); err != nil {
 					return cli.Usage("give --http as HOST:PORT, such as 127.0.0.1:7421", "--http %q: %v", httpAddr, err)
 				}
-				if tokenFile == "" {
-					tokenFile = app.Getenv("CAIRN_SERVE_TOKEN_FILE")
-				}
-				if tokenFile == "" {
-					tokenFile = cfg.Serve.TokenFile
-				}
-				tokens, generated, err = serveTokens(tokenFile)
+				tokens, err = serveTokens(app, tokenFile, cfg.Serve.TokenFile)
 				if err != nil {
 					return err
 				}
@@ -100,7 +93,7 @@ memory_delete. An MCP client's config names it so:
 				}
 				return nil
 			}
-			return serveMCPHTTP(ctx, app, srv, httpAddr, tokens, generated, tokenFile)
+			return serveMCPHTTP(ctx, app, srv, httpAddr, tokens)
 		},
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP at this address, HOST:PORT, instead of stdio")
@@ -111,7 +104,7 @@ memory_delete. An MCP client's config names it so:
 
 // serveMCPHTTP serves srv over streamable HTTP at /mcp until ctx ends,
 // each request checked for one of tokens.
-func serveMCPHTTP(ctx context.Context, app *cli.App, srv *sdk.Server, addr string, tokens []string, generated bool, tokenFile string) error {
+func serveMCPHTTP(ctx context.Context, app *cli.App, srv *sdk.Server, addr string, tokens accessTokens) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return cli.Fail(fmt.Errorf("listen on %s: %w", addr, err), "is another server using that port? choose another with --http")
@@ -122,7 +115,7 @@ func serveMCPHTTP(ctx context.Context, app *cli.App, srv *sdk.Server, addr strin
 	}
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Logger: app.ProcessLogger(slog.LevelWarn)})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", bearer(tokens, h))
+	mux.Handle("/mcp", bearer(tokens.list, h))
 	linkHost := host
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		linkHost = "127.0.0.1"
@@ -130,32 +123,16 @@ func serveMCPHTTP(ctx context.Context, app *cli.App, srv *sdk.Server, addr strin
 	url := "http://" + net.JoinHostPort(linkHost, port) + "/mcp"
 	if app.Flags.JSON {
 		out := map[string]any{"url": url}
-		if generated {
-			out["token"] = tokens[0]
-		}
+		tokens.addJSON(out)
 		if err := cli.WriteJSON(app.Stdout, out); err != nil {
 			ln.Close()
 			return err
 		}
 	} else {
 		app.Printf("cairn mcp: %s\n", url)
-		if generated {
-			app.Printf("token: %s\n", tokens[0])
-		} else {
-			app.Printf("tokens: %d from %s\n", len(tokens), tokenFile)
-		}
+		tokens.print(app)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err = <-served:
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(sctx)
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := serveHTTP(ctx, ln, mux, 5*time.Second, nil); err != nil {
 		return cli.Fail(fmt.Errorf("mcp: %w", err), "check the address")
 	}
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,13 +71,7 @@ and can be resumed.`,
 			if err != nil {
 				return cli.Usage("give --addr as HOST:PORT, such as 127.0.0.1:7420", "--addr %q: %v", addr, err)
 			}
-			if tokenFile == "" {
-				tokenFile = app.Getenv("CAIRN_SERVE_TOKEN_FILE")
-			}
-			if tokenFile == "" {
-				tokenFile = cfg.Serve.TokenFile
-			}
-			tokens, generated, err := serveTokens(tokenFile)
+			tokens, err := serveTokens(app, tokenFile, cfg.Serve.TokenFile)
 			if err != nil {
 				return err
 			}
@@ -110,7 +105,7 @@ and can be resumed.`,
 			srv, err := server.New(server.Config{
 				Store:    store,
 				Memory:   mem,
-				Tokens:   tokens,
+				Tokens:   tokens.list,
 				ReadOnly: readOnly,
 				Agent:    traced(app.NewAgent),
 				Claim: func(ctx context.Context, s *agent.Session) (*agent.Claim, error) {
@@ -134,36 +129,23 @@ and can be resumed.`,
 			login := srv.LoginURL(base)
 			if app.Flags.JSON {
 				out := map[string]any{"url": base, "login": login, "read_only": readOnly, "memory": mem != nil}
-				if generated {
-					out["token"] = tokens[0]
-				}
+				tokens.addJSON(out)
 				if err := cli.WriteJSON(app.Stdout, out); err != nil {
 					return err
 				}
 			} else {
 				app.Printf("cairn serve: %s (store %s)\n", base, text.RedactURL(storeURL))
-				if generated {
-					app.Printf("token: %s\n", tokens[0])
-				} else {
-					app.Printf("tokens: %d from %s\n", len(tokens), tokenFile)
-				}
+				tokens.print(app)
 				app.Printf("open:  %s (a one-time link)\n", login)
 				if readOnly {
 					app.Printf("read-only: the store is not changed\n")
 				}
 			}
-			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-			served := make(chan error, 1)
-			go func() { served <- hs.Serve(ln) }()
-			select {
-			case err = <-served:
-			case <-ctx.Done():
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			cerr := srv.Close(sctx) // ends the streams and interrupts the runs
-			_ = hs.Shutdown(sctx)
-			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			var cerr error
+			err = serveHTTP(ctx, ln, srv, 10*time.Second, func(sctx context.Context) {
+				cerr = srv.Close(sctx) // ends the streams and interrupts the runs
+			})
+			if err != nil {
 				return cli.Fail(fmt.Errorf("serve: %w", err), "check the address")
 			}
 			if cerr != nil {
@@ -183,31 +165,82 @@ and can be resumed.`,
 var tokenHint = fmt.Sprintf("put a random token of at least %d characters on that line instead: `head -c 32 /dev/urandom | base64` makes one, "+
 	"and so does cairn serve started without a token file (the line token: …)", server.MinTokenLength)
 
-// serveTokens returns the access tokens: those of the file, each checked
-// with server.CheckToken, or a new one (generated true).
-func serveTokens(path string) (tokens []string, generated bool, err error) {
+// accessTokens are the tokens an HTTP server of cairn accepts, and where
+// they come from.
+type accessTokens struct {
+	list      []string
+	generated bool   // one new token, made at start
+	file      string // the token file, when not generated
+}
+
+// serveTokens returns the access tokens: those of the token file, each
+// checked with server.CheckToken, or a new one. The file is flag, else
+// CAIRN_SERVE_TOKEN_FILE, else configured.
+func serveTokens(app *cli.App, flag, configured string) (accessTokens, error) {
+	path := cmp.Or(flag, app.Getenv("CAIRN_SERVE_TOKEN_FILE"), configured)
 	if path == "" {
-		return []string{server.NewToken()}, true, nil
+		return accessTokens{list: []string{server.NewToken()}, generated: true}, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, false, cli.Fail(fmt.Errorf("token file: %w", err), "give a file with one access token per line")
+		return accessTokens{}, cli.Fail(fmt.Errorf("token file: %w", err), "give a file with one access token per line")
 	}
+	t := accessTokens{file: path}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for line := 1; sc.Scan(); line++ {
-		t := strings.TrimSpace(sc.Text())
-		if t == "" || strings.HasPrefix(t, "#") {
+		tok := strings.TrimSpace(sc.Text())
+		if tok == "" || strings.HasPrefix(tok, "#") {
 			continue
 		}
-		if err := server.CheckToken(t); err != nil {
-			return nil, false, cli.Fail(fmt.Errorf("token file %s:%d: the token %w", path, line, err), tokenHint)
+		if err := server.CheckToken(tok); err != nil {
+			return accessTokens{}, cli.Fail(fmt.Errorf("token file %s:%d: the token %w", path, line, err), tokenHint)
 		}
-		tokens = append(tokens, t)
+		t.list = append(t.list, tok)
 	}
-	if len(tokens) == 0 {
-		return nil, false, cli.Fail(fmt.Errorf("token file %s holds no token", path), "put one access token per line")
+	if len(t.list) == 0 {
+		return accessTokens{}, cli.Fail(fmt.Errorf("token file %s holds no token", path), "put one access token per line")
 	}
-	return tokens, false, nil
+	return t, nil
+}
+
+// addJSON adds a generated token to out, the --json record of a start.
+func (t accessTokens) addJSON(out map[string]any) {
+	if t.generated {
+		out["token"] = t.list[0]
+	}
+}
+
+// print prints the line of a start that tells of the tokens.
+func (t accessTokens) print(app *cli.App) {
+	if t.generated {
+		app.Printf("token: %s\n", t.list[0])
+	} else {
+		app.Printf("tokens: %d from %s\n", len(t.list), t.file)
+	}
+}
+
+// serveHTTP serves h on ln until serving fails or ctx ends, then shuts
+// down, calling stop first when it is not nil, within grace. It returns
+// why serving ended unless that was the shutdown.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, stop func(context.Context)) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	var err error
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if stop != nil {
+		stop(sctx)
+	}
+	_ = hs.Shutdown(sctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
 
 func isLoopback(host string) bool {
