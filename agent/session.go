@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/wire"
+	"github.com/cairnhq/cairn/internal/eventcmp"
 )
 
 // appendTimeout bounds one write to the store. Writes do not use the run's
@@ -330,7 +329,7 @@ func (s *Session) reconcile(ctx context.Context, batch []cairn.Event) (int, bool
 	if len(stored) == 0 {
 		return 0, false, nil
 	}
-	if len(stored) <= len(batch) && sameEvents(stored, batch[:len(stored)]) {
+	if len(stored) <= len(batch) && eventcmp.Same(stored, batch[:len(stored)]) {
 		return len(stored), false, nil
 	}
 	for _, u := range s.uncertain {
@@ -338,7 +337,7 @@ func (s *Session) reconcile(ctx context.Context, batch []cairn.Event) (int, bool
 		if before < 0 || before > len(s.unsaved) || len(stored) != before+len(u) {
 			continue
 		}
-		if sameEvents(stored[:before], s.unsaved[:before]) && sameEvents(stored[before:], u) {
+		if eventcmp.Same(stored[:before], s.unsaved[:before]) && eventcmp.Same(stored[before:], u) {
 			return 0, true, s.adopt(u)
 		}
 	}
@@ -429,20 +428,4 @@ func dropPending(e cairn.Event, results []cairn.Event) (cairn.Event, error) {
 	}
 	e.Data = data
 	return e, nil
-}
-
-func sameEvents(a, b []cairn.Event) bool {
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Seq != y.Seq || x.Kind != y.Kind || x.Run != y.Run || !x.At.Equal(y.At) || !jsonEqual(x.Data, y.Data) {
-			return false
-		}
-	}
-	return true
-}
-
-func jsonEqual(a, b json.RawMessage) bool {
-	ca, err1 := wire.Canonical(a)
-	cb, err2 := wire.Canonical(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }

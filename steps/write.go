@@ -1,14 +1,13 @@
 package steps
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/eventcmp"
 	"github.com/cairnhq/cairn/internal/telemetry"
-	"github.com/cairnhq/cairn/internal/wire"
 	"github.com/cairnhq/cairn/store/crypt"
 )
 
@@ -127,7 +126,7 @@ func (s *Session) reload(ctx context.Context) error {
 			return fmt.Errorf("session %s: %w", s.id, err)
 		}
 		s.mem = mem
-		if u := s.uncertain; len(u) > 0 && len(rec.Events) >= len(u) && sameEvents(rec.Events[:len(u)], u) {
+		if u := s.uncertain; len(u) > 0 && len(rec.Events) >= len(u) && eventcmp.Same(rec.Events[:len(u)], u) {
 			for _, e := range u {
 				if isStart(e) {
 					s.notRun[e.Seq] = true
@@ -144,20 +143,4 @@ func (s *Session) reload(ctx context.Context) error {
 func isStart(e cairn.Event) bool {
 	r, ok, err := position(e)
 	return err == nil && ok && (r.kind == recStarted || r.kind == recToolStarted)
-}
-
-func sameEvents(a, b []cairn.Event) bool {
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Seq != y.Seq || x.Kind != y.Kind || x.Run != y.Run || !x.At.Equal(y.At) || !jsonEqual(x.Data, y.Data) {
-			return false
-		}
-	}
-	return true
-}
-
-func jsonEqual(a, b []byte) bool {
-	ca, err1 := wire.Canonical(a)
-	cb, err2 := wire.Canonical(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }

@@ -23,3 +23,11 @@ func Canonical(raw []byte) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// SameJSON reports whether a and b are the same JSON value: equal once
+// canonical. Invalid JSON is the same as nothing.
+func SameJSON(a, b []byte) bool {
+	ca, err1 := Canonical(a)
+	cb, err2 := Canonical(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
+}
