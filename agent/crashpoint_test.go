@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -23,51 +22,7 @@ import (
 	"github.com/cairnhq/cairn/provider/script"
 )
 
-// dyingStore is a store whose process dies at its n-th append: with
-// applied false the append never reaches the store, with applied true it
-// is stored and the process dies before it hears so. Either way every
-// later call fails: the process is gone. The run is in "fail" mode, so it
-// stops at the first failed write, as a killed process would.
-type dyingStore struct {
-	cairn.Store
-	mu      sync.Mutex
-	n       int // the append the process dies at, from 1; 0: never
-	applied bool
-	count   int
-	dead    bool
-	kinds   []cairn.Kind // the kinds of the append it died at
-}
-
 var errDead = fmt.Errorf("the process died: %w", syscall.ECONNRESET)
-
-func (d *dyingStore) Append(ctx context.Context, id string, seq int64, events ...cairn.Event) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.dead {
-		return errDead
-	}
-	d.count++
-	if d.count != d.n {
-		return d.Store.Append(ctx, id, seq, events...)
-	}
-	d.dead, d.kinds = true, kindsOf(events)
-	if d.applied {
-		if err := d.Store.Append(ctx, id, seq, events...); err != nil {
-			return err
-		}
-	}
-	return errDead
-}
-
-func (d *dyingStore) Load(ctx context.Context, id string, from int64) (*cairn.Record, error) {
-	d.mu.Lock()
-	dead := d.dead
-	d.mu.Unlock()
-	if dead {
-		return nil, errDead
-	}
-	return d.Store.Load(ctx, id, from)
-}
 
 // crashPointScript is the crash test's script (crashScript) in memory:
 // append_file (not idempotent) at every step, calc and remember alongside.
@@ -144,12 +99,12 @@ func crashPointRunWith(t *testing.T, model provider.Model, st cairn.Store, id st
 // when the process died with a response it never stored.
 func TestAgent_CrashAtEveryAppend(t *testing.T) {
 	refSide := filepath.Join(t.TempDir(), "side.txt")
-	ref := &recordingStore{Store: newMemStore(t)}
+	ref := &testcheck.Recording{Store: newMemStore(t)}
 	res, refCalls, err := crashPointRun(t, ref, refSide, "ref", false)
 	if err != nil || res.Status != cairn.StatusCompleted {
 		t.Fatalf("reference run: %+v %v", res, err)
 	}
-	appends := ref.kinds()
+	appends := batchKinds(ref)
 	refResponses := responsesOf(t, loadEvents(t, ref, "ref"), refSide)
 	points := 0
 	for n := 1; n <= len(appends); n++ {
@@ -159,7 +114,7 @@ func TestAgent_CrashAtEveryAppend(t *testing.T) {
 				points++
 				mem := newMemStore(t)
 				side := filepath.Join(t.TempDir(), "side.txt")
-				dying := &dyingStore{Store: mem, n: n, applied: applied}
+				dying := &testcheck.Dying{Store: mem, N: n, Applied: applied, Err: errDead}
 				_, before, err := crashPointRun(t, dying, side, "s", false)
 				if err == nil {
 					t.Fatalf("the process did not die at append %d", n)
@@ -168,8 +123,9 @@ func TestAgent_CrashAtEveryAppend(t *testing.T) {
 				if err != nil || res.Status != cairn.StatusCompleted || res.Output != "all done" {
 					t.Fatalf("resume: %+v %v", res, err)
 				}
+				died := dying.Kinds()
 				wantCalls := refCalls
-				if dying.kinds[0] == cairn.KindModelResponse && !applied {
+				if died[0] == cairn.KindModelResponse && !applied {
 					wantCalls++ // the response was never stored: asked again
 				}
 				if before+after != wantCalls {
@@ -183,8 +139,8 @@ func TestAgent_CrashAtEveryAppend(t *testing.T) {
 				// Died after the start was stored and before the result was:
 				// the start stored and not heard of (the tool never ran), or
 				// the result never stored (the tool ran).
-				started := dying.kinds[len(dying.kinds)-1] == cairn.KindToolStarted && applied
-				resultLost := dying.kinds[0] == cairn.KindToolResult && !applied && isAppendFileResult(t, ref, n)
+				started := died[len(died)-1] == cairn.KindToolStarted && applied
+				resultLost := died[0] == cairn.KindToolResult && !applied && isAppendFileResult(t, ref, n)
 				want := 0
 				if started || resultLost {
 					want = 1
@@ -220,11 +176,8 @@ func unknownRan(started bool) int {
 
 // isAppendFileResult reports whether the reference run's n-th append holds
 // the result of an append_file call.
-func isAppendFileResult(t *testing.T, ref *recordingStore, n int) bool {
-	ref.mu.Lock()
-	batch := ref.batches[n-1]
-	ref.mu.Unlock()
-	for _, e := range batch {
+func isAppendFileResult(t *testing.T, ref *testcheck.Recording, n int) bool {
+	for _, e := range ref.Batches()[n-1] {
 		if e.Kind == cairn.KindToolResult {
 			v, err := e.Decode()
 			if err != nil {

@@ -77,7 +77,7 @@ func (o *outageStore) Append(ctx context.Context, id string, seq int64, e ...cai
 	err := o.cur().Append(ctx, id, seq, e...)
 	if err == nil {
 		o.mu.Lock()
-		o.batches = append(o.batches, kindsOf(e))
+		o.batches = append(o.batches, testcheck.Kinds(e))
 		o.mu.Unlock()
 	}
 	return down(err)

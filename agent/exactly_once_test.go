@@ -170,7 +170,7 @@ func TestSession_DegradeAdoptsStartThatLanded(t *testing.T) {
 	}
 	sameEvents(t, st, s)
 	checkReplay(t, s, st)
-	kinds := kindsOf(loadEvents(t, st, "adopt"))
+	kinds := testcheck.Kinds(loadEvents(t, st, "adopt"))
 	if k := kinds[len(kinds)-3:]; k[0] != cairn.KindToolStarted || k[1] != cairn.KindToolResult || k[2] != cairn.KindRunInterrupted {
 		t.Fatalf("last events %v, want the adopted tool.started, its not-run result, then run.interrupted", k)
 	}

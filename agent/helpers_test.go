@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"slices"
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/crypt"
@@ -64,40 +63,13 @@ func call(name, args string) script.Call {
 	return script.Call{Name: name, Arguments: json.RawMessage(args)}
 }
 
-// recordingStore passes every call to a real store and keeps the batches
-// of successful appends, to check what each append held.
-type recordingStore struct {
-	cairn.Store
-	mu      sync.Mutex
-	batches [][]cairn.Event
-}
-
-func (r *recordingStore) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
-	err := r.Store.Append(ctx, id, expectSeq, events...)
-	if err == nil {
-		r.mu.Lock()
-		r.batches = append(r.batches, slices.Clone(events))
-		r.mu.Unlock()
-	}
-	return err
-}
-
-func (r *recordingStore) kinds() [][]cairn.Kind {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// batchKinds returns the kinds of each append r recorded.
+func batchKinds(r *testcheck.Recording) [][]cairn.Kind {
 	var out [][]cairn.Kind
-	for _, b := range r.batches {
-		out = append(out, kindsOf(b))
+	for _, b := range r.Batches() {
+		out = append(out, testcheck.Kinds(b))
 	}
 	return out
-}
-
-func kindsOf(events []cairn.Event) []cairn.Kind {
-	var ks []cairn.Kind
-	for _, e := range events {
-		ks = append(ks, e.Kind)
-	}
-	return ks
 }
 
 // loadEvents returns the session's events as the store holds them.

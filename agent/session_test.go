@@ -21,7 +21,7 @@ func offlineAgent(st cairn.Store) *agent.Agent {
 }
 
 func TestSession_RunContinue(t *testing.T) {
-	st := &recordingStore{Store: newMemStore(t)}
+	st := &testcheck.Recording{Store: newMemStore(t)}
 	s, err := offlineAgent(st).Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestSession_RunContinue(t *testing.T) {
 		{cairn.KindRunStarted, cairn.KindMessageUser},
 		{cairn.KindModelResponse, cairn.KindRunFinished},
 	}
-	if got := st.kinds(); !slices.EqualFunc(got, wantBatches, slices.Equal) {
+	if got := batchKinds(st); !slices.EqualFunc(got, wantBatches, slices.Equal) {
 		t.Errorf("appends\n got %v\nwant %v", got, wantBatches)
 	}
 	starts := decoded[cairn.RunStarted](t, loadEvents(t, st, s.ID()), cairn.KindRunStarted)
@@ -135,7 +135,7 @@ func TestAgent_Start(t *testing.T) {
 }
 
 func TestSession_Variables(t *testing.T) {
-	st := &recordingStore{Store: newMemStore(t)}
+	st := &testcheck.Recording{Store: newMemStore(t)}
 	a := offlineAgent(st)
 	a.Model = scripted(t,
 		script.Step{ToolCalls: []script.Call{call("remember", `{"key":"color","value":{"shade":"blue"}}`)}},
@@ -150,10 +150,10 @@ func TestSession_Variables(t *testing.T) {
 	if ok, err := s.State().Var("color", &got); !ok || err != nil || got.Shade != "blue" {
 		t.Errorf("variable color: %v %v %+v", ok, err, got)
 	}
-	if !slices.ContainsFunc(st.kinds(), func(k []cairn.Kind) bool {
+	if !slices.ContainsFunc(batchKinds(st), func(k []cairn.Kind) bool {
 		return slices.Equal(k, []cairn.Kind{cairn.KindToolResult, cairn.KindStateSet})
 	}) {
-		t.Errorf("no append holds tool.result with its state.set: %v", st.kinds())
+		t.Errorf("no append holds tool.result with its state.set: %v", batchKinds(st))
 	}
 	msgs := s.State().Messages
 	recall, missing := msgs[len(msgs)-3], msgs[len(msgs)-2]

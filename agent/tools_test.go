@@ -24,7 +24,7 @@ type nameIn struct {
 }
 
 func TestSession_ParallelTools(t *testing.T) {
-	st := &recordingStore{Store: newMemStore(t)}
+	st := &testcheck.Recording{Store: newMemStore(t)}
 	// Each tool waits for the other to have started: they finish only if
 	// they run at the same time. "first" also waits for "second" to end,
 	// so the results complete in the reverse of the model's order.
@@ -75,7 +75,7 @@ func TestSession_ParallelTools(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, k := range st.kinds() {
+	for _, k := range batchKinds(st) {
 		if k[0] == cairn.KindToolResult {
 			n++
 			if len(k) != 1 {
@@ -507,7 +507,7 @@ func TestSession_ResumeRun(t *testing.T) {
 // approval, resumes the session: the call does not run until a person
 // decides, and then runs once.
 func TestSession_ApprovalRecordedHolds(t *testing.T) {
-	st := &recordingStore{Store: newMemStore(t)}
+	st := &testcheck.Recording{Store: newMemStore(t)}
 	var ran atomic.Int32
 	mkTool := func(opts ...agent.ToolOption) *agent.Tool {
 		return agent.NewTool("deploy", "", func(_ context.Context, in nameIn) (string, error) {
@@ -525,11 +525,11 @@ func TestSession_ApprovalRecordedHolds(t *testing.T) {
 	if res, err := s.Run(t.Context(), "ship it"); err != nil || res.Status != cairn.StatusAwaiting {
 		t.Fatalf("run: %+v %v", res, err)
 	}
-	together := slices.ContainsFunc(st.kinds(), func(k []cairn.Kind) bool {
+	together := slices.ContainsFunc(batchKinds(st), func(k []cairn.Kind) bool {
 		return slices.Equal(k, []cairn.Kind{cairn.KindModelResponse, cairn.KindRunInterrupted})
 	})
 	if !together {
-		t.Fatalf("appends %v, want the response and the wait for approval together", st.kinds())
+		t.Fatalf("appends %v, want the response and the wait for approval together", batchKinds(st))
 	}
 	intr := decoded[cairn.RunInterrupted](t, loadEvents(t, st, "ap2"), cairn.KindRunInterrupted)
 	if len(intr[0].Pending) != 1 || intr[0].Pending[0].Name != "deploy" {

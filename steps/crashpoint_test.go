@@ -101,65 +101,6 @@ func crashLoop(ctx context.Context, st cairn.Store, id string, w *world) error {
 	return s.Finish(ctx, "done")
 }
 
-// recordingStore records the kinds of each append.
-type recordingStore struct {
-	cairn.Store
-	mu      sync.Mutex
-	batches [][]cairn.Event
-}
-
-func (r *recordingStore) Append(ctx context.Context, id string, seq int64, events ...cairn.Event) error {
-	err := r.Store.Append(ctx, id, seq, events...)
-	if err == nil {
-		r.mu.Lock()
-		r.batches = append(r.batches, events)
-		r.mu.Unlock()
-	}
-	return err
-}
-
-// dyingStore is a store whose process dies at its n-th append: with
-// applied false the append never reaches the store, with applied true it is
-// stored and the process dies before it hears so. Either way every later
-// call fails: the process is gone.
-type dyingStore struct {
-	cairn.Store
-	mu      sync.Mutex
-	n       int
-	applied bool
-	count   int
-	dead    bool
-}
-
-func (d *dyingStore) Append(ctx context.Context, id string, seq int64, events ...cairn.Event) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.dead {
-		return errLost
-	}
-	d.count++
-	if d.count != d.n {
-		return d.Store.Append(ctx, id, seq, events...)
-	}
-	d.dead = true
-	if d.applied {
-		if err := d.Store.Append(ctx, id, seq, events...); err != nil {
-			return err
-		}
-	}
-	return errLost
-}
-
-func (d *dyingStore) Load(ctx context.Context, id string, from int64) (*cairn.Record, error) {
-	d.mu.Lock()
-	dead := d.dead
-	d.mu.Unlock()
-	if dead {
-		return nil, errLost
-	}
-	return d.Store.Load(ctx, id, from)
-}
-
 // TestCrashAtEveryAppend is the deterministic form of the SIGKILL crash
 // test (examples/steps): for every append of a reference run, a process
 // dies there, once before the append reaches the store and once after it
@@ -171,21 +112,22 @@ func (d *dyingStore) Load(ctx context.Context, id string, from int64) (*cairn.Re
 // is the reference's, with that one step's result replaced by the
 // recorded decision.
 func TestCrashAtEveryAppend(t *testing.T) {
-	ref := &recordingStore{Store: newMem(t)}
+	ref := &testcheck.Recording{Store: newMem(t)}
 	var rw world
 	if err := crashLoop(t.Context(), ref, "ref", &rw); err != nil {
 		t.Fatal(err)
 	}
 	refSteps := stepResults(t, loadEvents(t, ref, "ref"))
+	batches := ref.Batches()
 	points := 0
-	for n := 1; n <= len(ref.batches); n++ {
-		batch := ref.batches[n-1]
+	for n := 1; n <= len(batches); n++ {
+		batch := batches[n-1]
 		for _, applied := range []bool{false, true} {
 			t.Run(fmt.Sprintf("append%d-%s-applied=%v", n, strings.Join(kinds(t, batch), "+"), applied), func(t *testing.T) {
 				points++
 				mem := newMem(t)
 				var w world
-				if err := crashLoop(t.Context(), &dyingStore{Store: mem, n: n, applied: applied}, "s", &w); err == nil {
+				if err := crashLoop(t.Context(), &testcheck.Dying{Store: mem, N: n, Applied: applied, Err: errLost}, "s", &w); err == nil {
 					t.Fatalf("the process did not die at append %d", n)
 				}
 				if err := crashLoop(t.Context(), mem, "s", &w); err != nil {
@@ -254,8 +196,8 @@ func TestCrashAtEveryAppend(t *testing.T) {
 			})
 		}
 	}
-	if points != 2*len(ref.batches) {
-		t.Fatalf("%d crash points, want %d", points, 2*len(ref.batches))
+	if points != 2*len(batches) {
+		t.Fatalf("%d crash points, want %d", points, 2*len(batches))
 	}
 }
 

@@ -1,5 +1,6 @@
-// Package testcheck holds the checks and the script that the crash tests
-// of the agent runtime and of the reliability suite share.
+// Package testcheck holds the checks, the script and the store wrappers
+// that the crash tests of the agent runtime, of the durable steps and of
+// the reliability suite share.
 package testcheck
 
 import (
