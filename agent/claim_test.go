@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 	"github.com/cairnhq/cairn/store/file"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -41,8 +42,8 @@ func TestSession_Claim_Concurrent(t *testing.T) {
 		st   func(t *testing.T) cairn.Store
 		lock bool
 	}{
-		{"lease", func(t *testing.T) cairn.Store { return newMemStore(t) }, false},
-		{"lockfile", func(t *testing.T) cairn.Store { return plainStore{newMemStore(t)} }, true},
+		{"lease", func(t *testing.T) cairn.Store { return testcheck.MemoryStore(t) }, false},
+		{"lockfile", func(t *testing.T) cairn.Store { return plainStore{testcheck.MemoryStore(t)} }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.st(t)
@@ -125,7 +126,7 @@ func TestSession_Claim_Concurrent(t *testing.T) {
 // TestClaim_Takeover: a holder taken over with Force cannot write any more,
 // and the history holds only the new holder's run.
 func TestClaim_Takeover(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	a := claimAgent(t, st)
 	s, err := a.Start(t.Context())
 	if err != nil {
@@ -186,7 +187,7 @@ func TestClaim_LockFileReleasedOnKill(t *testing.T) {
 		child.Wait()
 		t.Fatalf("child said %q, want locked", buf[:n])
 	}
-	st := plainStore{newMemStore(t)}
+	st := plainStore{testcheck.MemoryStore(t)}
 	a := claimAgent(t, st)
 	s, err := a.Start(t.Context(), agent.WithID("s"))
 	if err != nil {
@@ -215,7 +216,7 @@ func TestClaimLockChild(t *testing.T) {
 	if path == "" {
 		t.Skip("run by TestClaim_LockFileReleasedOnKill")
 	}
-	st := plainStore{newMemStore(t)}
+	st := plainStore{testcheck.MemoryStore(t)}
 	s, err := claimAgent(t, st).Start(context.Background(), agent.WithID("s"))
 	if err != nil {
 		t.Fatal(err)

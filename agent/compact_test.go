@@ -12,6 +12,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/offline"
 	"github.com/cairnhq/cairn/provider/script"
@@ -167,7 +168,7 @@ func TestCompaction_Strategies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := newMemStore(t)
+			st := testcheck.MemoryStore(t)
 			model := &budgetModel{Model: offline.New(), t: t, budget: budget, scale: tt.scale}
 			a := &agent.Agent{Instructions: "Be brief.", Model: model, Store: st, ContextTokens: budget, Compaction: tt.compaction, Logger: quietLogger()}
 			s, err := a.Start(t.Context())
@@ -204,7 +205,7 @@ func TestCompaction_Strategies(t *testing.T) {
 // instead, keeps the earlier summary's text, and says so in a warning; the
 // run goes on.
 func TestCompaction_SummaryFails(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	model := &budgetModel{Model: offline.New(), t: t, budget: 600, scale: 1}
 	a := &agent.Agent{Instructions: "Be brief.", Model: model, Store: st, ContextTokens: 600, Logger: quietLogger()}
 	s, err := a.Start(t.Context())
@@ -237,7 +238,7 @@ func TestCompaction_SummaryFails(t *testing.T) {
 // compaction is in the store, and resuming makes the model call without
 // compacting again.
 func TestCompaction_CrashAfterCompaction(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var summaries int
@@ -310,7 +311,7 @@ func TestCompaction_ScriptSteps(t *testing.T) {
 		steps = append(steps, script.Step{Text: fmt.Sprintf("answer %d: %s", i+1, strings.Repeat("words ", 10))})
 	}
 	model := &budgetModel{Model: scripted(t, steps...), t: t, budget: 500, scale: 1}
-	a := &agent.Agent{Model: model, Store: newMemStore(t), ContextTokens: 500, Logger: quietLogger()}
+	a := &agent.Agent{Model: model, Store: testcheck.MemoryStore(t), ContextTokens: 500, Logger: quietLogger()}
 	s, err := a.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -99,7 +99,7 @@ func crashPointRunWith(t *testing.T, model provider.Model, st cairn.Store, id st
 // when the process died with a response it never stored.
 func TestAgent_CrashAtEveryAppend(t *testing.T) {
 	refSide := filepath.Join(t.TempDir(), "side.txt")
-	ref := &testcheck.Recording{Store: newMemStore(t)}
+	ref := &testcheck.Recording{Store: testcheck.MemoryStore(t)}
 	res, refCalls, err := crashPointRun(t, ref, refSide, "ref", false)
 	if err != nil || res.Status != cairn.StatusCompleted {
 		t.Fatalf("reference run: %+v %v", res, err)
@@ -112,7 +112,7 @@ func TestAgent_CrashAtEveryAppend(t *testing.T) {
 			name := fmt.Sprintf("append%d-%v-applied=%v", n, appends[n-1], applied)
 			t.Run(name, func(t *testing.T) {
 				points++
-				mem := newMemStore(t)
+				mem := testcheck.MemoryStore(t)
 				side := filepath.Join(t.TempDir(), "side.txt")
 				dying := &testcheck.Dying{Store: mem, N: n, Applied: applied, Err: errDead}
 				_, before, err := crashPointRun(t, dying, side, "s", false)

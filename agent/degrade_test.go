@@ -221,7 +221,7 @@ func TestSession_FailMode(t *testing.T) {
 }
 
 func TestAgent_OnErrorInvalid(t *testing.T) {
-	a := offlineAgent(newMemStore(t))
+	a := offlineAgent(testcheck.MemoryStore(t))
 	a.OnError = "ignore"
 	s, _ := a.Start(t.Context())
 	if _, err := s.Run(t.Context(), "x"); err == nil || !strings.Contains(err.Error(), "OnError") {

@@ -79,7 +79,7 @@ func appendStep(path, line string) script.Step {
 // the store is back the session is flushed and resumed, and the side
 // effect happens exactly once.
 func TestSession_DegradeNeverRunsUnrecordedSideEffect(t *testing.T) {
-	st := &faultStore{Store: newMemStore(t)}
+	st := &faultStore{Store: testcheck.MemoryStore(t)}
 	path := filepath.Join(t.TempDir(), "side.txt")
 	cut := agent.NewTool("cut", "", func(context.Context, struct{}) (string, error) {
 		st.setAppendFault(func([]cairn.Event) (bool, error) { return false, errCut })
@@ -138,7 +138,7 @@ func TestSession_DegradeNeverRunsUnrecordedSideEffect(t *testing.T) {
 // says so (NotRun) rather than "outcome unknown", and the call is not run
 // again.
 func TestSession_DegradeAdoptsStartThatLanded(t *testing.T) {
-	st := &faultStore{Store: newMemStore(t)}
+	st := &faultStore{Store: testcheck.MemoryStore(t)}
 	path := filepath.Join(t.TempDir(), "side.txt")
 	arm := agent.NewTool("arm", "", func(context.Context, struct{}) (string, error) {
 		landed := false // then down from now on
@@ -215,7 +215,7 @@ func TestSession_DegradeOnlyForOutages(t *testing.T) {
 		{"closed", cairn.ErrClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &faultStore{Store: newMemStore(t)}
+			st := &faultStore{Store: testcheck.MemoryStore(t)}
 			path := filepath.Join(t.TempDir(), "side.txt")
 			fail := agent.NewTool("fail", "", func(context.Context, struct{}) (string, error) {
 				st.setAppendFault(func([]cairn.Event) (bool, error) { return false, tc.err })
@@ -288,7 +288,7 @@ func (l *leaseStore) AppendFenced(ctx context.Context, id string, lease cairn.Le
 // finishes the run: the side effect happens once.
 func TestClaim_StopsActingAtLeaseValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := newMemStore(t)
+		mem := testcheck.MemoryStore(t)
 		st := &leaseStore{faultStore: &faultStore{Store: mem}, leaser: mem, cutRenew: make(chan struct{})}
 		path := filepath.Join(t.TempDir(), "side.txt")
 		const ttl = 3 * time.Second

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,40 +12,9 @@ import (
 	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/script"
-	"github.com/cairnhq/cairn/store/crypt"
-	"github.com/cairnhq/cairn/store/memory"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func newMemStore(t *testing.T) *memory.Store {
-	t.Helper()
-	st, err := memory.New(cairn.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
-// sealing wraps inner in store/crypt, with a keyring of one key, k1, whose
-// every byte is b, and the data keys in a memory store of their own.
-func sealing(t *testing.T, inner cairn.Store, b byte) crypt.Store {
-	t.Helper()
-	key, err := crypt.NewKey("k1", bytes.Repeat([]byte{b}, crypt.KeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring, err := crypt.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := crypt.Wrap(inner, crypt.Options{Keyring: ring, Keys: newMemStore(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return enc
-}
 
 // scripted returns a script model of steps.
 func scripted(t *testing.T, steps ...script.Step) *script.Model {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestSession_HugeToolText(t *testing.T) {
 	const size = 3 << 20
 	huge := strings.Repeat("x", size)
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	a := offlineAgent(st)
 	a.Tools = []*agent.Tool{
 		agent.NewTool("big", "", func(context.Context, struct{}) (string, error) { return huge, nil }),
@@ -75,7 +76,7 @@ func TestSession_HugeToolText(t *testing.T) {
 // TestSession_MaxToolOutput: Agent.MaxToolOutput sets where a tool's text
 // is cut, on a character boundary; a denial's note is cut there too.
 func TestSession_MaxToolOutput(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	a := offlineAgent(st)
 	a.MaxToolOutput = 10
 	a.Tools = []*agent.Tool{

@@ -25,7 +25,7 @@ import (
 // responses.
 func TestAgent_ResumeAtEveryEvent(t *testing.T) {
 	side := filepath.Join(t.TempDir(), "side.txt")
-	ref := newMemStore(t)
+	ref := testcheck.MemoryStore(t)
 	res, refCalls, err := crashPointRun(t, ref, side, "ref", false)
 	if err != nil || res.Status != cairn.StatusCompleted {
 		t.Fatalf("reference run: %+v %v", res, err)
@@ -44,7 +44,7 @@ func TestAgent_ResumeAtEveryEvent(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				st := newMemStore(t)
+				st := testcheck.MemoryStore(t)
 				if err := sessions.Write(t.Context(), st, cairn.SessionMeta{ID: "s"}, cut); err != nil {
 					t.Fatal(err)
 				}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/store/crypt"
 )
 
@@ -15,8 +16,8 @@ import (
 // keyring): nothing reaches a model, nothing is appended in plaintext.
 func TestAgent_ResumeSealedSnapshot(t *testing.T) {
 	ctx := t.Context()
-	inner := newMemStore(t)
-	enc := sealing(t, inner, 7)
+	inner := testcheck.MemoryStore(t)
+	enc := testcheck.Sealed(t, inner, 7)
 	s, err := offlineAgent(enc).Start(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func offlineAgent(st cairn.Store) *agent.Agent {
 }
 
 func TestSession_RunContinue(t *testing.T) {
-	st := &testcheck.Recording{Store: newMemStore(t)}
+	st := &testcheck.Recording{Store: testcheck.MemoryStore(t)}
 	s, err := offlineAgent(st).Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestSession_RunContinue(t *testing.T) {
 }
 
 func TestSession_RunResets(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	s, _ := offlineAgent(st).Start(t.Context())
 	s.Run(t.Context(), "one")
 	s.Run(t.Context(), "remember x=1", agent.Continue())
@@ -84,7 +84,7 @@ func TestSession_RunResets(t *testing.T) {
 }
 
 func TestAgent_Open(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	s1, err := offlineAgent(st).Open(t.Context(), "thread-1")
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestAgent_Open(t *testing.T) {
 }
 
 func TestAgent_Start(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	a := offlineAgent(st)
 	if _, err := a.Start(t.Context(), agent.WithID("review-pr-42"), agent.WithLabels(map[string]string{"team": "a"})); err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestAgent_Start(t *testing.T) {
 }
 
 func TestSession_Variables(t *testing.T) {
-	st := &testcheck.Recording{Store: newMemStore(t)}
+	st := &testcheck.Recording{Store: testcheck.MemoryStore(t)}
 	a := offlineAgent(st)
 	a.Model = scripted(t,
 		script.Step{ToolCalls: []script.Call{call("remember", `{"key":"color","value":{"shade":"blue"}}`)}},
@@ -164,7 +164,7 @@ func TestSession_Variables(t *testing.T) {
 }
 
 func TestSession_ModelError(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	a := offlineAgent(st)
 	a.Model = scripted(t, script.Step{ToolCalls: []script.Call{call("calc", `{"expression":"1+1"}`)}})
 	s, _ := a.Start(t.Context())
@@ -182,7 +182,7 @@ func TestSession_ModelError(t *testing.T) {
 }
 
 func TestSession_MaxSteps(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	a := offlineAgent(st)
 	a.MaxSteps = 3
 	var steps []script.Step
@@ -216,7 +216,7 @@ func TestSession_MaxSteps(t *testing.T) {
 }
 
 func TestSession_ResumeWarning(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	s, _ := offlineAgent(st).Start(t.Context(), agent.WithID("w"))
 	if res, _ := s.Run(t.Context(), "hi"); len(res.Warnings) != 0 || len(s.Warnings()) != 0 {
 		t.Fatalf("first run warned: %v", res.Warnings)
@@ -248,7 +248,7 @@ func TestSession_ResumeWarning(t *testing.T) {
 }
 
 func TestSession_Conflict(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	s1, _ := offlineAgent(st).Start(t.Context(), agent.WithID("c"))
 	s1.Run(t.Context(), "one")
 	s2, _ := offlineAgent(st).Resume(t.Context(), "c")
@@ -264,8 +264,8 @@ func TestSession_Conflict(t *testing.T) {
 // session and the data key: nothing reaches a model and nothing is
 // appended after the ciphertext.
 func TestAgent_ResumeSealed(t *testing.T) {
-	st := newMemStore(t)
-	enc := sealing(t, st, 9)
+	st := testcheck.MemoryStore(t)
+	enc := testcheck.Sealed(t, st, 9)
 	if err := enc.Create(t.Context(), cairn.SessionMeta{ID: "enc"}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,13 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider/script"
 )
 
 // snapStore is a store with snapshots: the memory store, which keeps them.
 func snapStore(t *testing.T) cairn.Store {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	var s cairn.Store = st
 	if _, ok := s.(cairn.Snapshotter); !ok {
 		t.Fatal("the memory store does not keep snapshots")
@@ -208,7 +209,7 @@ func TestSnapshots_ReopenedAgentKeepsThePolicy(t *testing.T) {
 	const turns = 120
 	long := strings.Repeat("word ", 200) // a kilobyte a turn: the state outgrows the events fast
 	run := func(reopen bool) (*snapCounter, int) {
-		st := &snapCounter{Store: newMemStore(t)}
+		st := &snapCounter{Store: testcheck.MemoryStore(t)}
 		a := offlineAgent(st)
 		a.SnapshotEvents = 10
 		var s *agent.Session

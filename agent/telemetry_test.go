@@ -15,6 +15,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/agent/builtin"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/provider/offline"
 )
 
@@ -61,7 +62,7 @@ func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key, want string) {
 }
 
 func TestAgent_Telemetry(t *testing.T) {
-	a, rec, reader := traced(newMemStore(t))
+	a, rec, reader := traced(testcheck.MemoryStore(t))
 	s, err := a.Start(t.Context(), agent.WithID("tel-1"))
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 }
 
 func TestAgent_TelemetryContentOptIn(t *testing.T) {
-	a, rec, _ := traced(newMemStore(t))
+	a, rec, _ := traced(testcheck.MemoryStore(t))
 	a.CaptureContent = true
 	s, err := a.Start(t.Context())
 	if err != nil {
@@ -194,7 +195,7 @@ func TestAgent_TelemetryContentOptIn(t *testing.T) {
 // links to the span of the run it resumes, found in the session's events
 // by another agent (as another process would).
 func TestAgent_TelemetryResumeLink(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	a, rec, _ := traced(st)
 	a.Tools = []*agent.Tool{builtin.Tools()[0].With(agent.RequireApproval(), agent.NotIdempotent())}
 	s, err := a.Start(t.Context(), agent.WithID("tel-link"))
@@ -244,7 +245,7 @@ func TestAgent_TelemetryResumeLink(t *testing.T) {
 // TestAgent_TelemetryOff checks that an agent without providers records no
 // trace context in the session.
 func TestAgent_TelemetryOff(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	a := &agent.Agent{Model: offline.New(), Tools: builtin.Tools(), Store: st, Logger: quietLogger()}
 	s, err := a.Start(t.Context())
 	if err != nil {

@@ -24,7 +24,7 @@ type nameIn struct {
 }
 
 func TestSession_ParallelTools(t *testing.T) {
-	st := &testcheck.Recording{Store: newMemStore(t)}
+	st := &testcheck.Recording{Store: testcheck.MemoryStore(t)}
 	// Each tool waits for the other to have started: they finish only if
 	// they run at the same time. "first" also waits for "second" to end,
 	// so the results complete in the reverse of the model's order.
@@ -92,7 +92,7 @@ func TestSession_ParallelTools(t *testing.T) {
 }
 
 func TestSession_ToolErrors(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	failing := agent.NewTool("fail", "", func(context.Context, struct{}) (string, error) { return "", errors.New("disk on fire") })
 	panicking := agent.NewTool("panic", "", func(context.Context, struct{}) (string, error) { panic("boom") })
 	greet := agent.NewTool("greet", "", func(_ context.Context, in nameIn) (string, error) { return "hello " + in.Name, nil })
@@ -167,7 +167,7 @@ func TestNewTool(t *testing.T) {
 }
 
 func TestSession_Approval(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	var ran atomic.Int32
 	deploy := agent.NewTool("deploy", "", func(_ context.Context, in nameIn) (string, error) {
 		ran.Add(1)
@@ -257,7 +257,7 @@ func cancelOn(t *testing.T, started <-chan struct{}) context.Context {
 }
 
 func TestSession_InterruptDuringTool(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	slow, started, release := slowTool()
 	a := offlineAgent(st)
 	a.Tools = []*agent.Tool{slow}
@@ -289,7 +289,7 @@ func TestSession_InterruptDuringTool(t *testing.T) {
 
 func TestSession_InterruptDuringModel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := newMemStore(t)
+		st := testcheck.MemoryStore(t)
 		a := offlineAgent(st)
 		a.Model = scripted(t, script.Step{Text: "slow answer", DelayMS: 60_000})
 		s, _ := a.Start(t.Context(), agent.WithID("im"))
@@ -324,7 +324,7 @@ func TestSession_InterruptDuringModel(t *testing.T) {
 // "outcome unknown" result, runs the one that opted into reruns, and runs
 // the idempotent one.
 func TestSession_ResumeAfterCrash(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	var sends, rerunCalls, reads atomic.Int32
 	send := agent.NewTool("send", "", func(context.Context, struct{}) (string, error) { sends.Add(1); return "sent", nil }, agent.NotIdempotent())
 	rerun := agent.NewTool("rerun", "", func(context.Context, struct{}) (string, error) { rerunCalls.Add(1); return "ok", nil }, agent.NotIdempotent(), agent.RerunOnResume())
@@ -386,7 +386,7 @@ func TestSession_ResumeAfterCrash(t *testing.T) {
 // Calls without an ID, with a repeated ID or with arguments that are not
 // JSON are recorded so that the history stays valid, and answered.
 func TestSession_MalformedCalls(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	a := offlineAgent(st)
 	a.Model = funcModel(func(req *provider.Request) (*provider.Response, error) {
 		if req.Responses > 0 {
@@ -425,7 +425,7 @@ func TestSession_MalformedCalls(t *testing.T) {
 // A new input after a run was interrupted with a call pending: the call
 // gets its result first, then the input, so the history stays valid.
 func TestSession_ContinueAfterInterrupt(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	slow, started, release := slowTool()
 	a := offlineAgent(st)
 	a.Tools = []*agent.Tool{slow}
@@ -452,7 +452,7 @@ func TestSession_ContinueAfterInterrupt(t *testing.T) {
 }
 
 func TestSession_Busy(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	release, started := make(chan struct{}), make(chan struct{})
 	hold := agent.NewTool("hold", "", func(context.Context, struct{}) (string, error) {
 		close(started)
@@ -479,7 +479,7 @@ func TestSession_Busy(t *testing.T) {
 }
 
 func TestSession_ResumeRun(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	s, _ := offlineAgent(st).Start(t.Context())
 	if _, err := s.ResumeRun(t.Context()); err == nil {
 		t.Errorf("ResumeRun of a session with no run succeeded")
@@ -507,7 +507,7 @@ func TestSession_ResumeRun(t *testing.T) {
 // approval, resumes the session: the call does not run until a person
 // decides, and then runs once.
 func TestSession_ApprovalRecordedHolds(t *testing.T) {
-	st := &testcheck.Recording{Store: newMemStore(t)}
+	st := &testcheck.Recording{Store: testcheck.MemoryStore(t)}
 	var ran atomic.Int32
 	mkTool := func(opts ...agent.ToolOption) *agent.Tool {
 		return agent.NewTool("deploy", "", func(_ context.Context, in nameIn) (string, error) {
@@ -559,7 +559,7 @@ func TestSession_ApprovalRecordedHolds(t *testing.T) {
 // tool and writes nothing, instead of answering the call with an error and
 // completing; denying the call lets the run go on.
 func TestSession_ResumeUnknownTool(t *testing.T) {
-	st := newMemStore(t)
+	st := testcheck.MemoryStore(t)
 	first := offlineAgent(st)
 	first.Tools = []*agent.Tool{agent.NewTool("mail", "", func(context.Context, struct{}) (string, error) { return "sent", nil })}
 	first.Model = scripted(t, script.Step{ToolCalls: []script.Call{call("mail", `{}`)}}, script.Step{Text: "finished"})

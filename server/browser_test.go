@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -791,7 +792,7 @@ func TestBrowser_FleetAndWorkers(t *testing.T) {
 // sessions holding them, best first, the words marked; a result's event
 // link opens the session at that event; no sideways scroll at 420 px.
 func TestBrowser_Search(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	topics := []string{"a refund for order 1183", "the invoice of March", "a password reset", "shipping to Porto", "a broken charger"}
 	for i := range 30 {
 		text := "Help with " + topics[i%len(topics)]

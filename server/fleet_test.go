@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 )
 
 // writeFleetSession writes session id with one run started at at, of agent and
@@ -55,7 +56,7 @@ func writeFleetSession(t testing.TB, store cairn.Store, id string, at time.Time,
 }
 
 func TestAPI_Fleet(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	writeFleetSession(t, h.store, "ok-1", day.Add(9*time.Hour), "support", "m-small", "calc", false, cairn.StatusCompleted, nil)
 	writeFleetSession(t, h.store, "ok-2", day.Add(9*time.Hour+30*time.Minute), "support", "m-small", "calc", false, cairn.StatusCompleted, nil)
@@ -155,7 +156,7 @@ func TestAPI_Fleet(t *testing.T) {
 }
 
 func TestUI_Fleet(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	base := time.Now().UTC().Add(-20 * time.Hour)
 	writeFleetSession(t, h.store, "ok-1", base, "support", "m-small", "calc", false, cairn.StatusCompleted, nil)
 	writeFleetSession(t, h.store, "bad-1", base.Add(2*time.Hour), "support", "m-big", "search <b>", true, cairn.StatusFailed, nil)

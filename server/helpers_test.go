@@ -60,16 +60,6 @@ func newHarness(t testing.TB, store cairn.Store, cfg Config) *harness {
 	return &harness{t: t, srv: srv, ts: ts, store: store, token: cfg.Tokens[0]}
 }
 
-func memoryStore(t testing.TB) cairn.Store {
-	t.Helper()
-	st, err := memory.New(cairn.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // longTermStore is a long-term memory store of its own, in memory.
 func longTermStore(t testing.TB) longterm.Store {
 	t.Helper()

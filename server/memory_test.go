@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -31,7 +32,7 @@ func TestAPI_Memory(t *testing.T) {
 	for name, open := range map[string]func(testing.TB) longterm.Store{"memory": longTermStore, "sqlite": sqliteLongTerm} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, memoryStore(t), Config{Memory: open(t)})
+			h := newHarness(t, testcheck.MemoryStore(t), Config{Memory: open(t)})
 			memoryContract(t, h)
 		})
 	}
@@ -204,7 +205,7 @@ func memoryContract(t *testing.T, h *harness) {
 // routes and its page with 404, code no_memory and a hint, and links no
 // memory page.
 func TestAPI_MemoryAbsent(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/api/memory/namespaces", ""},
 		{"GET", "/api/memory/items", ""},
@@ -242,7 +243,7 @@ func TestAPI_MemoryAbsent(t *testing.T) {
 // results with links to their sources, and its forms delete an item and
 // a namespace, with the CSRF token and a confirmation.
 func TestUI_Memory(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{Memory: longTermStore(t)})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{Memory: longTermStore(t)})
 	ctx := t.Context()
 	mem := h.srv.cfg.Memory
 	for _, it := range []longterm.Item{
@@ -301,7 +302,7 @@ func TestUI_Memory(t *testing.T) {
 	}
 
 	// A read-only server shows no delete form and refuses the action.
-	ro := newHarness(t, memoryStore(t), Config{Memory: mem, ReadOnly: true})
+	ro := newHarness(t, testcheck.MemoryStore(t), Config{Memory: mem, ReadOnly: true})
 	jar, csrf, _ = browse(t, ro)
 	r = ro.doWith("GET", "/memory?ns=users/bob", nil, jar)
 	wantStatus(t, "read-only memory page", r, http.StatusOK)

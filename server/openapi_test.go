@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 )
 
 // TestOpenAPI_MatchesHandlers checks the document served at
@@ -21,9 +22,9 @@ import (
 // has a documented status and the documented shape.
 func TestOpenAPI_MatchesHandlers(t *testing.T) {
 	notes := t.TempDir() + "/notes.txt"
-	h := newHarness(t, memoryStore(t), Config{Agent: fixtureAgent(t, notes), Memory: longTermStore(t), MaxBodyBytes: 64 << 10, MaxImportBytes: 64 << 10})
-	bare := newHarness(t, memoryStore(t), Config{}) // no agent, no long-term memory
-	ro := newHarness(t, memoryStore(t), Config{ReadOnly: true})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{Agent: fixtureAgent(t, notes), Memory: longTermStore(t), MaxBodyBytes: 64 << 10, MaxImportBytes: 64 << 10})
+	bare := newHarness(t, testcheck.MemoryStore(t), Config{}) // no agent, no long-term memory
+	ro := newHarness(t, testcheck.MemoryStore(t), Config{ReadOnly: true})
 
 	r := h.do("GET", "/api/openapi.json", nil)
 	wantStatus(t, "openapi.json", r, http.StatusOK)
@@ -162,7 +163,7 @@ func TestOpenAPI_MatchesHandlers(t *testing.T) {
 		{"GET /api/fleet", 400, req(h, "GET", "/api/fleet?outcome=exploded", nil)},
 		{"GET /api/search", 200, req(h, "GET", "/api/search?q=hello", nil)},
 		{"GET /api/search", 400, req(h, "GET", "/api/search?q=hello&limit=0", nil)},
-		{"GET /api/search", 501, req(newHarness(t, noSearch{memoryStore(t)}, Config{}), "GET", "/api/search?q=hello", nil)},
+		{"GET /api/search", 501, req(newHarness(t, noSearch{testcheck.MemoryStore(t)}, Config{}), "GET", "/api/search?q=hello", nil)},
 		{"GET /api/workers", 200, req(h, "GET", "/api/workers", nil)},
 		{"GET /api/workers", 200, req(newHarness(t, workersStore, Config{}), "GET", "/api/workers", nil)},
 		{"DELETE /api/memory/item", 400, req(h, "DELETE", "/api/memory/item?ns=users/ada", nil)},

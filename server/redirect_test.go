@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 )
 
 // hostileNext are targets of a redirect that a browser takes to another
@@ -78,7 +80,7 @@ func TestSafeNext(t *testing.T) {
 // the form, each with a next of hostileNext, and checks where the answer
 // sends the browser.
 func TestServer_LoginStaysOnServer(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	for _, tc := range append(hostileNext, struct{ next, browser string }{"/sessions/s1?from=3", ""}) {
 		want := "/sessions"
 		if tc.browser == "" {

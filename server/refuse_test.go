@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/longterm"
 )
 
@@ -21,7 +22,7 @@ import (
 // code, and that nothing reached the store.
 
 func TestNew_RefusesBadConfig(t *testing.T) {
-	st := memoryStore(t)
+	st := testcheck.MemoryStore(t)
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -44,7 +45,7 @@ func TestNew_RefusesBadConfig(t *testing.T) {
 }
 
 func TestServer_RefusesWithoutToken(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	for _, tc := range []struct {
 		name   string
 		header map[string]string
@@ -131,7 +132,7 @@ func signIn(t testing.TB, h *harness) (cookie, csrf string) {
 }
 
 func TestServer_Login(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	r := h.doWith("POST", "/login", "token=wrong-token-of-some-length&next=/sessions", withForm(nil))
 	wantStatus(t, "login with a wrong token", r, http.StatusUnauthorized)
 	r = h.doWith("POST", "/login", "token="+testToken+"&next=//evil.example/x", withForm(nil))
@@ -150,7 +151,7 @@ func TestServer_Login(t *testing.T) {
 }
 
 func TestServer_RefusesFormWithoutCSRF(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	writeSession(t, h.store, "s1", chatEvents(8))
 	cookie, csrf := signIn(t, h)
 	jar := map[string]string{"Cookie": CookieName + "=" + cookie}
@@ -206,7 +207,7 @@ func assertSessions(t *testing.T, h *harness, want int) {
 }
 
 func TestServer_ReadOnly(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{ReadOnly: true, Agent: fixtureAgent(t, t.TempDir()+"/notes")})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{ReadOnly: true, Agent: fixtureAgent(t, t.TempDir()+"/notes")})
 	writeSession(t, h.store, "s1", chatEvents(8))
 	writes := []struct{ method, path, body string }{
 		{"POST", "/api/sessions", `{"id":"n1"}`},
@@ -243,7 +244,7 @@ func TestServer_ReadOnly(t *testing.T) {
 }
 
 func TestServer_RefusesLargeBodies(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{MaxBodyBytes: 4 << 10, MaxImportBytes: 8 << 10})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{MaxBodyBytes: 4 << 10, MaxImportBytes: 8 << 10})
 	writeSession(t, h.store, "s1", chatEvents(2))
 	big := strings.Repeat("x", 5<<10)
 	r := h.do("POST", "/api/sessions/s1/events", fmt.Sprintf(`{"expect_seq":2,"events":[{"kind":"custom","data":{"type":"x.y","payload":%q}}]}`, big))
@@ -254,7 +255,7 @@ func TestServer_RefusesLargeBodies(t *testing.T) {
 	r = h.doWith("POST", "/sessions/s1/fork", "csrf="+csrf+"&as="+big, withForm(map[string]string{"Cookie": CookieName + "=" + cookie}))
 	wantStatus(t, "form larger than MaxBodyBytes", r, http.StatusRequestEntityTooLarge)
 	// An event over the store's event limit, in a body within bounds.
-	h2 := newHarness(t, memoryStore(t), Config{Limits: cairn.Limits{MaxEventBytes: 512, MaxAppendEvents: 2}})
+	h2 := newHarness(t, testcheck.MemoryStore(t), Config{Limits: cairn.Limits{MaxEventBytes: 512, MaxAppendEvents: 2}})
 	writeSession(t, h2.store, "s1", chatEvents(2))
 	r = h2.do("POST", "/api/sessions/s1/events", fmt.Sprintf(`{"expect_seq":2,"events":[{"kind":"custom","data":{"type":"x.y","payload":%q}}]}`, strings.Repeat("z", 600)))
 	wantStatus(t, "an event over MaxEventBytes", r, http.StatusRequestEntityTooLarge)
@@ -299,7 +300,7 @@ func (s *spyStore) Delete(ctx context.Context, id string) error {
 }
 
 func TestServer_RefusesBadIDsBeforeTheStore(t *testing.T) {
-	spy := &spyStore{Store: memoryStore(t)}
+	spy := &spyStore{Store: testcheck.MemoryStore(t)}
 	h := newHarness(t, spy, Config{})
 	bad := []string{"..%2F..%2Fetc%2Fpasswd", "a.b", "a%00b", strings.Repeat("x", 129), "%C3%A9t%C3%A9"}
 	for _, id := range bad {
@@ -341,7 +342,7 @@ func TestServer_RefusesBadIDsBeforeTheStore(t *testing.T) {
 }
 
 func TestServer_RefusesOtherHosts(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	h.srv.cfg.AllowedHosts = []string{strings.TrimPrefix(h.ts.URL, "http://")}
 	wantStatus(t, "the allowed host", h.do("GET", "/api/sessions", nil), http.StatusOK)
 	r := h.doWith("GET", "/api/sessions", nil, map[string]string{"Authorization": "Bearer " + testToken, "Host": "attacker.example"})
@@ -359,7 +360,7 @@ func TestServer_RefusesOtherHosts(t *testing.T) {
 }
 
 func TestAPI_RefusesBadRequests(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	writeSession(t, h.store, "s1", chatEvents(7))
 	ev := func(s string) string { return `{"expect_seq":7,"events":[` + s + `]}` }
 	for _, tc := range []struct {
@@ -426,7 +427,7 @@ func TestAPI_RefusesBadRequests(t *testing.T) {
 }
 
 func TestUI_Import(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	writeSession(t, h.store, "s1", chatEvents(9))
 	doc := h.do("GET", "/api/sessions/s1/export", nil).Body
 	cookie, csrf := signIn(t, h)
@@ -463,7 +464,7 @@ func TestUI_Import(t *testing.T) {
 // twice, at the top and deeper: each is a 400 naming the key, and the
 // store is as it was. encoding/json would have taken the last of the two.
 func TestAPI_RefusesDuplicateKeys(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{Agent: fixtureAgent(t, t.TempDir()+"/notes.txt"), Memory: longTermStore(t)})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{Agent: fixtureAgent(t, t.TempDir()+"/notes.txt"), Memory: longTermStore(t)})
 	writeSession(t, h.store, "s1", chatEvents(7))
 	call := awaitingSession(t, h.store, h.srv.cfg.Agent, "await")
 	sys := func(text string) string { return `{"kind":"message.system","data":{"text":"` + text + `"}}` }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -29,7 +30,7 @@ func searchFixture(t *testing.T, st cairn.Store) {
 }
 
 func TestAPI_Search(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	searchFixture(t, h.store)
 	var out struct {
 		Results []foundJSON `json:"results"`
@@ -72,7 +73,7 @@ func TestAPI_Search(t *testing.T) {
 			t.Errorf("%s: field %v, want %s", bad.query, got, bad.field)
 		}
 	}
-	r = newHarness(t, noSearch{memoryStore(t)}, Config{}).do("GET", "/api/search?q=x", nil)
+	r = newHarness(t, noSearch{testcheck.MemoryStore(t)}, Config{}).do("GET", "/api/search?q=x", nil)
 	wantStatus(t, "a store without search", r, http.StatusNotImplemented)
 	if got := r.Err(t)["code"]; got != "no_search" {
 		t.Errorf("code %v, want no_search", got)
@@ -80,7 +81,7 @@ func TestAPI_Search(t *testing.T) {
 }
 
 func TestUI_Search(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	searchFixture(t, h.store)
 	_, _, page := browse(t, h)
 	if body := page("/sessions"); !strings.Contains(body, `name="text"`) {

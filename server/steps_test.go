@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/steps"
 )
 
@@ -16,7 +17,7 @@ import (
 // step's start and result, none failing to decode, and the session page
 // shows the steps' names and results.
 func TestUI_StepsSession(t *testing.T) {
-	h := newHarness(t, memoryStore(t), Config{})
+	h := newHarness(t, testcheck.MemoryStore(t), Config{})
 	ctx := t.Context()
 	s, err := steps.Open(ctx, h.store, "loop", steps.Options{Name: "my-loop"})
 	if err != nil {

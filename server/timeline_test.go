@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 )
 
 // TestLoaded_StateAt checks the kept states against a fold from scratch:
 // any seq, in any order, as the session grows.
 func TestLoaded_StateAt(t *testing.T) {
-	st := memoryStore(t)
+	st := testcheck.MemoryStore(t)
 	h := newHarness(t, st, Config{})
 	events := chatEvents(3700)
 	writeSession(t, st, "s", events[:2600])

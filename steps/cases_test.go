@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 )
 
 // storeCases are the tests that run on every backend: the memory store
@@ -35,6 +36,6 @@ var storeCases = []struct {
 // TestSteps runs the store cases on the memory store.
 func TestSteps(t *testing.T) {
 	for _, c := range storeCases {
-		t.Run(c.name, func(t *testing.T) { c.fn(t, newMem(t)) })
+		t.Run(c.name, func(t *testing.T) { c.fn(t, testcheck.MemoryStore(t)) })
 	}
 }

@@ -112,7 +112,7 @@ func crashLoop(ctx context.Context, st cairn.Store, id string, w *world) error {
 // is the reference's, with that one step's result replaced by the
 // recorded decision.
 func TestCrashAtEveryAppend(t *testing.T) {
-	ref := &testcheck.Recording{Store: newMem(t)}
+	ref := &testcheck.Recording{Store: testcheck.MemoryStore(t)}
 	var rw world
 	if err := crashLoop(t.Context(), ref, "ref", &rw); err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestCrashAtEveryAppend(t *testing.T) {
 		for _, applied := range []bool{false, true} {
 			t.Run(fmt.Sprintf("append%d-%s-applied=%v", n, strings.Join(kinds(t, batch), "+"), applied), func(t *testing.T) {
 				points++
-				mem := newMem(t)
+				mem := testcheck.MemoryStore(t)
 				var w world
 				if err := crashLoop(t.Context(), &testcheck.Dying{Store: mem, N: n, Applied: applied, Err: errLost}, "s", &w); err == nil {
 					t.Fatalf("the process did not die at append %d", n)

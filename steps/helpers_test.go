@@ -11,22 +11,11 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/steps"
-	"github.com/cairnhq/cairn/store/memory"
 )
 
 // TestMain fails the package's tests if a session leaves a goroutine
 // behind (a lease's renewals).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func newMem(t testing.TB) cairn.Store {
-	t.Helper()
-	st, err := memory.New(cairn.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
 
 func open(t testing.TB, st cairn.Store, id string, opts ...steps.Options) *steps.Session {
 	t.Helper()

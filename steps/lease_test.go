@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/steps"
 	"github.com/cairnhq/cairn/store/memory"
 )
@@ -154,8 +155,8 @@ func leaseExpiry(t *testing.T, st cairn.Store, ttl time.Duration, waitExpired fu
 // TestLease_Memory runs the lease cases on the memory store, on the fake
 // clock of a synctest bubble.
 func TestLease_Memory(t *testing.T) {
-	t.Run("Held", func(t *testing.T) { leaseHeld(t, newMem(t)) })
-	t.Run("Takeover", func(t *testing.T) { leaseTakeover(t, newMem(t)) })
+	t.Run("Held", func(t *testing.T) { leaseHeld(t, testcheck.MemoryStore(t)) })
+	t.Run("Takeover", func(t *testing.T) { leaseTakeover(t, testcheck.MemoryStore(t)) })
 	t.Run("Expiry", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			st, err := memory.New(cairn.StoreOptions{})
@@ -169,7 +170,7 @@ func TestLease_Memory(t *testing.T) {
 	})
 	t.Run("NoLeases", func(t *testing.T) {
 		type plain struct{ cairn.Store }
-		_, err := steps.Open(t.Context(), plain{newMem(t)}, "x", steps.Options{Claim: true})
+		_, err := steps.Open(t.Context(), plain{testcheck.MemoryStore(t)}, "x", steps.Options{Claim: true})
 		if err == nil {
 			t.Fatal("Claim on a store without leases: no error")
 		}

@@ -109,7 +109,7 @@ func testSessionVars(t *testing.T, mem cairn.Store) {
 // TestSession_SetAfterStep: Set with a step's context after the step
 // returned is refused.
 func TestSession_SetAfterStep(t *testing.T) {
-	s := open(t, newMem(t), "a")
+	s := open(t, testcheck.MemoryStore(t), "a")
 	var kept context.Context
 	if _, err := steps.Run(t.Context(), s, "x", func(ctx context.Context) (int, error) { kept = ctx; return 1, nil }); err != nil {
 		t.Fatal(err)
@@ -305,7 +305,7 @@ func testModelTool(t *testing.T, mem cairn.Store) {
 // TestTool_Refused: a tool call no recorded model response asked for, and
 // the options a tool step does not take.
 func TestTool_Refused(t *testing.T) {
-	s := open(t, newMem(t), "a")
+	s := open(t, testcheck.MemoryStore(t), "a")
 	out := func(context.Context) (string, error) { return "x", nil }
 	if _, err := steps.Tool(t.Context(), s, cairn.ToolCall{ID: "c1", Name: "calc"}, out); err == nil || !strings.Contains(err.Error(), "no model response") {
 		t.Errorf("unasked call: %v", err)
@@ -410,19 +410,8 @@ func testSessionBegin(t *testing.T, mem cairn.Store) {
 // TestOpen_Sealed: an encrypted session read without its key is refused,
 // naming the session, and nothing is appended after the ciphertext.
 func TestOpen_Sealed(t *testing.T) {
-	inner, keys := newMem(t), newMem(t)
-	key, err := crypt.NewKey("k1", bytes.Repeat([]byte{9}, crypt.KeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring, err := crypt.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := crypt.Wrap(inner, crypt.Options{Keyring: ring, Keys: keys})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := testcheck.MemoryStore(t)
+	enc := testcheck.Sealed(t, inner, 9)
 	s := open(t, enc, "enc")
 	if _, err := steps.Run(t.Context(), s, "secret", func(context.Context) (string, error) { return "the vault code is 4711", nil }); err != nil {
 		t.Fatal(err)
@@ -453,7 +442,7 @@ func TestOpen_Sealed(t *testing.T) {
 // refused, and opening the ID again starts from nothing.
 func TestSession_ForkExportDelete(t *testing.T) {
 	ctx := t.Context()
-	mem := newMem(t)
+	mem := testcheck.MemoryStore(t)
 	var c counter
 	loop := func(s *steps.Session) error {
 		for _, name := range []string{"a", "b", "c"} {

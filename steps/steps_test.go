@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testing/fault"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/steps"
 )
 
@@ -387,7 +388,7 @@ func testRunCancelled(t *testing.T, mem cairn.Store) {
 
 // TestRun_Busy: steps run one at a time and do not nest.
 func TestRun_Busy(t *testing.T) {
-	s := open(t, newMem(t), "a")
+	s := open(t, testcheck.MemoryStore(t), "a")
 	_, err := steps.Run(t.Context(), s, "outer", func(ctx context.Context) (int, error) {
 		_, err := steps.Run(ctx, s, "inner", func(context.Context) (int, error) { return 1, nil })
 		return 0, err
@@ -399,7 +400,7 @@ func TestRun_Busy(t *testing.T) {
 
 // TestRun_Panic: a panic in a step is recovered as the step's error.
 func TestRun_Panic(t *testing.T) {
-	s := open(t, newMem(t), "a")
+	s := open(t, testcheck.MemoryStore(t), "a")
 	_, err := steps.Run(t.Context(), s, "boom", func(context.Context) (int, error) { panic("kaboom") })
 	if err == nil || !strings.Contains(err.Error(), "kaboom") {
 		t.Fatalf("got %v", err)
@@ -408,7 +409,7 @@ func TestRun_Panic(t *testing.T) {
 
 // TestRun_BadInput: an empty name, a nil function, a closed session.
 func TestRun_BadInput(t *testing.T) {
-	s := open(t, newMem(t), "a")
+	s := open(t, testcheck.MemoryStore(t), "a")
 	if _, err := steps.Run(t.Context(), s, "", func(context.Context) (int, error) { return 1, nil }); err == nil {
 		t.Error("empty name: no error")
 	}
@@ -419,10 +420,10 @@ func TestRun_BadInput(t *testing.T) {
 	if _, err := steps.Run(t.Context(), s, "x", func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, steps.ErrClosed) {
 		t.Errorf("closed: %v", err)
 	}
-	if _, err := steps.Open(t.Context(), newMem(t), "../x", steps.Options{}); !errors.Is(err, cairn.ErrInvalidID) {
+	if _, err := steps.Open(t.Context(), testcheck.MemoryStore(t), "../x", steps.Options{}); !errors.Is(err, cairn.ErrInvalidID) {
 		t.Errorf("bad ID: %v", err)
 	}
-	if _, err := steps.Open(t.Context(), newMem(t), "x", steps.Options{Force: true}); err == nil || !strings.Contains(err.Error(), "Claim") {
+	if _, err := steps.Open(t.Context(), testcheck.MemoryStore(t), "x", steps.Options{Force: true}); err == nil || !strings.Contains(err.Error(), "Claim") {
 		t.Errorf("Force without Claim: %v", err)
 	}
 	if _, err := steps.Open(t.Context(), nil, "x", steps.Options{}); err == nil {

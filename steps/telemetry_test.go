@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testcheck"
 	"github.com/cairnhq/cairn/steps"
 )
 
@@ -17,7 +18,7 @@ import (
 // function and a cairn.append span per append; a re-run that returns the
 // recorded results makes no span but appends'.
 func TestTelemetry_Spans(t *testing.T) {
-	st := newMem(t)
+	st := testcheck.MemoryStore(t)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	loop := func() {

@@ -1,11 +1,15 @@
 package testcheck
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
+	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/crypt"
+	"github.com/cairnhq/cairn/store/memory"
 )
 
 // Recording passes every call to a store and keeps the events of each
@@ -96,4 +100,34 @@ func Kinds(events []cairn.Event) []cairn.Kind {
 		ks = append(ks, e.Kind)
 	}
 	return ks
+}
+
+// MemoryStore returns a new store in memory, closed when the test ends.
+func MemoryStore(t testing.TB) *memory.Store {
+	t.Helper()
+	st, err := memory.New(cairn.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// Sealed wraps inner in store/crypt, with a keyring of one key, k1, whose
+// every byte is b, and the data keys in a memory store of their own.
+func Sealed(t testing.TB, inner cairn.Store, b byte) crypt.Store {
+	t.Helper()
+	key, err := crypt.NewKey("k1", bytes.Repeat([]byte{b}, crypt.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := crypt.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := crypt.Wrap(inner, crypt.Options{Keyring: ring, Keys: MemoryStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc
 }
