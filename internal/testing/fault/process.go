@@ -67,8 +67,8 @@ func RemoveBuilds() {
 // Process is a child process started by Start, with its output captured.
 type Process struct {
 	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout SyncBuffer
+	stderr SyncBuffer
 	done   chan struct{}
 	exit   Exit
 }
@@ -208,19 +208,21 @@ func UntilContext(ctx context.Context, timeout time.Duration, cond func() (bool,
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent writers.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p to the buffer.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

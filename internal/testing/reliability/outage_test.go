@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,13 +29,13 @@ type outageRig struct {
 	st     cairn.Store // through the proxy
 	direct cairn.Store // straight to the server
 	side   string      // the side-effect file
-	logs   *syncBuffer
+	logs   *fault.SyncBuffer
 	cutOne atomic.Bool // the cut tool has cut once: later calls do nothing
 }
 
 func newOutageRig(t *testing.T, name string) *outageRig {
 	b := fault.NewBackend(t, name)
-	r := &outageRig{b: b, p: fault.StartProxy(t, b.URL), side: filepath.Join(t.TempDir(), "side.txt"), logs: &syncBuffer{}}
+	r := &outageRig{b: b, p: fault.StartProxy(t, b.URL), side: filepath.Join(t.TempDir(), "side.txt"), logs: &fault.SyncBuffer{}}
 	u := r.p.URL(b.URL)
 	if name == "mongodb" {
 		// By default the driver waits 30 s for a server to select, so each
@@ -89,24 +88,6 @@ func (r *outageRig) appendLine(line string) script.Call {
 
 func call(name, args string) script.Call {
 	return script.Call{Name: name, Arguments: json.RawMessage(args)}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // flush writes the session's unsaved events, trying again while the store
