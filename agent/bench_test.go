@@ -9,6 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
@@ -36,17 +37,7 @@ func BenchmarkSession_Run(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			st := stores[name](b)
 			defer st.Close()
-			s, err := offlineAgent(st).Start(b.Context())
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := s.Run(b.Context(), "calc 2*(3+4)")
-				if err != nil || res.Status != cairn.StatusCompleted {
-					b.Fatal(res, err)
-				}
-			}
+			runTurns(b, offlineAgent(st))
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/4, "µs/append")
 		})
 	}
@@ -77,19 +68,25 @@ func BenchmarkSession_RunTelemetry(b *testing.B) {
 				defer mp.Shutdown(context.Background())
 				a.TracerProvider, a.MeterProvider = tp, mp
 			}
-			s, err := a.Start(b.Context())
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := s.Run(b.Context(), "calc 2*(3+4)")
-				if err != nil || res.Status != cairn.StatusCompleted {
-					b.Fatal(res, err)
-				}
-			}
+			runTurns(b, a)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/3, "ns/step")
 		})
+	}
+}
+
+// runTurns starts a session of a and runs the turn "calc 2*(3+4)" in it
+// for each iteration of b, with allocations reported.
+func runTurns(b *testing.B, a *agent.Agent) {
+	s, err := a.Start(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.Run(b.Context(), "calc 2*(3+4)")
+		if err != nil || res.Status != cairn.StatusCompleted {
+			b.Fatal(res, err)
+		}
 	}
 }
 
