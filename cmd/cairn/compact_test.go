@@ -9,10 +9,7 @@ import (
 )
 
 func inputWithin() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: inputwithin FILE N")
-		os.Exit(2)
-	}
+	needArgs(2, "usage: inputwithin FILE N")
 	limit, err := strconv.ParseInt(os.Args[2], 10, 64)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "inputwithin:", err)

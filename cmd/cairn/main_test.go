@@ -101,11 +101,17 @@ func exitIf(err error, words ...any) {
 	}
 }
 
-func jsonField() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: jsonfield FILE KEY")
+// needArgs ends a command of the scripts that was not given n arguments:
+// it prints usage to stderr and exits 2.
+func needArgs(n int, usage string) {
+	if len(os.Args) != n+1 {
+		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
+}
+
+func jsonField() {
+	needArgs(2, "usage: jsonfield FILE KEY")
 	data, err := os.ReadFile(os.Args[1])
 	exitIf(err)
 	var m map[string]json.RawMessage
@@ -129,10 +135,7 @@ func mkBig() {
 }
 
 func mkKey() {
-	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: mkkey FILE raw|rawnl|base64 HEX")
-		os.Exit(2)
-	}
+	needArgs(3, "usage: mkkey FILE raw|rawnl|base64 HEX")
 	secret, err := hex.DecodeString(os.Args[3])
 	exitIf(err)
 	var data []byte
@@ -152,10 +155,7 @@ func mkKey() {
 }
 
 func appendPlain() {
-	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: appendplain STORE ID TEXT")
-		os.Exit(2)
-	}
+	needArgs(3, "usage: appendplain STORE ID TEXT")
 	ctx := context.Background()
 	st, err := cairn.Open(ctx, os.Args[1], cairn.StoreOptions{})
 	if err == nil {
