@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/provider"
+	"github.com/cairnhq/cairn/provider/internal/adapter"
 )
 
 // Model is the offline model. The zero value is ready to use.
@@ -32,7 +33,7 @@ func (*Model) Generate(ctx context.Context, req *provider.Request) (*provider.Re
 	msgs := req.Messages
 	if req.Purpose == provider.PurposeSummary {
 		resp.Text = provider.Digest(req)
-		resp.Usage = usage(req, resp)
+		resp.Usage = adapter.EstimatedUsage(req, resp)
 		return resp, nil
 	}
 	switch {
@@ -54,14 +55,8 @@ func (*Model) Generate(ctx context.Context, req *provider.Request) (*provider.Re
 			req.OnText(w)
 		}
 	}
-	resp.Usage = usage(req, resp)
+	resp.Usage = adapter.EstimatedUsage(req, resp)
 	return resp, nil
-}
-
-// usage is the estimate of the request and of the answer as a message.
-func usage(req *provider.Request, resp *provider.Response) cairn.Usage {
-	out := cairn.Message{Role: cairn.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
-	return cairn.Usage{InputTokens: int64(provider.EstimateTokens(req)), OutputTokens: int64(provider.EstimateMessageTokens(out))}
 }
 
 // reply answers a user message from the conversation so far: the turns

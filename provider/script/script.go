@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/provider"
+	"github.com/cairnhq/cairn/provider/internal/adapter"
 )
 
 // Script is a parsed script file.
@@ -260,7 +261,7 @@ func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.
 			return nil, fmt.Errorf("%s: summary: %w", m.id, err)
 		}
 		resp := &provider.Response{Text: provider.Digest(req), Model: m.id, FinishReason: "stop"}
-		resp.Usage = usage(req, resp)
+		resp.Usage = adapter.EstimatedUsage(req, resp)
 		return resp, nil
 	}
 	n := req.Responses
@@ -293,13 +294,6 @@ func (m *Model) Generate(ctx context.Context, req *provider.Request) (*provider.
 	if req.OnText != nil && st.Text != "" {
 		req.OnText(st.Text)
 	}
-	resp.Usage = usage(req, resp)
+	resp.Usage = adapter.EstimatedUsage(req, resp)
 	return resp, nil
-}
-
-// usage is the estimate of the request and of the answer as a message,
-// deterministically.
-func usage(req *provider.Request, resp *provider.Response) cairn.Usage {
-	out := cairn.Message{Role: cairn.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
-	return cairn.Usage{InputTokens: int64(provider.EstimateTokens(req)), OutputTokens: int64(provider.EstimateMessageTokens(out))}
 }

@@ -1,7 +1,9 @@
 // Package adapter holds what the model adapters built on a provider's SDK
 // (provider/openai, provider/anthropic) do alike: the retry count they give
 // the SDK, the attempts of a call they count, the error a failed call ends
-// with, and how they read the tool calls a model sends.
+// with, and how they read the tool calls a model sends. It holds too the
+// usage that the models without a provider (provider/offline,
+// provider/script) report.
 package adapter
 
 import (
@@ -110,4 +112,11 @@ func NewCallID(prefix string) string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// EstimatedUsage is the estimate of req and of resp as a message, the
+// usage a model without a provider reports.
+func EstimatedUsage(req *provider.Request, resp *provider.Response) cairn.Usage {
+	out := cairn.Message{Role: cairn.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
+	return cairn.Usage{InputTokens: int64(provider.EstimateTokens(req)), OutputTokens: int64(provider.EstimateMessageTokens(out))}
 }
