@@ -79,15 +79,11 @@ func newEditor(app *cli.App) *editor {
 // historyFile is where the chat's history is kept: the user's data
 // folder (~/.local/share/cairn/chat_history).
 func historyFile(app *cli.App) string {
-	dir := app.Getenv("XDG_DATA_HOME")
+	dir := app.DataDir()
 	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, ".local", "share")
+		return ""
 	}
-	return filepath.Join(dir, "cairn", "chat_history")
+	return filepath.Join(dir, "chat_history")
 }
 
 func (e *editor) Prompt(p string) (string, error) {

@@ -279,6 +279,17 @@ func (a *App) GlobalStoreURL() string {
 	if v := a.Getenv("CAIRN_GLOBAL_STORE"); v != "" {
 		return v
 	}
+	dir := a.DataDir()
+	if dir == "" {
+		return ""
+	}
+	return (&url.URL{Scheme: "sqlite", Path: filepath.Join(dir, "cairn.db")}).String()
+}
+
+// DataDir returns cairn's folder in the user's data folder:
+// $XDG_DATA_HOME/cairn, else ~/.local/share/cairn; "" when there is no
+// home folder.
+func (a *App) DataDir() string {
 	dir := a.Getenv("XDG_DATA_HOME")
 	if dir == "" {
 		home, err := os.UserHomeDir()
@@ -287,7 +298,7 @@ func (a *App) GlobalStoreURL() string {
 		}
 		dir = filepath.Join(home, ".local", "share")
 	}
-	return (&url.URL{Scheme: "sqlite", Path: filepath.Join(dir, "cairn", "cairn.db")}).String()
+	return filepath.Join(dir, "cairn")
 }
 
 // Printf writes to stdout.
