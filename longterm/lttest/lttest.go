@@ -43,6 +43,26 @@ import (
 // t.Cleanup.
 type Opener func(t *testing.T, opts longterm.Options) longterm.Store
 
+// PerTest returns a function that gives each test (each t) one value,
+// made by newValue on the test's first call and the same on every later
+// call: what every store an Opener opens for one test must share (a
+// folder, a DB, a namespace), so that a second open is a reopen. newValue
+// runs under a lock, and may register cleanups with t.
+func PerTest[V any](newValue func(t *testing.T) V) func(t *testing.T) V {
+	var mu sync.Mutex
+	made := map[*testing.T]V{}
+	return func(t *testing.T) V {
+		mu.Lock()
+		defer mu.Unlock()
+		v, ok := made[t]
+		if !ok {
+			v = newValue(t)
+			made[t] = v
+		}
+		return v
+	}
+}
+
 // Abilities are the optional abilities a backend declares. A store that
 // lacks a declared ability, or has one it does not declare, fails.
 type Abilities struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn/longterm"
@@ -22,17 +21,9 @@ import (
 func TestLongTermConformance(t *testing.T) {
 	ring := crypttest.NewKeyring(t)
 	t.Run("memory", func(t *testing.T) {
-		var mu sync.Mutex
-		dbs := map[*testing.T]*memory.DB{}
+		db := lttest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
 		lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-			mu.Lock()
-			db := dbs[t]
-			if db == nil {
-				db = memory.NewDB()
-				dbs[t] = db
-			}
-			mu.Unlock()
-			inner, err := db.OpenLongTerm(longterm.Options{Now: opts.Now, MaxItemSize: crypt.InnerItemSize(opts.MaxItemSize)})
+			inner, err := db(t).OpenLongTerm(longterm.Options{Now: opts.Now, MaxItemSize: crypt.InnerItemSize(opts.MaxItemSize)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,17 +36,9 @@ func TestLongTermConformance(t *testing.T) {
 		})
 	})
 	t.Run("sqlite", func(t *testing.T) {
-		var mu sync.Mutex
-		paths := map[*testing.T]string{}
+		path := lttest.PerTest(func(t *testing.T) string { return filepath.Join(t.TempDir(), "cairn.db") })
 		lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-			mu.Lock()
-			path, ok := paths[t]
-			if !ok {
-				path = filepath.Join(t.TempDir(), "cairn.db")
-				paths[t] = path
-			}
-			mu.Unlock()
-			s, err := crypt.OpenLongTerm(t.Context(), "sqlite://"+path, opts, ring)
+			s, err := crypt.OpenLongTerm(t.Context(), "sqlite://"+path(t), opts, ring)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@
 package file_test
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn/longterm"
@@ -15,17 +14,9 @@ import (
 // test opens is on that test's one folder, so that a second open is a
 // reopen.
 func TestLongTermConformance(t *testing.T) {
-	var mu sync.Mutex
-	dirs := map[*testing.T]string{}
+	dir := lttest.PerTest(func(t *testing.T) string { return t.TempDir() })
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		dir, ok := dirs[t]
-		if !ok {
-			dir = t.TempDir()
-			dirs[t] = dir
-		}
-		mu.Unlock()
-		s, err := file.OpenLongTerm(t.Context(), dir, opts)
+		s, err := file.OpenLongTerm(t.Context(), dir(t), opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn/longterm"
@@ -10,17 +9,9 @@ import (
 )
 
 func TestLongTermConformance(t *testing.T) {
-	var mu sync.Mutex
-	dbs := map[*testing.T]*memory.DB{}
+	db := lttest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		db := dbs[t]
-		if db == nil {
-			db = memory.NewDB()
-			dbs[t] = db
-		}
-		mu.Unlock()
-		s, err := db.OpenLongTerm(opts)
+		s, err := db(t).OpenLongTerm(opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,22 +58,21 @@ func dropLater(t *testing.T, db *mongo.Database, ns string) {
 	})
 }
 
+// ltNamespace returns a new namespace, whose collections are dropped when
+// the test ends.
+func ltNamespace(t *testing.T, db *mongo.Database) string {
+	ns := "lt_" + testenv.RandHex(6)
+	dropLater(t, db, ns)
+	return ns
+}
+
 // runLongTerm runs the suite with stores that open opens by URL, each test
 // on a namespace of its own.
 func runLongTerm(t *testing.T, open func(t *testing.T, url string, opts longterm.Options) (longterm.Store, error)) {
 	db := client(t)
-	var mu sync.Mutex
-	names := map[*testing.T]string{}
+	ns := lttest.PerTest(func(t *testing.T) string { return ltNamespace(t, db) })
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		ns, ok := names[t]
-		if !ok {
-			ns = "lt_" + testenv.RandHex(6)
-			names[t] = ns
-			dropLater(t, db, ns)
-		}
-		mu.Unlock()
-		s, err := open(t, ltURL(t, ns), opts)
+		s, err := open(t, ltURL(t, ns(t)), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,9 +141,7 @@ func TestLongTerm_ScoresAsMemory(t *testing.T) {
 
 // openScored opens a store on a namespace of its own.
 func openScored(t *testing.T) longterm.Store {
-	ns := "lt_" + testenv.RandHex(6)
-	dropLater(t, client(t), ns)
-	s, err := longterm.Open(t.Context(), ltURL(t, ns), longterm.Options{})
+	s, err := longterm.Open(t.Context(), ltURL(t, ltNamespace(t, client(t))), longterm.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

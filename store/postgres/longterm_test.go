@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,23 +19,22 @@ import (
 	"github.com/cairnhq/cairn/store/postgres"
 )
 
+// ltNamespace returns a new namespace, whose schema is dropped when the
+// test ends.
+func ltNamespace(t *testing.T) string {
+	ns := "lt_" + testenv.RandHex(6)
+	dropSchemaLater(t, ns)
+	return ns
+}
+
 // TestLongTermConformance runs the long-term memory suite. Every store a
 // test opens is on that test's own namespace (a schema of its own), so
 // that a second open is a reopen, through a pool of its own.
 func TestLongTermConformance(t *testing.T) {
 	d := dsn(t)
-	var mu sync.Mutex
-	names := map[*testing.T]string{}
+	ns := lttest.PerTest(ltNamespace)
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		ns, ok := names[t]
-		if !ok {
-			ns = "lt_" + testenv.RandHex(6)
-			names[t] = ns
-			dropSchemaLater(t, ns)
-		}
-		mu.Unlock()
-		opts.Namespace = ns
+		opts.Namespace = ns(t)
 		s, err := postgres.OpenLongTerm(t.Context(), d, postgres.LongTermOptions{Options: opts})
 		if err != nil {
 			t.Fatal(err)
@@ -52,26 +50,19 @@ func TestLongTermConformance(t *testing.T) {
 func TestLongTermConformance_Encrypted(t *testing.T) {
 	d := dsn(t)
 	ring := crypttest.NewKeyring(t)
-	var mu sync.Mutex
-	urls := map[*testing.T]string{}
-	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		u, ok := urls[t]
-		if !ok {
-			ns := "lt_" + testenv.RandHex(6)
-			dropSchemaLater(t, ns)
-			pu, err := url.Parse(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			q := pu.Query()
-			q.Set("namespace", ns)
-			pu.RawQuery = q.Encode()
-			u = pu.String()
-			urls[t] = u
+	u := lttest.PerTest(func(t *testing.T) string {
+		ns := ltNamespace(t)
+		pu, err := url.Parse(d)
+		if err != nil {
+			t.Fatal(err)
 		}
-		mu.Unlock()
-		s, err := crypt.OpenLongTerm(t.Context(), u, opts, ring)
+		q := pu.Query()
+		q.Set("namespace", ns)
+		pu.RawQuery = q.Encode()
+		return pu.String()
+	})
+	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
+		s, err := crypt.OpenLongTerm(t.Context(), u(t), opts, ring)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,9 +156,7 @@ func TestLongTerm_SearchPlannedWithItsValues(t *testing.T) {
 // straight into its table and analysed; and the test's admin pool.
 func wordsStore(t *testing.T) (*postgres.LongTerm, *pgxpool.Pool) {
 	t.Helper()
-	ns := "lt_" + testenv.RandHex(6)
-	dropSchemaLater(t, ns)
-	s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Options: longterm.Options{Namespace: ns}})
+	s, err := postgres.OpenLongTerm(t.Context(), dsn(t), postgres.LongTermOptions{Options: longterm.Options{Namespace: ltNamespace(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

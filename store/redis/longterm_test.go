@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,9 +53,21 @@ func dropLater(t *testing.T, c *goredis.Client, ns string) {
 	})
 }
 
+// ltNamespace returns a new namespace, whose keys are deleted when the
+// test ends.
+func ltNamespace(t *testing.T, c *goredis.Client) string {
+	ns := "lt_" + testenv.RandHex(6)
+	dropLater(t, c, ns)
+	return ns
+}
+
 // ltURL is the test server's URL with a namespace parameter.
 func ltURL(t *testing.T, ns string) string {
-	u := testenv.URL(t, testenv.Redis)
+	return withNamespace(testenv.URL(t, testenv.Redis), ns)
+}
+
+// withNamespace is URL u with a namespace parameter.
+func withNamespace(u, ns string) string {
 	sep := "?"
 	if strings.Contains(u, "?") {
 		sep = "&"
@@ -64,22 +75,13 @@ func ltURL(t *testing.T, ns string) string {
 	return u + sep + "namespace=" + ns
 }
 
-// TestLongTermConformance runs the long-term memory suite, each test on a
-// namespace of its own, opened by URL through longterm.Open.
-func TestLongTermConformance(t *testing.T) {
+// runLongTerm runs the suite with stores that open opens by URL, each test
+// on a namespace of its own.
+func runLongTerm(t *testing.T, open func(t *testing.T, url string, opts longterm.Options) (longterm.Store, error)) {
 	c := ltClient(t)
-	var mu sync.Mutex
-	names := map[*testing.T]string{}
+	ns := lttest.PerTest(func(t *testing.T) string { return ltNamespace(t, c) })
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		ns, ok := names[t]
-		if !ok {
-			ns = "lt_" + testenv.RandHex(6)
-			names[t] = ns
-			dropLater(t, c, ns)
-		}
-		mu.Unlock()
-		s, err := longterm.Open(t.Context(), ltURL(t, ns), opts)
+		s, err := open(t, ltURL(t, ns(t)), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,28 +90,20 @@ func TestLongTermConformance(t *testing.T) {
 	})
 }
 
+// TestLongTermConformance runs the long-term memory suite, opened by URL
+// through longterm.Open.
+func TestLongTermConformance(t *testing.T) {
+	runLongTerm(t, func(t *testing.T, url string, opts longterm.Options) (longterm.Store, error) {
+		return longterm.Open(t.Context(), url, opts)
+	})
+}
+
 // TestLongTermConformance_Encrypted runs the suite through the encrypting
 // store (crypt.OpenLongTerm).
 func TestLongTermConformance_Encrypted(t *testing.T) {
-	c := ltClient(t)
 	ring := crypttest.NewKeyring(t)
-	var mu sync.Mutex
-	names := map[*testing.T]string{}
-	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		ns, ok := names[t]
-		if !ok {
-			ns = "lt_" + testenv.RandHex(6)
-			names[t] = ns
-			dropLater(t, c, ns)
-		}
-		mu.Unlock()
-		s, err := crypt.OpenLongTerm(t.Context(), ltURL(t, ns), opts, ring)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+	runLongTerm(t, func(t *testing.T, url string, opts longterm.Options) (longterm.Store, error) {
+		return crypt.OpenLongTerm(t.Context(), url, opts, ring)
 	})
 }
 
@@ -139,8 +133,7 @@ func TestLongTerm_Erasure(t *testing.T) {
 // memory hashes to one Cluster slot, so that its scripts run on Cluster.
 func TestLongTerm_OneSlot(t *testing.T) {
 	c := ltClient(t)
-	ns := "lt_" + testenv.RandHex(6)
-	dropLater(t, c, ns)
+	ns := ltNamespace(t, c)
 	s, err := longterm.Open(t.Context(), ltURL(t, ns), longterm.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -180,10 +173,7 @@ func TestLongTerm_ScoresAsMemory(t *testing.T) {
 
 // openScored opens a store on a namespace of its own.
 func openScored(t *testing.T) longterm.Store {
-	c := ltClient(t)
-	ns := "lt_" + testenv.RandHex(6)
-	dropLater(t, c, ns)
-	s, err := longterm.Open(t.Context(), ltURL(t, ns), longterm.Options{})
+	s, err := longterm.Open(t.Context(), ltURL(t, ltNamespace(t, ltClient(t))), longterm.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,22 +186,14 @@ func openScored(t *testing.T) longterm.Store {
 // every script's keys are in the namespace's one slot.
 func TestLongTermConformanceCluster(t *testing.T) {
 	u := rediscluster.URL(t)
-	var mu sync.Mutex
-	names := map[*testing.T]string{}
+	namespace := lttest.PerTest(func(t *testing.T) string {
+		ns := "lt_" + testenv.RandHex(6)
+		t.Cleanup(func() { cleanCluster(t, u, ns) })
+		return ns
+	})
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		ns, ok := names[t]
-		if !ok {
-			ns = "lt_" + testenv.RandHex(6)
-			names[t] = ns
-			t.Cleanup(func() { cleanCluster(t, u, ns) })
-		}
-		mu.Unlock()
-		sep := "?"
-		if strings.Contains(u, "?") {
-			sep = "&"
-		}
-		s, err := longterm.Open(t.Context(), u+sep+"namespace="+ns, opts)
+		ns := namespace(t)
+		s, err := longterm.Open(t.Context(), withNamespace(u, ns), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
