@@ -30,10 +30,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // Opener opens a store with the given options. Within one test (one t),
@@ -110,7 +110,7 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, &harness{open: open, abilities: abilities, root: "lt_" + testenv.RandHex(6), clock: newClock()})
+			tt.fn(t, &harness{open: open, abilities: abilities, root: "lt_" + testenv.RandHex(6), clock: storetest.NewClock()})
 		})
 	}
 }
@@ -120,7 +120,7 @@ type harness struct {
 	open      Opener
 	abilities Abilities
 	root      string
-	clock     *clock
+	clock     *storetest.Clock
 }
 
 // store opens a store with the test's clock.
@@ -144,26 +144,6 @@ func (h *harness) ns(path string) string {
 		return h.root
 	}
 	return h.root + "/" + path
-}
-
-// clock is a controlled clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Now().UTC().Truncate(time.Second)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // item returns an item with a value holding text.

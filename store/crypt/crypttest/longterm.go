@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 	"github.com/cairnhq/cairn/store/crypt"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // LongTermBackend is what the erasure checks of long-term memory need of a
@@ -40,24 +40,6 @@ func RunLongTerm(t *testing.T, b LongTermBackend) {
 	t.Run("WrongKey", func(t *testing.T) { testLongTermWrongKey(t, b, ring) })
 	// Last: it moves the store's keys to another master key.
 	t.Run("Rekey", func(t *testing.T) { testLongTermRekey(t, b, old) })
-}
-
-// ltClock is a clock the test moves.
-type ltClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *ltClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *ltClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 func openLongTerm(t *testing.T, b LongTermBackend, opts longterm.Options) longterm.Store {
@@ -92,7 +74,7 @@ func markedVector() []float32 {
 // in each way a store erases (Delete, DeleteNamespace of a prefix, a
 // replace, expiry and Sweep), and searches raw storage for every marker.
 func testLongTermPlain(t *testing.T, b LongTermBackend) {
-	clock := &ltClock{now: time.Now().UTC().Truncate(time.Second)}
+	clock := storetest.NewClock()
 	s := openLongTerm(t, b, longterm.Options{Now: clock.Now})
 	ctx := t.Context()
 	root := "er_" + testenv.RandHex(5)
@@ -139,7 +121,7 @@ func testLongTermPlain(t *testing.T, b LongTermBackend) {
 	if err := s.Delete(ctx, bob, "gone", 0); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	if sw, ok := s.(longterm.Sweeper); ok {
 		if n, err := sw.Sweep(ctx); err != nil || n != 1 {
 			t.Fatalf("Sweep = %d, %v; want the expired item", n, err)
