@@ -1,6 +1,8 @@
 package ltdriver_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -86,5 +88,39 @@ func TestCursor(t *testing.T) {
 	}
 	if !c.After("users/ada", "k:2") || c.After("users/ada", "k:1") || !c.After("users/ada/x", "a") || c.After("users", "z") || !c.After("users/ada-x", "a") {
 		t.Error("Cursor.After does not follow path order")
+	}
+}
+
+// TestFind checks that Find runs only the sides a search can find with,
+// ranks what they find, and returns a side's error.
+func TestFind(t *testing.T) {
+	ctx := t.Context()
+	var ran []string
+	side := func(name string, h ltdriver.Hit, err error) func(context.Context, ltdriver.Search) ([]ltdriver.Hit, error) {
+		return func(context.Context, ltdriver.Search) ([]ltdriver.Hit, error) {
+			ran = append(ran, name)
+			return []ltdriver.Hit{h}, err
+		}
+	}
+	text := side("text", ltdriver.Hit{Namespace: "n", Key: "a", Text: 2}, nil)
+	vector := side("vector", ltdriver.Hit{Namespace: "n", Key: "b", Vector: 0.5}, nil)
+	hybrid := ltdriver.Search{Mode: longterm.ModeHybrid, Phrases: [][]string{{"x"}}, Vector: []float32{1}, Weight: 0.5, Limit: 10}
+	got, err := ltdriver.Find(ctx, hybrid, text, vector)
+	if err != nil || len(got) != 2 || got[0].Key != "a" || got[1].Key != "b" || !slices.Equal(ran, []string{"text", "vector"}) {
+		t.Errorf("hybrid: %+v, %v, sides run %v", got, err, ran)
+	}
+	for _, s := range []ltdriver.Search{
+		{Mode: longterm.ModeHybrid, Limit: 10},                             // no phrase, no vector
+		{Mode: longterm.ModeText, Vector: []float32{1}, Limit: 10},         // text mode, no phrase
+		{Mode: longterm.ModeVector, Phrases: [][]string{{"x"}}, Limit: 10}, // vector mode, no vector
+	} {
+		ran = nil
+		if got, err := ltdriver.Find(ctx, s, text, vector); err != nil || len(got) != 0 || len(ran) != 0 {
+			t.Errorf("%+v: %+v, %v, sides run %v; want none", s, got, err, ran)
+		}
+	}
+	fail := errors.New("down")
+	if _, err := ltdriver.Find(ctx, hybrid, text, side("vector", ltdriver.Hit{}, fail)); !errors.Is(err, fail) {
+		t.Errorf("a side's error: %v", err)
 	}
 }

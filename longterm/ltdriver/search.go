@@ -193,6 +193,25 @@ func Rank(s Search, text, vector []Hit) []Ranked {
 	return out
 }
 
+// Find runs the sides of search s that can find anything, the text side
+// (s.Text, with phrases) and the vector side (s.Vectors, with a vector),
+// and ranks their hits (Rank). It returns the first error a side returns.
+func Find(ctx context.Context, s Search, text, vector func(context.Context, Search) ([]Hit, error)) ([]Ranked, error) {
+	var th, vh []Hit
+	var err error
+	if s.Text() && len(s.Phrases) > 0 {
+		if th, err = text(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	if s.Vectors() && len(s.Vector) > 0 {
+		if vh, err = vector(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return Rank(s, th, vh), nil
+}
+
 // VectorMatches reports whether an item's vector takes part in the
 // search's vector side: of the search's model and of its length.
 func (s Search) VectorMatches(model string, dims int) bool {

@@ -131,18 +131,10 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 	if err != nil {
 		return nil, err
 	}
-	var text, vector []ltdriver.Hit
-	if q.Text() && len(q.Phrases) > 0 {
-		if text, err = s.textHits(ctx, q); err != nil {
-			return nil, s.fail("search", err)
-		}
+	ranked, err := ltdriver.Find(ctx, q, s.textHits, s.vectorHits)
+	if err != nil {
+		return nil, s.fail("search", err)
 	}
-	if q.Vectors() && len(q.Vector) > 0 {
-		if vector, err = s.vectorHits(ctx, q); err != nil {
-			return nil, s.fail("search", err)
-		}
-	}
-	ranked := ltdriver.Rank(q, text, vector)
 	if len(ranked) == 0 {
 		return nil, nil
 	}

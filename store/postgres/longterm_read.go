@@ -199,18 +199,14 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 		return nil, s.fail("search", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	var text, vector []ltdriver.Hit
-	if query := TSQuery(q.Phrases); q.Text() && query != "" {
-		if text, err = s.textHits(ctx, tx, q, query); err != nil {
-			return nil, s.fail("search", err)
-		}
+	ranked, err := ltdriver.Find(ctx, q, func(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
+		return s.textHits(ctx, tx, q)
+	}, func(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
+		return s.vectorHits(ctx, tx, q)
+	})
+	if err != nil {
+		return nil, s.fail("search", err)
 	}
-	if q.Vectors() && len(q.Vector) > 0 {
-		if vector, err = s.vectorHits(ctx, tx, q); err != nil {
-			return nil, s.fail("search", err)
-		}
-	}
-	ranked := ltdriver.Rank(q, text, vector)
 	if len(ranked) == 0 {
 		return nil, nil
 	}
@@ -255,12 +251,16 @@ func unprepared(args []any) []any {
 }
 
 // textHits returns the best q.Candidates items by ts_rank, ties in List's
-// order. ts_rank weighs how often the query's phrases occur and how rare
+// order; none when no phrase makes a tsquery (TSQuery). ts_rank weighs how often the query's phrases occur and how rare
 // they are; it is not normalised by the text's length (its
 // normalisations, dividing by the length or its logarithm, punish a
 // longer text far more than BM25 does, which would drown a hybrid
 // search's vector side).
-func (s *LongTerm) textHits(ctx context.Context, tx pgx.Tx, q ltdriver.Search, query string) ([]ltdriver.Hit, error) {
+func (s *LongTerm) textHits(ctx context.Context, tx pgx.Tx, q ltdriver.Search) ([]ltdriver.Hit, error) {
+	query := TSQuery(q.Phrases)
+	if query == "" {
+		return nil, nil
+	}
 	sql, args := s.textQuery(q, query)
 	rows, err := tx.Query(ctx, sql, unprepared(args)...)
 	if err != nil {
