@@ -30,6 +30,34 @@ func BM25(idf, f, dl, avg float64) float64 {
 	return idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))
 }
 
+// ScoreTokens returns the BM25 score of each document for the phrases,
+// the documents given by their tokens (nil for one that is gone) and
+// their lengths, in a corpus of n documents of average length avg: the
+// text side of a backend that reads the texts its own index names. A
+// phrase's weight counts the documents given that hold it.
+func ScoreTokens(phrases [][]string, toks [][]string, lengths []float64, n, avg float64) []float64 {
+	scores := make([]float64, len(toks))
+	for _, ph := range phrases {
+		freq := make([]int, len(toks))
+		df := 0
+		for i := range toks {
+			if freq[i] = Count(toks[i], ph); freq[i] > 0 {
+				df++
+			}
+		}
+		if df == 0 {
+			continue
+		}
+		idf := IDF(n, float64(df))
+		for i, f := range freq {
+			if f > 0 {
+				scores[i] += BM25(idf, float64(f), lengths[i], avg)
+			}
+		}
+	}
+	return scores
+}
+
 // Index is a text index in memory, for the backends that have none in
 // their database: the tokens of each document (an item, under an ID of
 // the backend's choosing) and, for each token, the documents that hold

@@ -124,3 +124,30 @@ func TestFind(t *testing.T) {
 		t.Errorf("a side's error: %v", err)
 	}
 }
+
+// TestScoreTokens checks that ScoreTokens scores as Score does on the
+// same documents, and that a document that is gone counts for nothing.
+func TestScoreTokens(t *testing.T) {
+	x := ltdriver.NewIndex()
+	texts := []string{"jazz jazz piano", "piano lessons", "jazz club tonight late"}
+	var toks [][]string
+	var lengths []float64
+	total := 0.0
+	for i, text := range texts {
+		x.Set(fmt.Sprint(i), "n", text)
+		toks = append(toks, longterm.Tokens(text))
+		lengths = append(lengths, float64(len(toks[i])+1))
+		total += lengths[i]
+	}
+	phrases := [][]string{{"jazz"}, {"piano", "lessons"}}
+	want := ltdriver.Score([]*ltdriver.Index{x}, phrases, nil)[x]
+	got := ltdriver.ScoreTokens(phrases, append(toks, nil), append(lengths, 0), 3, total/3)
+	if len(got) != 4 || got[3] != 0 {
+		t.Fatalf("ScoreTokens = %v, want 4 scores, the last 0", got)
+	}
+	for i := range texts {
+		if math.Abs(got[i]-want[fmt.Sprint(i)]) > 1e-12 {
+			t.Errorf("document %d: %v, Score gives %v", i, got[i], want[fmt.Sprint(i)])
+		}
+	}
+}

@@ -192,30 +192,11 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 	n := max(st.N, float64(len(docs)), 1)
 	avg := max(st.Len/n, 1e-9)
 	toks := make([][]string, len(docs))
-	for i := range docs {
-		toks[i] = longterm.Tokens(docs[i].Text)
+	lengths := make([]float64, len(docs))
+	for i, d := range docs {
+		toks[i], lengths[i] = longterm.Tokens(d.Text), float64(d.Len)
 	}
-	scores := make([]float64, len(docs))
-	for _, ph := range q.Phrases {
-		freq := make([]int, len(docs))
-		df := 0
-		for i := range docs {
-			if freq[i] = ltdriver.Count(toks[i], ph); freq[i] > 0 {
-				df++
-			}
-		}
-		if df == 0 {
-			continue
-		}
-		idf := ltdriver.IDF(n, float64(df))
-		for i, f := range freq {
-			if f == 0 {
-				continue
-			}
-			ff, dl := float64(f), float64(docs[i].Len)
-			scores[i] += ltdriver.BM25(idf, ff, dl, avg)
-		}
-	}
+	scores := ltdriver.ScoreTokens(q.Phrases, toks, lengths, n, avg)
 	now := ltdriver.Now(s.opts)
 	top := ltdriver.NewTopHits(q.Candidates, false)
 	for i, d := range docs {

@@ -90,9 +90,11 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 		return nil, err
 	}
 	toks := make([][]string, len(items))
+	lengths := make([]float64, len(items))
 	for i, it := range items {
 		if oks[i] {
 			toks[i] = longterm.Tokens(it.Text)
+			lengths[i] = float64(docLength(it.Namespace, toks[i]))
 		}
 	}
 	if n < 1 {
@@ -100,30 +102,7 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 	}
 	avg := max(total/n, 1e-9)
 	now := ltdriver.Now(s.opts)
-	scores := make([]float64, len(items))
-	for _, ph := range q.Phrases {
-		freq := make([]int, len(items))
-		df := 0
-		for i := range items {
-			if oks[i] {
-				if freq[i] = ltdriver.Count(toks[i], ph); freq[i] > 0 {
-					df++
-				}
-			}
-		}
-		if df == 0 {
-			continue
-		}
-		idf := ltdriver.IDF(n, float64(df))
-		for i, f := range freq {
-			if f == 0 {
-				continue
-			}
-			dl := float64(docLength(items[i].Namespace, toks[i]))
-			ff := float64(f)
-			scores[i] += ltdriver.BM25(idf, ff, dl, avg)
-		}
-	}
+	scores := ltdriver.ScoreTokens(q.Phrases, toks, lengths, n, avg)
 	top := ltdriver.NewTopHits(q.Candidates, false)
 	for i, it := range items {
 		if scores[i] <= 0 || !longterm.InPrefix(q.Prefix, it.Namespace) || ltdriver.Expired(it.ExpiresAt, now) ||
