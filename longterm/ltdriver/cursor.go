@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
 )
 
@@ -86,6 +88,20 @@ func Page(items []longterm.Item, limit int) *longterm.ListPage {
 		page.Next = Cursor{Namespace: last.Namespace, Key: last.Key}.Encode()
 	}
 	return page
+}
+
+// SessionNamespace returns the session namespace whose storage a memory
+// opened with o shares: o.Namespace, cairn.DefaultNamespace when empty. It
+// refuses a namespace that breaks the ID rules (driver.ValidateNamespace).
+func SessionNamespace(o longterm.Options) (string, error) {
+	ns := o.Namespace
+	if ns == "" {
+		ns = cairn.DefaultNamespace
+	}
+	if err := driver.ValidateNamespace(ns); err != nil {
+		return "", err
+	}
+	return ns, nil
 }
 
 // TakeNamespace returns the session namespace a long-term store opened by

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -149,5 +150,19 @@ func TestScoreTokens(t *testing.T) {
 		if math.Abs(got[i]-want[fmt.Sprint(i)]) > 1e-12 {
 			t.Errorf("document %d: %v, Score gives %v", i, got[i], want[fmt.Sprint(i)])
 		}
+	}
+}
+
+// TestSessionNamespace: the default namespace for none, the one given,
+// and an error wrapping cairn.ErrInvalidID for one that breaks the rules.
+func TestSessionNamespace(t *testing.T) {
+	if ns, err := ltdriver.SessionNamespace(longterm.Options{}); err != nil || ns != cairn.DefaultNamespace {
+		t.Errorf("no namespace: %q, %v; want %q", ns, err, cairn.DefaultNamespace)
+	}
+	if ns, err := ltdriver.SessionNamespace(longterm.Options{Namespace: "tenant_a"}); err != nil || ns != "tenant_a" {
+		t.Errorf("tenant_a: %q, %v", ns, err)
+	}
+	if ns, err := ltdriver.SessionNamespace(longterm.Options{Namespace: "no spaces"}); !errors.Is(err, cairn.ErrInvalidID) {
+		t.Errorf("a bad namespace: %q, %v; want cairn.ErrInvalidID", ns, err)
 	}
 }

@@ -99,11 +99,8 @@ func OpenLongTerm(ctx context.Context, uri string, opts LongTermOptions) (*LongT
 // NewLongTerm returns the long-term memory in db, whose client the caller
 // keeps. It creates the collections' indexes if they are missing.
 func NewLongTerm(ctx context.Context, db *mongo.Database, opts LongTermOptions) (*LongTerm, error) {
-	ns := opts.Namespace
-	if ns == "" {
-		ns = cairn.DefaultNamespace
-	}
-	if err := driver.ValidateNamespace(ns); err != nil {
+	ns, err := ltdriver.SessionNamespace(opts.Options)
+	if err != nil {
 		return nil, err
 	}
 	s := &LongTerm{items: db.Collection(ns + ".longterm"), meta: db.Collection(ns + ".longterm_meta"), opts: opts.Options.WithDefaults()}

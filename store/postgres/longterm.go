@@ -84,11 +84,8 @@ func NewLongTerm(ctx context.Context, pool *pgxpool.Pool, opts LongTermOptions) 
 	if pool == nil {
 		return nil, errors.New("new postgres memory store: the pool is nil")
 	}
-	ns := opts.Namespace
-	if ns == "" {
-		ns = cairn.DefaultNamespace
-	}
-	if err := driver.ValidateNamespace(ns); err != nil {
+	ns, err := ltdriver.SessionNamespace(opts.Options)
+	if err != nil {
 		return nil, err
 	}
 	schema := Schema(ns)

@@ -109,11 +109,8 @@ func NewLongTerm(client goredis.UniversalClient, opts LongTermOptions) (*LongTer
 	if client == nil {
 		return nil, errors.New("redis memory store: nil client")
 	}
-	ns := opts.Namespace
-	if ns == "" {
-		ns = cairn.DefaultNamespace
-	}
-	if err := driver.ValidateNamespace(ns); err != nil {
+	ns, err := ltdriver.SessionNamespace(opts.Options)
+	if err != nil {
 		return nil, err
 	}
 	return &LongTerm{client: client, opts: opts.Options.WithDefaults(), base: "cairn:" + ns + ":{" + ns + "/longterm}:"}, nil
