@@ -115,6 +115,21 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 	}
 }
 
+// RunByURL runs the whole suite against the stores open opens by URL
+// (longterm.Open, or a wrapper's opener): url returns the URL of a test's
+// own place, and is called once per test (PerTest).
+func RunByURL(t *testing.T, abilities Abilities, url func(t *testing.T) string, open func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error)) {
+	url = PerTest(url)
+	Run(t, abilities, func(t *testing.T, opts longterm.Options) longterm.Store {
+		s, err := open(t.Context(), url(t), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
 // harness opens stores for one test, which writes under root.
 type harness struct {
 	open      Opener

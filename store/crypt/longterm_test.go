@@ -1,6 +1,7 @@
 package crypt_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -36,14 +37,9 @@ func TestLongTermConformance(t *testing.T) {
 		})
 	})
 	t.Run("sqlite", func(t *testing.T) {
-		path := lttest.PerTest(func(t *testing.T) string { return filepath.Join(t.TempDir(), "cairn.db") })
-		lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-			s, err := crypt.OpenLongTerm(t.Context(), "sqlite://"+path(t), opts, ring)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
+		dbURL := func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "cairn.db") }
+		lttest.RunByURL(t, lttest.Abilities{Sweep: true}, dbURL, func(ctx context.Context, u string, opts longterm.Options) (longterm.Store, error) {
+			return crypt.OpenLongTerm(ctx, u, opts, ring)
 		})
 	})
 }

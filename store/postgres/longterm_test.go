@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -50,7 +51,7 @@ func TestLongTermConformance(t *testing.T) {
 func TestLongTermConformance_Encrypted(t *testing.T) {
 	d := dsn(t)
 	ring := crypttest.NewKeyring(t)
-	u := lttest.PerTest(func(t *testing.T) string {
+	nsURL := func(t *testing.T) string {
 		ns := ltNamespace(t)
 		pu, err := url.Parse(d)
 		if err != nil {
@@ -60,14 +61,9 @@ func TestLongTermConformance_Encrypted(t *testing.T) {
 		q.Set("namespace", ns)
 		pu.RawQuery = q.Encode()
 		return pu.String()
-	})
-	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		s, err := crypt.OpenLongTerm(t.Context(), u(t), opts, ring)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+	}
+	lttest.RunByURL(t, lttest.Abilities{Sweep: true}, nsURL, func(ctx context.Context, u string, opts longterm.Options) (longterm.Store, error) {
+		return crypt.OpenLongTerm(ctx, u, opts, ring)
 	})
 }
 

@@ -77,33 +77,23 @@ func withNamespace(u, ns string) string {
 
 // runLongTerm runs the suite with stores that open opens by URL, each test
 // on a namespace of its own.
-func runLongTerm(t *testing.T, open func(t *testing.T, url string, opts longterm.Options) (longterm.Store, error)) {
+func runLongTerm(t *testing.T, open func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error)) {
 	c := ltClient(t)
-	ns := lttest.PerTest(func(t *testing.T) string { return ltNamespace(t, c) })
-	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		s, err := open(t, ltURL(t, ns(t)), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
+	lttest.RunByURL(t, lttest.Abilities{Sweep: true}, func(t *testing.T) string { return ltURL(t, ltNamespace(t, c)) }, open)
 }
 
 // TestLongTermConformance runs the long-term memory suite, opened by URL
 // through longterm.Open.
 func TestLongTermConformance(t *testing.T) {
-	runLongTerm(t, func(t *testing.T, url string, opts longterm.Options) (longterm.Store, error) {
-		return longterm.Open(t.Context(), url, opts)
-	})
+	runLongTerm(t, longterm.Open)
 }
 
 // TestLongTermConformance_Encrypted runs the suite through the encrypting
 // store (crypt.OpenLongTerm).
 func TestLongTermConformance_Encrypted(t *testing.T) {
 	ring := crypttest.NewKeyring(t)
-	runLongTerm(t, func(t *testing.T, url string, opts longterm.Options) (longterm.Store, error) {
-		return crypt.OpenLongTerm(t.Context(), url, opts, ring)
+	runLongTerm(t, func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error) {
+		return crypt.OpenLongTerm(ctx, url, opts, ring)
 	})
 }
 
