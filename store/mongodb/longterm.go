@@ -73,19 +73,13 @@ var (
 // long-term memory in the URI's database ("cairn" when it has no path).
 // Close disconnects.
 func OpenLongTerm(ctx context.Context, uri string, opts LongTermOptions) (*LongTerm, error) {
-	dbName, err := databaseName(uri)
+	client, db, err := connect(uri)
 	if err != nil {
-		return nil, fmt.Errorf("open mongodb %s: %w", text.RedactURL(uri), err)
+		return nil, err
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI(uri))
+	s, err := NewLongTerm(ctx, db, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open mongodb %s: %w", text.RedactURL(uri), err)
-	}
-	s, err := NewLongTerm(ctx, client.Database(dbName), opts)
-	if err != nil {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = client.Disconnect(dctx)
-		cancel()
+		_ = disconnect(ctx, client)
 		if errors.Is(err, cairn.ErrInvalidID) {
 			return nil, err
 		}
@@ -126,9 +120,7 @@ func (s *LongTerm) Close() error {
 	if !s.guard.Close() || s.client == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.client.Disconnect(ctx); err != nil {
+	if err := disconnect(context.Background(), s.client); err != nil {
 		return fmt.Errorf("close mongodb memory store: %w", err)
 	}
 	return nil

@@ -88,19 +88,13 @@ func Open(ctx context.Context, uri string, opts cairn.StoreOptions) (*Store, err
 	if _, err := driver.Options(opts); err != nil {
 		return nil, err
 	}
-	dbName, err := databaseName(uri)
+	client, db, err := connect(uri)
 	if err != nil {
-		return nil, fmt.Errorf("open mongodb %s: %w", text.RedactURL(uri), err)
+		return nil, err
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI(uri))
+	s, err := New(ctx, db, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open mongodb %s: %w", text.RedactURL(uri), err)
-	}
-	s, err := New(ctx, client.Database(dbName), opts)
-	if err != nil {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = client.Disconnect(dctx)
-		cancel()
+		_ = disconnect(ctx, client)
 		unavailable(&err)
 		return nil, fmt.Errorf("open mongodb %s: %w (is the server running and reachable?)", text.RedactURL(uri), err)
 	}
@@ -138,6 +132,28 @@ func New(ctx context.Context, db *mongo.Database, opts cairn.StoreOptions) (*Sto
 		return nil, fmt.Errorf("index the text of older events: %w", err)
 	}
 	return s, nil
+}
+
+// connect makes a client of the server a MongoDB URI names, and returns
+// it with the URI's database ("cairn" when the URI has no path).
+func connect(uri string) (*mongo.Client, *mongo.Database, error) {
+	dbName, err := databaseName(uri)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open mongodb %s: %w", text.RedactURL(uri), err)
+	}
+	client, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open mongodb %s: %w", text.RedactURL(uri), err)
+	}
+	return client, client.Database(dbName), nil
+}
+
+// disconnect disconnects client, waiting 10 seconds at most, even after
+// ctx ends.
+func disconnect(ctx context.Context, client *mongo.Client) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return client.Disconnect(ctx)
 }
 
 // databaseName returns the database named by a MongoDB URI's path.
