@@ -178,6 +178,23 @@ func (o *URLOptions) client() goredis.UniversalClient {
 	return goredis.NewClient(o.Standalone)
 }
 
+// dial makes the client the options describe and pings the server; it
+// refuses a standalone URL that reaches a Redis Cluster node. what names
+// the store in errors.
+func (o *URLOptions) dial(ctx context.Context, what string) (goredis.UniversalClient, error) {
+	client := o.client()
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		unavailable(&err)
+		return nil, fmt.Errorf("open %s at %s: %w (is Redis running there, and are the URL's credentials right?)", what, o.where(), err)
+	}
+	if o.Kind == KindStandalone && clusterNode(ctx, client) {
+		_ = client.Close()
+		return nil, fmt.Errorf("open %s at %s: the server is a Redis Cluster node: %w", what, o.where(), ErrClusterNode)
+	}
+	return client, nil
+}
+
 // where names what the options connect to, for errors: the address of a
 // standalone server, the seed nodes of a cluster, the Sentinel master.
 func (o *URLOptions) where() string {

@@ -113,15 +113,9 @@ func Open(ctx context.Context, rawURL string, opts cairn.StoreOptions) (*Store, 
 	if err != nil {
 		return nil, err
 	}
-	client := uo.client()
-	if err := client.Ping(ctx).Err(); err != nil {
-		_ = client.Close()
-		unavailable(&err)
-		return nil, fmt.Errorf("open redis store at %s: %w (is Redis running there, and are the URL's credentials right?)", uo.where(), err)
-	}
-	if uo.Kind == KindStandalone && clusterNode(ctx, client) {
-		_ = client.Close()
-		return nil, fmt.Errorf("open redis store at %s: the server is a Redis Cluster node: %w", uo.where(), ErrClusterNode)
+	client, err := uo.dial(ctx, "redis store")
+	if err != nil {
+		return nil, err
 	}
 	s, err := newStore(client, opts, uo.Kind == KindCluster)
 	if err != nil {
