@@ -31,27 +31,8 @@ func openCluster(tb testing.TB, opts cairn.StoreOptions, extra string) *redis.St
 	}
 	ns := opts.Namespace
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
 		s.Close()
-		uo, err := redis.ParseStoreURL(u)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		cc := goredis.NewClusterClient(uo.Cluster)
-		defer cc.Close()
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
-			iter := c.Scan(ctx, 0, "cairn:"+ns+":*", 500).Iterator()
-			for iter.Next(ctx) {
-				if err := c.Del(ctx, iter.Val()).Err(); err != nil {
-					return err
-				}
-			}
-			return iter.Err()
-		})
-		if err != nil {
-			tb.Errorf("clean namespace %s on the cluster: %v", ns, err)
-		}
+		cleanCluster(tb, u, ns)
 	})
 	return s
 }
@@ -202,5 +183,29 @@ func TestSearch_Cluster(t *testing.T) {
 	}
 	if hits, err := s.Search(t.Context(), "quokkafish", 10); err != nil || len(hits) != 0 {
 		t.Errorf("Search after Delete = %v, %v; want nothing", hits, err)
+	}
+}
+
+// cleanCluster deletes a namespace's keys on every master.
+func cleanCluster(tb testing.TB, u, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	uo, err := redis.ParseStoreURL(u)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cc := goredis.NewClusterClient(uo.Cluster)
+	defer cc.Close()
+	err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		iter := c.Scan(ctx, 0, "cairn:"+ns+":*", 500).Iterator()
+		for iter.Next(ctx) {
+			if err := c.Del(ctx, iter.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	})
+	if err != nil {
+		tb.Errorf("clean namespace %s on the cluster: %v", ns, err)
 	}
 }

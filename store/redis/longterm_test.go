@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -193,28 +192,4 @@ func TestLongTermConformanceCluster(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
-}
-
-// cleanCluster deletes a namespace's keys on every master.
-func cleanCluster(t *testing.T, u, ns string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	uo, err := redis.ParseStoreURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc := goredis.NewClusterClient(uo.Cluster)
-	defer cc.Close()
-	err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
-		iter := c.Scan(ctx, 0, "cairn:"+ns+":*", 500).Iterator()
-		for iter.Next(ctx) {
-			if err := c.Del(ctx, iter.Val()).Err(); err != nil {
-				return err
-			}
-		}
-		return iter.Err()
-	})
-	if err != nil {
-		t.Errorf("clean namespace %s on the cluster: %v", ns, err)
-	}
 }
