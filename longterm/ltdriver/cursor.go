@@ -1,6 +1,7 @@
 package ltdriver
 
 import (
+	"context"
 	"encoding/base64"
 	"net/url"
 	"slices"
@@ -102,6 +103,22 @@ func SessionNamespace(o longterm.Options) (string, error) {
 		return "", err
 	}
 	return ns, nil
+}
+
+// RegisterByNamespace registers open with longterm.Register for the
+// schemes of a server backend whose memory belongs to a session namespace:
+// open gets the URL without its namespace parameter and the options with
+// the namespace that the parameter, or else Options.Namespace, names
+// (TakeNamespace).
+func RegisterByNamespace(open func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error), schemes ...string) {
+	opener := func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
+		ns, rest := TakeNamespace(u, opts)
+		opts.Namespace = ns
+		return open(ctx, rest, opts)
+	}
+	for _, scheme := range schemes {
+		longterm.Register(scheme, opener)
+	}
 }
 
 // TakeNamespace returns the session namespace a long-term store opened by

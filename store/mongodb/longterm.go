@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -24,13 +23,9 @@ import (
 )
 
 func init() {
-	open := func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
-		ns, rest := ltdriver.TakeNamespace(u, opts)
-		opts.Namespace = ns
-		return OpenLongTerm(ctx, rest, LongTermOptions{Options: opts})
-	}
-	longterm.Register("mongodb", open)
-	longterm.Register("mongodb+srv", open)
+	ltdriver.RegisterByNamespace(func(ctx context.Context, uri string, opts longterm.Options) (longterm.Store, error) {
+		return OpenLongTerm(ctx, uri, LongTermOptions{Options: opts})
+	}, "mongodb", "mongodb+srv")
 }
 
 // LongTermOptions configure OpenLongTerm and NewLongTerm: Namespace is the

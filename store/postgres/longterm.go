@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,13 +20,9 @@ import (
 )
 
 func init() {
-	open := func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
-		ns, dsn := ltdriver.TakeNamespace(u, opts)
-		opts.Namespace = ns
+	ltdriver.RegisterByNamespace(func(ctx context.Context, dsn string, opts longterm.Options) (longterm.Store, error) {
 		return OpenLongTerm(ctx, dsn, LongTermOptions{Options: opts})
-	}
-	longterm.Register("postgres", open)
-	longterm.Register("postgresql", open)
+	}, "postgres", "postgresql")
 }
 
 // LongTermOptions configure OpenLongTerm and NewLongTerm: Namespace is the

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,13 +21,9 @@ import (
 )
 
 func init() {
-	open := func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
-		ns, rest := ltdriver.TakeNamespace(u, opts)
-		opts.Namespace = ns
-		return OpenLongTerm(ctx, rest, LongTermOptions{Options: opts})
-	}
-	longterm.Register("redis", open)
-	longterm.Register("rediss", open)
+	ltdriver.RegisterByNamespace(func(ctx context.Context, rawURL string, opts longterm.Options) (longterm.Store, error) {
+		return OpenLongTerm(ctx, rawURL, LongTermOptions{Options: opts})
+	}, "redis", "rediss")
 }
 
 // LongTermOptions configure OpenLongTerm and NewLongTerm: Namespace is the
