@@ -127,35 +127,15 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 	keep := func(it *longterm.Item) bool {
 		return !ltdriver.Expired(it.ExpiresAt, now) && ltdriver.MatchLabels(q.Labels, it.Labels)
 	}
-	var text, vector []ltdriver.Hit
-	if q.Text() {
-		top := ltdriver.NewTopHits(q.Candidates, false)
-		scores := ltdriver.Score(indexes, q.Phrases, func(x *ltdriver.Index, key string) bool {
-			return keep(byIndex[x].items[key])
-		})
-		for x, m := range scores {
-			for key, score := range m {
-				it := byIndex[x].items[key]
-				top.Offer(ltdriver.Hit{Namespace: it.Namespace, Key: key, Text: score, Ref: it})
-			}
-		}
-		text = top.Hits()
-	}
-	if q.Vectors() && len(q.Vector) > 0 {
-		top := ltdriver.NewTopHits(q.Candidates, true)
+	item := func(x *ltdriver.Index, key string) *longterm.Item { return byIndex[x].items[key] }
+	items := func(yield func(*longterm.Item) bool) {
 		for _, d := range files {
-			for key, it := range d.items {
-				if keep(it) && q.VectorMatches(it.VectorModel, len(it.Vector)) {
-					top.Offer(ltdriver.Hit{Namespace: it.Namespace, Key: key, Vector: longterm.Cosine(q.Vector, it.Vector), Ref: it})
+			for _, it := range d.items {
+				if !yield(it) {
+					return
 				}
 			}
 		}
-		vector = top.Hits()
 	}
-	var out []longterm.Result
-	for _, r := range ltdriver.Rank(q, text, vector) {
-		out = append(out, longterm.Result{Item: ltdriver.Clone(r.Ref.(*longterm.Item), false),
-			Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
-	}
-	return out, nil
+	return ltdriver.SearchItems(q, indexes, item, items, keep), nil
 }

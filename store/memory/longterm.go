@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"slices"
 	"sync"
@@ -234,33 +235,8 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 	keep := func(it *longterm.Item) bool {
 		return it != nil && longterm.InPrefix(q.Prefix, it.Namespace) && s.visible(it) && ltdriver.MatchLabels(q.Labels, it.Labels)
 	}
-	var text, vector []ltdriver.Hit
-	if q.Text() {
-		top := ltdriver.NewTopHits(q.Candidates, false)
-		scores := ltdriver.Score([]*ltdriver.Index{s.db.index}, q.Phrases, func(_ *ltdriver.Index, id string) bool {
-			return keep(s.db.byID[id])
-		})
-		for id, score := range scores[s.db.index] {
-			it := s.db.byID[id]
-			top.Offer(ltdriver.Hit{Namespace: it.Namespace, Key: it.Key, Text: score, Ref: it})
-		}
-		text = top.Hits()
-	}
-	if q.Vectors() {
-		top := ltdriver.NewTopHits(q.Candidates, true)
-		for _, it := range s.db.byID {
-			if keep(it) && q.VectorMatches(it.VectorModel, len(it.Vector)) {
-				top.Offer(ltdriver.Hit{Namespace: it.Namespace, Key: it.Key, Vector: longterm.Cosine(q.Vector, it.Vector), Ref: it})
-			}
-		}
-		vector = top.Hits()
-	}
-	var out []longterm.Result
-	for _, r := range ltdriver.Rank(q, text, vector) {
-		out = append(out, longterm.Result{Item: ltdriver.Clone(r.Ref.(*longterm.Item), false),
-			Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
-	}
-	return out, nil
+	item := func(_ *ltdriver.Index, id string) *longterm.Item { return s.db.byID[id] }
+	return ltdriver.SearchItems(q, []*ltdriver.Index{s.db.index}, item, maps.Values(s.db.byID), keep), nil
 }
 
 // Sweep implements longterm.Sweeper.
