@@ -282,56 +282,15 @@ func (s *longTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 			return nil, err
 		}
 	}
-	var text, vector []ltdriver.Hit
 	opened := map[[2]string]longterm.Item{}
-	if q.Text() && len(q.Phrases) > 0 {
-		ik, err := s.indexKey(ctx, false)
-		if err != nil {
-			return nil, err
-		}
-		if ik != nil {
-			rs, err := s.inner.Search(ctx, longterm.SearchOptions{Query: blindQuery(ik, q.Phrases), Mode: longterm.ModeText,
-				Prefix: q.Prefix, Labels: q.Labels, Limit: min(q.Candidates, longterm.MaxSearchLimit)})
-			if err != nil {
-				return nil, err
-			}
-			for _, r := range rs {
-				text = append(text, ltdriver.Hit{Namespace: r.Item.Namespace, Key: r.Item.Key, Text: r.TextScore, Ref: r.Item})
-			}
-		}
-	}
-	if q.Vectors() && len(q.Vector) > 0 {
-		top := ltdriver.NewTopHits(q.Candidates, true)
-		lo := longterm.ListOptions{Prefix: q.Prefix, Labels: q.Labels, Limit: longterm.MaxListLimit}
-		for {
-			p, err := s.inner.List(ctx, lo)
-			if err != nil {
-				return nil, err
-			}
-			for _, it := range p.Items {
-				if longterm.InPrefix(LongTermKeys, it.Namespace) {
-					continue
-				}
-				o, err := s.open(ctx, it)
-				if err != nil {
-					return nil, err
-				}
-				if q.VectorMatches(o.VectorModel, len(o.Vector)) {
-					cos := longterm.Cosine(q.Vector, o.Vector)
-					o.Vector = nil
-					opened[[2]string{o.Namespace, o.Key}] = o
-					top.Offer(ltdriver.Hit{Namespace: o.Namespace, Key: o.Key, Vector: cos, Ref: o})
-				}
-			}
-			if p.Next == "" {
-				break
-			}
-			lo.Cursor = p.Next
-		}
-		vector = top.Hits()
+	ranked, err := ltdriver.Find(ctx, q, s.textHits, func(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
+		return s.vectorHits(ctx, q, opened)
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out []longterm.Result
-	for _, r := range ltdriver.Rank(q, text, vector) {
+	for _, r := range ranked {
 		it, ok := opened[[2]string{r.Namespace, r.Key}]
 		if !ok {
 			if it, err = s.open(ctx, r.Ref.(longterm.Item)); err != nil {
@@ -342,6 +301,59 @@ func (s *longTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 		out = append(out, longterm.Result{Item: it, Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
 	}
 	return out, nil
+}
+
+// textHits returns the wrapped store's text hits for the hashes of the
+// query's words (none before the index key exists), each with the sealed
+// item as Ref.
+func (s *longTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
+	ik, err := s.indexKey(ctx, false)
+	if err != nil || ik == nil {
+		return nil, err
+	}
+	rs, err := s.inner.Search(ctx, longterm.SearchOptions{Query: blindQuery(ik, q.Phrases), Mode: longterm.ModeText,
+		Prefix: q.Prefix, Labels: q.Labels, Limit: min(q.Candidates, longterm.MaxSearchLimit)})
+	if err != nil {
+		return nil, err
+	}
+	var text []ltdriver.Hit
+	for _, r := range rs {
+		text = append(text, ltdriver.Hit{Namespace: r.Item.Namespace, Key: r.Item.Key, Text: r.TextScore, Ref: r.Item})
+	}
+	return text, nil
+}
+
+// vectorHits returns the best q.Candidates items by cosine similarity,
+// opening every item under the prefix with the labels; it keeps the
+// opened items of its hits, without their vectors, in opened.
+func (s *longTerm) vectorHits(ctx context.Context, q ltdriver.Search, opened map[[2]string]longterm.Item) ([]ltdriver.Hit, error) {
+	top := ltdriver.NewTopHits(q.Candidates, true)
+	lo := longterm.ListOptions{Prefix: q.Prefix, Labels: q.Labels, Limit: longterm.MaxListLimit}
+	for {
+		p, err := s.inner.List(ctx, lo)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range p.Items {
+			if longterm.InPrefix(LongTermKeys, it.Namespace) {
+				continue
+			}
+			o, err := s.open(ctx, it)
+			if err != nil {
+				return nil, err
+			}
+			if q.VectorMatches(o.VectorModel, len(o.Vector)) {
+				cos := longterm.Cosine(q.Vector, o.Vector)
+				o.Vector = nil
+				opened[[2]string{o.Namespace, o.Key}] = o
+				top.Offer(ltdriver.Hit{Namespace: o.Namespace, Key: o.Key, Vector: cos, Ref: o})
+			}
+		}
+		if p.Next == "" {
+			return top.Hits(), nil
+		}
+		lo.Cursor = p.Next
+	}
 }
 
 // Sweep implements longterm.Sweeper over a wrapped store that is one.
