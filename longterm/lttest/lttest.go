@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn/internal/testing/testenv"
@@ -42,26 +41,6 @@ import (
 // backend, the same DB). The opener registers the store's Close with
 // t.Cleanup.
 type Opener func(t *testing.T, opts longterm.Options) longterm.Store
-
-// PerTest returns a function that gives each test (each t) one value,
-// made by newValue on the test's first call and the same on every later
-// call: what every store an Opener opens for one test must share (a
-// folder, a DB, a namespace), so that a second open is a reopen. newValue
-// runs under a lock, and may register cleanups with t.
-func PerTest[V any](newValue func(t *testing.T) V) func(t *testing.T) V {
-	var mu sync.Mutex
-	made := map[*testing.T]V{}
-	return func(t *testing.T) V {
-		mu.Lock()
-		defer mu.Unlock()
-		v, ok := made[t]
-		if !ok {
-			v = newValue(t)
-			made[t] = v
-		}
-		return v
-	}
-}
 
 // Abilities are the optional abilities a backend declares. A store that
 // lacks a declared ability, or has one it does not declare, fails.
@@ -117,9 +96,9 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 
 // RunByURL runs the whole suite against the stores open opens by URL
 // (longterm.Open, or a wrapper's opener): url returns the URL of a test's
-// own place, and is called once per test (PerTest).
+// own place, and is called once per test (storetest.PerTest).
 func RunByURL(t *testing.T, abilities Abilities, url func(t *testing.T) string, open func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error)) {
-	url = PerTest(url)
+	url = storetest.PerTest(url)
 	Run(t, abilities, func(t *testing.T, opts longterm.Options) longterm.Store {
 		s, err := open(t.Context(), url(t), opts)
 		if err != nil {

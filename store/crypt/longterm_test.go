@@ -14,6 +14,7 @@ import (
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/memory"
 	_ "github.com/cairnhq/cairn/store/sqlite" // sqlite://
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // TestLongTermConformance runs the long-term memory suite through the
@@ -22,7 +23,7 @@ import (
 func TestLongTermConformance(t *testing.T) {
 	ring := crypttest.NewKeyring(t)
 	t.Run("memory", func(t *testing.T) {
-		db := lttest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
+		db := storetest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
 		lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
 			inner, err := db(t).OpenLongTerm(longterm.Options{Now: opts.Now, MaxItemSize: crypt.InnerItemSize(opts.MaxItemSize)})
 			if err != nil {

@@ -6,10 +6,11 @@ import (
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/lttest"
 	"github.com/cairnhq/cairn/store/memory"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 func TestLongTermConformance(t *testing.T) {
-	db := lttest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
+	db := storetest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
 		s, err := db(t).OpenLongTerm(opts)
 		if err != nil {

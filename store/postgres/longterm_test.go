@@ -18,6 +18,7 @@ import (
 	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/postgres"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // ltNamespace returns a new namespace, whose schema is dropped when the
@@ -33,7 +34,7 @@ func ltNamespace(t *testing.T) string {
 // that a second open is a reopen, through a pool of its own.
 func TestLongTermConformance(t *testing.T) {
 	d := dsn(t)
-	ns := lttest.PerTest(ltNamespace)
+	ns := storetest.PerTest(ltNamespace)
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
 		opts.Namespace = ns(t)
 		s, err := postgres.OpenLongTerm(t.Context(), d, postgres.LongTermOptions{Options: opts})

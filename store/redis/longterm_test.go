@@ -14,6 +14,7 @@ import (
 	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/redis"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // ltClient returns a client of the test's own on the test server.
@@ -175,7 +176,7 @@ func openScored(t *testing.T) longterm.Store {
 // every script's keys are in the namespace's one slot.
 func TestLongTermConformanceCluster(t *testing.T) {
 	u := rediscluster.URL(t)
-	namespace := lttest.PerTest(func(t *testing.T) string {
+	namespace := storetest.PerTest(func(t *testing.T) string {
 		ns := "lt_" + testenv.RandHex(6)
 		t.Cleanup(func() { cleanCluster(t, u, ns) })
 		return ns
