@@ -2,7 +2,6 @@ package mongodb_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/cairnhq/cairn/internal/testing/testenv"
@@ -21,12 +20,7 @@ func BenchmarkLongTerm(b *testing.B) {
 				_ = db.Collection(n).Drop(context.Background())
 			}
 		})
-		u := serverURI(b)
-		sep := "?"
-		if strings.Contains(u, "?") {
-			sep = "&"
-		}
-		s, err := longterm.Open(b.Context(), u+sep+"namespace="+ns, longterm.Options{})
+		s, err := longterm.Open(b.Context(), ltURL(b, ns), longterm.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,8 +18,8 @@ import (
 )
 
 // ltURL is the test server's URI with a namespace parameter.
-func ltURL(t *testing.T, ns string) string {
-	u := serverURI(t)
+func ltURL(tb testing.TB, ns string) string {
+	u := serverURI(tb)
 	sep := "?"
 	if strings.Contains(u, "?") {
 		sep = "&"

@@ -4,23 +4,15 @@ import (
 	"context"
 	"testing"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/lttest"
-	"github.com/cairnhq/cairn/store/redis"
 )
 
 // BenchmarkLongTerm puts and searches at 1,000 and 10,000 items; see
 // lttest.Bench. Each size is a namespace of its own.
 func BenchmarkLongTerm(b *testing.B) {
-	opts, err := redis.ParseURL(testenv.URL(b, testenv.Redis))
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := goredis.NewClient(opts)
-	b.Cleanup(func() { c.Close() })
+	c := ltClient(b)
 	lttest.Bench(b, func(b *testing.B) longterm.Store {
 		ns := "ltb_" + testenv.RandHex(6)
 		b.Cleanup(func() {
@@ -30,7 +22,7 @@ func BenchmarkLongTerm(b *testing.B) {
 				c.Del(ctx, iter.Val())
 			}
 		})
-		s, err := longterm.Open(b.Context(), testenv.URL(b, testenv.Redis)+"?namespace="+ns, longterm.Options{})
+		s, err := longterm.Open(b.Context(), ltURL(b, ns), longterm.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

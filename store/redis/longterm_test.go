@@ -18,14 +18,14 @@ import (
 )
 
 // ltClient returns a client of the test's own on the test server.
-func ltClient(t *testing.T) *goredis.Client {
-	t.Helper()
-	opts, err := redis.ParseURL(testenv.URL(t, testenv.Redis))
+func ltClient(tb testing.TB) *goredis.Client {
+	tb.Helper()
+	opts, err := redis.ParseURL(testenv.URL(tb, testenv.Redis))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	c := goredis.NewClient(opts)
-	t.Cleanup(func() { c.Close() })
+	tb.Cleanup(func() { c.Close() })
 	return c
 }
 
@@ -62,8 +62,8 @@ func ltNamespace(t *testing.T, c *goredis.Client) string {
 }
 
 // ltURL is the test server's URL with a namespace parameter.
-func ltURL(t *testing.T, ns string) string {
-	return withNamespace(testenv.URL(t, testenv.Redis), ns)
+func ltURL(tb testing.TB, ns string) string {
+	return withNamespace(testenv.URL(tb, testenv.Redis), ns)
 }
 
 // withNamespace is URL u with a namespace parameter.
