@@ -415,19 +415,10 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if lease.Session != id {
 		tok = "-1"
 	}
-	now := s.now()
-	d := driver.Summarize(events)
-	hasMsg := "0"
-	if d.HasMessage {
-		hasMsg = "1"
-	}
 	n := nonce()
 	ix := indexEvents(events)
-	args := make([]any, 0, fencedAppendArgs+len(events))
-	args = append(args,
-		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
-		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
-		hasMsg, d.FirstMessage, formatTime(now), id, score(now), tok, n)
+	args := s.appendHead(make([]any, 0, fencedAppendArgs+len(events)), id, expectSeq, events)
+	args = append(args, tok, n)
 	args = append(args, ix.args()...)
 	evs, err := encodeEvents(events)
 	if err != nil {
@@ -459,13 +450,5 @@ func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, 
 	if err := leaseReply("append", id, res, err); err != nil {
 		return err
 	}
-	if s.split {
-		if err := s.tally(ctx, id, ix); err != nil {
-			return fmt.Errorf("append %s: text index: %w", id, err)
-		}
-		if err := s.reindex(ctx, id); err != nil {
-			return fmt.Errorf("append %s: index: %w", id, err)
-		}
-	}
-	return nil
+	return s.appended(ctx, id, ix)
 }

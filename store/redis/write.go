@@ -77,22 +77,12 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	d := driver.Summarize(events)
-	hasMsg := "0"
-	if d.HasMessage {
-		hasMsg = "1"
-	}
 	evs, err := encodeEvents(events)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)
 	}
 	ix := indexEvents(events)
-	args := make([]any, 0, appendArgs+len(events))
-	args = append(args,
-		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
-		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
-		hasMsg, d.FirstMessage, formatTime(now), id, score(now))
+	args := s.appendHead(make([]any, 0, appendArgs+len(events)), id, expectSeq, events)
 	args = append(args, ix.args()...)
 	args = append(args, evs...)
 	if s.split {
@@ -126,13 +116,37 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 		}
 		return fmt.Errorf("append %s: unexpected script reply %q", id, res)
 	}
-	if s.split {
-		if err := s.tally(ctx, id, ix); err != nil {
-			return fmt.Errorf("append %s: text index: %w", id, err)
-		}
-		if err := s.reindex(ctx, id); err != nil {
-			return fmt.Errorf("append %s: index: %w", id, err)
-		}
+	return s.appended(ctx, id, ix)
+}
+
+// appendHead appends to args the arguments that the append scripts open
+// with, for events appended to session id at expectSeq now: the times, the
+// seqs, the events' summary and the index score.
+func (s *Store) appendHead(args []any, id string, expectSeq int64, events []cairn.Event) []any {
+	now := s.now()
+	d := driver.Summarize(events)
+	hasMsg := "0"
+	if d.HasMessage {
+		hasMsg = "1"
+	}
+	return append(args,
+		nanos(now), nanos(s.opts.ExpiresAt(now)), s.ttl,
+		expectSeq, expectSeq+int64(len(events)), d.Steps, string(d.Status),
+		hasMsg, d.FirstMessage, formatTime(now), id, score(now))
+}
+
+// appended finishes an append's script in a split store: it counts the
+// events' tokens in the text index and raises the session's score in the
+// index.
+func (s *Store) appended(ctx context.Context, id string, ix textIndex) error {
+	if !s.split {
+		return nil
+	}
+	if err := s.tally(ctx, id, ix); err != nil {
+		return fmt.Errorf("append %s: text index: %w", id, err)
+	}
+	if err := s.reindex(ctx, id); err != nil {
+		return fmt.Errorf("append %s: index: %w", id, err)
 	}
 	return nil
 }
