@@ -196,24 +196,17 @@ func (s *Store) rebuildClaims(ctx context.Context) error {
 		return err
 	}
 	now := nanos(s.now())
-	var cursor uint64
-	for {
-		kv, next, err := s.client.ZScan(ctx, s.index, cursor, "", 500).Result()
-		if err != nil {
-			return fmt.Errorf("scan %s: %w", s.index, err)
-		}
-		_, err = s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for i := 0; i+1 < len(kv); i += 2 {
-				enrollScript.EvalSha(ctx, p, []string{s.metaKey(kv[i]), s.claims}, now, kv[i], s.ttl)
+	err := s.scanIndex(ctx, 500, func(ids []string) error {
+		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, id := range ids {
+				enrollScript.EvalSha(ctx, p, []string{s.metaKey(id), s.claims}, now, id, s.ttl)
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		if cursor = next; cursor == 0 {
-			break
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return indexScript.Run(ctx, s.client, []string{s.claims}, "-inf", "", s.ttl, "0").Err()
 }

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -370,22 +369,8 @@ func (s *Store) searchReady(ctx context.Context) error {
 			return err
 		}
 	}
-	var cursor uint64
-	for {
-		kv, next, err := s.client.ZScan(ctx, s.index, cursor, "", enrollBatch).Result()
-		if err != nil {
-			return fmt.Errorf("scan %s: %w", s.index, err)
-		}
-		var ids []string
-		for i := 0; i+1 < len(kv); i += 2 {
-			ids = append(ids, kv[i])
-		}
-		if err := s.enroll(ctx, ids); err != nil {
-			return err
-		}
-		if cursor = next; cursor == 0 {
-			break
-		}
+	if err := s.scanIndex(ctx, enrollBatch, func(ids []string) error { return s.enroll(ctx, ids) }); err != nil {
+		return err
 	}
 	return readyScript.Run(ctx, s.client, []string{stats}, s.ttl).Err()
 }

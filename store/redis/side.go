@@ -320,6 +320,28 @@ func (s *Store) sideReady(ctx context.Context) error {
 	return nil
 }
 
+// scanIndex calls f with the IDs of the namespace index, a ZSCAN of count
+// at a time, until the scan ends or f fails.
+func (s *Store) scanIndex(ctx context.Context, count int64, f func(ids []string) error) error {
+	var cursor uint64
+	for {
+		kv, next, err := s.client.ZScan(ctx, s.index, cursor, "", count).Result()
+		if err != nil {
+			return fmt.Errorf("scan %s: %w", s.index, err)
+		}
+		var ids []string
+		for i := 0; i+1 < len(kv); i += 2 {
+			ids = append(ids, kv[i])
+		}
+		if err := f(ids); err != nil {
+			return err
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
 // rebuildSide fills the side indexes from the namespace index, then adds
 // the marker that says they are complete. Writes that run meanwhile keep
 // the side indexes in step themselves.
@@ -330,32 +352,20 @@ func (s *Store) rebuildSide(ctx context.Context) error {
 		}
 	}
 	now := nanos(s.now())
-	var cursor uint64
-	for {
-		kv, next, err := s.client.ZScan(ctx, s.index, cursor, "", 500).Result()
-		if err != nil {
-			return fmt.Errorf("scan %s: %w", s.index, err)
-		}
-		var ids []string
-		for i := 0; i+1 < len(kv); i += 2 {
-			ids = append(ids, kv[i])
-		}
+	err := s.scanIndex(ctx, 500, func(ids []string) error {
 		if s.split {
-			err = s.placeAll(ctx, ids)
-		} else {
-			_, err = s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-				for _, id := range ids {
-					enrollSideScript.EvalSha(ctx, p, []string{s.metaKey(id), s.index}, now, id, s.ttl)
-				}
-				return nil
-			})
+			return s.placeAll(ctx, ids)
 		}
-		if err != nil {
-			return err
-		}
-		if cursor = next; cursor == 0 {
-			break
-		}
+		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, id := range ids {
+				enrollSideScript.EvalSha(ctx, p, []string{s.metaKey(id), s.index}, now, id, s.ttl)
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return indexScript.Run(ctx, s.client, []string{s.idsKey()}, 0, "", s.ttl, "0").Err()
 }
