@@ -196,15 +196,7 @@ func (s *Store) rebuildClaims(ctx context.Context) error {
 		return err
 	}
 	now := nanos(s.now())
-	err := s.scanIndex(ctx, 500, func(ids []string) error {
-		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, id := range ids {
-				enrollScript.EvalSha(ctx, p, []string{s.metaKey(id), s.claims}, now, id, s.ttl)
-			}
-			return nil
-		})
-		return err
-	})
+	err := s.scanIndex(ctx, 500, func(ids []string) error { return s.enrollEach(ctx, enrollScript, s.claims, now, ids) })
 	if err != nil {
 		return err
 	}

@@ -342,6 +342,18 @@ func (s *Store) scanIndex(ctx context.Context, count int64, f func(ids []string)
 	}
 }
 
+// enrollEach runs script sc for each session of ids, in one pipeline, on
+// the session's meta and key, with now, the ID and the TTL.
+func (s *Store) enrollEach(ctx context.Context, sc *goredis.Script, key, now string, ids []string) error {
+	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, id := range ids {
+			sc.EvalSha(ctx, p, []string{s.metaKey(id), key}, now, id, s.ttl)
+		}
+		return nil
+	})
+	return err
+}
+
 // rebuildSide fills the side indexes from the namespace index, then adds
 // the marker that says they are complete. Writes that run meanwhile keep
 // the side indexes in step themselves.
@@ -356,13 +368,7 @@ func (s *Store) rebuildSide(ctx context.Context) error {
 		if s.split {
 			return s.placeAll(ctx, ids)
 		}
-		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, id := range ids {
-				enrollSideScript.EvalSha(ctx, p, []string{s.metaKey(id), s.index}, now, id, s.ttl)
-			}
-			return nil
-		})
-		return err
+		return s.enrollEach(ctx, enrollSideScript, s.index, now, ids)
 	})
 	if err != nil {
 		return err
