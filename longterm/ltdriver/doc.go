@@ -9,6 +9,10 @@
 // compacted value, a derived text, a computed vector, a resolved search.
 // Stamp sets what the store records on a Put. Search ranking is shared:
 // a backend finds text hits (in its database, or with Index) and vector
-// hits (Cosine over the items its filters select, TopVectors), and Rank
-// merges them into the order every backend returns.
+// hits (Cosine over the items its filters select, TopHits), and Rank
+// merges them into the order every backend returns; Find runs the two
+// sides a search needs and ranks them, and SearchItems does the whole of
+// it for items held in memory. A server backend registers its URL schemes
+// with RegisterByNamespace, and keeps its memory beside the sessions of
+// SessionNamespace.
 package ltdriver
