@@ -385,17 +385,9 @@ func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, err
 	}
 	lo, hi := longterm.PrefixRange(prefix)
 	now := stamp(ltdriver.Now(s.opts))
-	total := 0
-	for {
-		res, err := ltDeleteRangeScript.Run(ctx, s.client, s.keys(), s.base, lo, hi, now, ltBatch).Int64Slice()
-		if err != nil {
-			return total, s.fail("delete namespace "+prefix, err)
-		}
-		total += int(res[1])
-		if res[0] < ltBatch {
-			return total, nil
-		}
-	}
+	return s.inBatches("delete namespace "+prefix, func() ([]int64, error) {
+		return ltDeleteRangeScript.Run(ctx, s.client, s.keys(), s.base, lo, hi, now, ltBatch).Int64Slice()
+	})
 }
 
 // Sweep implements longterm.Sweeper: scripts of ltBatch items each,
@@ -405,11 +397,20 @@ func (s *LongTerm) Sweep(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	now := ltdriver.Now(s.opts)
+	return s.inBatches("sweep", func() ([]int64, error) {
+		return ltSweepScript.Run(ctx, s.client, s.keys(), s.base, now.UnixNano()/1000, stamp(now), ltBatch).Int64Slice()
+	})
+}
+
+// inBatches runs a script of ltBatch items at a time, run, until one
+// reaches fewer, and returns how many items the scripts erased; a script
+// answers how many items it reached and how many it erased.
+func (s *LongTerm) inBatches(op string, run func() ([]int64, error)) (int, error) {
 	total := 0
 	for {
-		res, err := ltSweepScript.Run(ctx, s.client, s.keys(), s.base, now.UnixNano()/1000, stamp(now), ltBatch).Int64Slice()
+		res, err := run()
 		if err != nil {
-			return total, s.fail("sweep", err)
+			return total, s.fail(op, err)
 		}
 		total += int(res[1])
 		if res[0] < ltBatch {
