@@ -18,6 +18,16 @@ var ForeignItems = []longterm.Item{
 	{Namespace: "agents/support", Key: "facts", Value: json.RawMessage(`{}`), Text: "the quick brown fox"},
 }
 
+// PutAll puts items into s.
+func PutAll(t *testing.T, s longterm.Store, items []longterm.Item) {
+	t.Helper()
+	for _, it := range items {
+		if _, err := s.Put(t.Context(), it, longterm.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // SessionNamespaces checks that the long-term memories of three session
 // namespaces of one store keep apart (open returns the memory of session
 // namespace ns, with the store's Close registered): it puts ForeignItems

@@ -17,15 +17,13 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
 func init() {
-	longterm.Register("file", func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
-		ns, rest := ltdriver.TakeNamespace(u, opts)
-		u, err := url.Parse(rest)
+	ltdriver.RegisterByNamespace(func(ctx context.Context, rawURL string, opts longterm.Options) (longterm.Store, error) {
+		u, err := url.Parse(rawURL)
 		if err != nil {
 			return nil, err
 		}
@@ -33,9 +31,8 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		opts.Namespace = ns
 		return OpenLongTerm(ctx, dir, opts)
-	})
+	}, "file")
 }
 
 // LongTerm is a longterm.Store in the folder of a file Store: DIR/.longterm
@@ -89,11 +86,12 @@ func OpenLongTerm(ctx context.Context, dir string, opts longterm.Options) (*Long
 	if err != nil {
 		return nil, fmt.Errorf("open file store: %w", err)
 	}
+	ns, err := ltdriver.SessionNamespace(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open file store: %w", err)
+	}
 	folder := filepath.Join(abs, ltFolder)
-	if ns := opts.Namespace; ns != "" && ns != cairn.DefaultNamespace {
-		if err := driver.ValidateNamespace(ns); err != nil {
-			return nil, fmt.Errorf("open file store: %w", err)
-		}
+	if ns != cairn.DefaultNamespace {
 		folder = filepath.Join(abs, ns, ltFolder)
 	}
 	if err := os.MkdirAll(filepath.Join(folder, ltTree), 0o700); err != nil {

@@ -3,7 +3,6 @@
 package file_test
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn"
@@ -16,24 +15,14 @@ import (
 // TestLongTermConformance_Namespace runs the suite on the memory of a
 // session namespace, in folders whose default namespace holds items too.
 func TestLongTermConformance_Namespace(t *testing.T) {
-	var mu sync.Mutex
-	dirs := map[*testing.T]string{}
+	dir := storetest.PerTest(func(t *testing.T) string {
+		dir := t.TempDir()
+		lttest.PutAll(t, openLongTerm(t, dir, ""), lttest.ForeignItems)
+		return dir
+	})
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		dir, ok := dirs[t]
-		if !ok {
-			dir = t.TempDir()
-			dirs[t] = dir
-			other := openLongTerm(t, dir, "")
-			for _, it := range lttest.ForeignItems {
-				if _, err := other.Put(t.Context(), it, longterm.PutOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		mu.Unlock()
 		opts.Namespace = "tenant"
-		s, err := file.OpenLongTerm(t.Context(), dir, opts)
+		s, err := file.OpenLongTerm(t.Context(), dir(t), opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,9 +20,8 @@ import (
 )
 
 func init() {
-	longterm.Register("sqlite", func(ctx context.Context, u *url.URL, opts longterm.Options) (longterm.Store, error) {
-		ns, rest := ltdriver.TakeNamespace(u, opts)
-		u, err := url.Parse(rest)
+	ltdriver.RegisterByNamespace(func(ctx context.Context, rawURL string, opts longterm.Options) (longterm.Store, error) {
+		u, err := url.Parse(rawURL)
 		if err != nil {
 			return nil, err
 		}
@@ -30,9 +29,8 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		opts.Namespace = ns
 		return OpenLongTerm(ctx, path, LongTermOptions{Options: opts, Synchronous: o.Synchronous})
-	})
+	}, "sqlite")
 }
 
 // LongTermOptions configure OpenLongTerm.
@@ -75,7 +73,7 @@ func OpenLongTerm(ctx context.Context, path string, opts LongTermOptions) (*Long
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	scope, err := scopeOf(opts.Namespace)
+	scope, err := scopeOf(opts.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
 // A file's long-term memory is divided by session namespace as its
@@ -23,14 +23,15 @@ const scopeMark = "#"
 // defaultFloor is the lowest path of the default namespace's items.
 const defaultFloor = "-"
 
-// scopeOf returns the stored prefix of session namespace ns's items: ""
-// for the default namespace.
-func scopeOf(ns string) (string, error) {
-	if ns == "" || ns == cairn.DefaultNamespace {
-		return "", nil
-	}
-	if err := driver.ValidateNamespace(ns); err != nil {
+// scopeOf returns the stored prefix of the items of the session namespace
+// of o: "" for the default namespace.
+func scopeOf(o longterm.Options) (string, error) {
+	ns, err := ltdriver.SessionNamespace(o)
+	if err != nil {
 		return "", fmt.Errorf("open sqlite long-term memory: %w", err)
+	}
+	if ns == cairn.DefaultNamespace {
+		return "", nil
 	}
 	return scopeMark + ns + "/", nil
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,29 +13,28 @@ import (
 	"github.com/cairnhq/cairn/longterm/lttest"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // TestLongTermConformance runs the long-term memory suite. Every store a
 // test opens is on that test's one file, so that a second open is a
 // reopen, through connections of its own.
 func TestLongTermConformance(t *testing.T) {
-	var mu sync.Mutex
-	paths := map[*testing.T]string{}
+	path := storetest.PerTest(func(t *testing.T) string { return filepath.Join(t.TempDir(), "cairn.db") })
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		path, ok := paths[t]
-		if !ok {
-			path = filepath.Join(t.TempDir(), "cairn.db")
-			paths[t] = path
-		}
-		mu.Unlock()
-		s, err := sqlite.OpenLongTerm(t.Context(), path, sqlite.LongTermOptions{Options: opts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return openLongTerm(t, path(t), opts)
 	})
+}
+
+// openLongTerm opens the long-term memory in the file at path.
+func openLongTerm(t *testing.T, path string, opts longterm.Options) *sqlite.LongTerm {
+	t.Helper()
+	s, err := sqlite.OpenLongTerm(t.Context(), path, sqlite.LongTermOptions{Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // TestLongTerm_TextIndex puts, replaces, deletes, expires and sweeps
@@ -202,43 +200,17 @@ func TestLongTerm_SearchPaths(t *testing.T) {
 // and keys in the default session namespace and in a third: the store
 // sees its own items only.
 func TestLongTermConformance_Namespace(t *testing.T) {
-	var mu sync.Mutex
-	paths := map[*testing.T]string{}
-	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
-		mu.Lock()
-		path, ok := paths[t]
-		if !ok {
-			path = filepath.Join(t.TempDir(), "cairn.db")
-			paths[t] = path
-			for _, ns := range []string{"", "other"} {
-				putAll(t, path, ns, lttest.ForeignItems)
-			}
+	path := storetest.PerTest(func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "cairn.db")
+		for _, ns := range []string{"", "other"} {
+			lttest.PutAll(t, openLongTerm(t, path, longterm.Options{Namespace: ns}), lttest.ForeignItems)
 		}
-		mu.Unlock()
-		opts.Namespace = "tenant"
-		s, err := sqlite.OpenLongTerm(t.Context(), path, sqlite.LongTermOptions{Options: opts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return path
 	})
-}
-
-// putAll puts items into the memory of session namespace ns of the file
-// at path.
-func putAll(t *testing.T, path, ns string, items []longterm.Item) {
-	t.Helper()
-	s, err := sqlite.OpenLongTerm(t.Context(), path, sqlite.LongTermOptions{Options: longterm.Options{Namespace: ns}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for _, it := range items {
-		if _, err := s.Put(t.Context(), it, longterm.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
+		opts.Namespace = "tenant"
+		return openLongTerm(t, path(t), opts)
+	})
 }
 
 // TestLongTerm_SessionNamespaces: the memories of the default session
@@ -246,11 +218,6 @@ func putAll(t *testing.T, path, ns string, items []longterm.Item) {
 func TestLongTerm_SessionNamespaces(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cairn.db")
 	lttest.SessionNamespaces(t, [3]string{"", "a", "b"}, func(t *testing.T, ns string) longterm.Store {
-		s, err := sqlite.OpenLongTerm(t.Context(), path, sqlite.LongTermOptions{Options: longterm.Options{Namespace: ns}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return openLongTerm(t, path, longterm.Options{Namespace: ns})
 	})
 }
