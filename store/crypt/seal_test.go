@@ -63,7 +63,7 @@ func TestStore_RoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, e := range rec.Events {
-				if e.Seq != want[i].Seq || e.Kind != want[i].Kind || !e.At.Equal(want[i].At) || !sameJSON(e.Data, want[i].Data) {
+				if e.Seq != want[i].Seq || e.Kind != want[i].Kind || !e.At.Equal(want[i].At) || !wire.SameJSON(e.Data, want[i].Data) {
 					t.Errorf("event %d: got %s %s, want %s %s", i, e.Kind, e.Data, want[i].Kind, want[i].Data)
 				}
 			}
@@ -95,7 +95,7 @@ func TestStore_RoundTrip(t *testing.T) {
 			// Reopened with the same key, from a later seq.
 			again := open(t, ring)
 			part, err := again.Load(t.Context(), "a", 5)
-			if err != nil || len(part.Events) != 9 || !sameJSON(part.Events[0].Data, want[4].Data) {
+			if err != nil || len(part.Events) != 9 || !wire.SameJSON(part.Events[0].Data, want[4].Data) {
 				t.Fatalf("Load from seq 5 after a reopen: %v, %d events", err, len(part.Events))
 			}
 		})
@@ -313,9 +313,3 @@ func TestStore_RekeyAndDelete(t *testing.T) {
 }
 
 func clone(evs []cairn.Event) []cairn.Event { return append([]cairn.Event(nil), evs...) }
-
-func sameJSON(a, b []byte) bool {
-	ca, err1 := wire.Canonical(a)
-	cb, err2 := wire.Canonical(b)
-	return err1 == nil && err2 == nil && string(ca) == string(cb)
-}

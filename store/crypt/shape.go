@@ -1,7 +1,6 @@
 package crypt
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/cairnhq/cairn"
@@ -55,11 +54,7 @@ func tokensOf(kind cairn.Kind, data []byte) (tok, first string, h sealedHints, o
 }
 
 // sameJSON reports whether a and b are the same JSON value.
-func sameJSON(a, b []byte) bool {
-	ca, err1 := wire.Canonical(a)
-	cb, err2 := wire.Canonical(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
-}
+func sameJSON(a, b []byte) bool { return wire.SameJSON(a, b) }
 
 // emptyObject reports whether data is the JSON object {}.
 func emptyObject(data []byte) bool { return sameJSON(data, []byte("{}")) }
