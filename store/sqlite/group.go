@@ -91,6 +91,13 @@ func (s *Store) submit(r *appendReq) error {
 	start := time.Now()
 	s.commitBatch(batch)
 	q.gather.Done(len(batch), time.Since(start))
+	texts := 0
+	for _, o := range batch {
+		if o.err == nil {
+			texts += o.textCount()
+		}
+	}
+	s.indexed(r.ctx, texts) // after the timing: the gather waits by commits alone
 
 	q.mu.Lock()
 	if len(q.waiting) > 0 {
@@ -157,13 +164,7 @@ func (s *Store) commitBatch(batch []*appendReq) {
 		for _, r := range ok {
 			r.err = err
 		}
-		return
 	}
-	texts := 0
-	for _, r := range ok {
-		texts += r.textCount()
-	}
-	s.indexed(ctx, texts)
 }
 
 // commitEach runs each append of batch in a transaction of its own: the
