@@ -201,18 +201,14 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 		return nil, s.fail("search", err)
 	}
 	defer tx.Rollback()
-	var text, vector []ltdriver.Hit
-	if q.Text() && len(q.Phrases) > 0 {
-		if text, err = s.textHits(ctx, tx, q); err != nil {
-			return nil, s.fail("search", err)
-		}
+	ranked, err := ltdriver.Find(ctx, q, func(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
+		return s.textHits(ctx, tx, q)
+	}, func(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
+		return s.vectorHits(ctx, tx, q)
+	})
+	if err != nil {
+		return nil, s.fail("search", err)
 	}
-	if q.Vectors() && len(q.Vector) > 0 {
-		if vector, err = s.vectorHits(ctx, tx, q); err != nil {
-			return nil, s.fail("search", err)
-		}
-	}
-	ranked := ltdriver.Rank(q, text, vector)
 	if len(ranked) == 0 {
 		return nil, nil
 	}
