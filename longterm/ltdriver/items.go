@@ -22,8 +22,7 @@ func SearchItems(s Search, indexes []*Index, item func(x *Index, id string) *lon
 	}
 	var out []longterm.Result
 	for _, r := range Rank(s, text, vector) {
-		out = append(out, longterm.Result{Item: Clone(r.Ref.(*longterm.Item), false),
-			Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
+		out = append(out, r.Result(Clone(r.Ref.(*longterm.Item), false)))
 	}
 	return out
 }

@@ -212,6 +212,24 @@ func Find(ctx context.Context, s Search, text, vector func(context.Context, Sear
 	return Rank(s, th, vh), nil
 }
 
+// Result is the search result of r with its item it.
+func (r Ranked) Result(it longterm.Item) longterm.Result {
+	return longterm.Result{Item: it, Score: r.Score, TextScore: r.Text, VectorScore: r.Vector}
+}
+
+// Results pairs the ranked hits with their items, found in items by the
+// hits' Refs, in rank order. A hit whose item is not in items is left
+// out.
+func Results[K comparable](ranked []Ranked, items map[K]longterm.Item) []longterm.Result {
+	out := make([]longterm.Result, 0, len(ranked))
+	for _, r := range ranked {
+		if it, ok := items[r.Ref.(K)]; ok {
+			out = append(out, r.Result(it))
+		}
+	}
+	return out
+}
+
 // VectorMatches reports whether an item's vector takes part in the
 // search's vector side: of the search's model and of its length.
 func (s Search) VectorMatches(model string, dims int) bool {

@@ -298,7 +298,7 @@ func (s *longTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 			}
 			it.Vector = nil
 		}
-		out = append(out, longterm.Result{Item: it, Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
+		out = append(out, r.Result(it))
 	}
 	return out, nil
 }

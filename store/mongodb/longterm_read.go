@@ -144,7 +144,7 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 		if err != nil {
 			return nil, s.fail("search", err)
 		}
-		out = append(out, longterm.Result{Item: it, Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
+		out = append(out, r.Result(it))
 	}
 	return out, nil
 }

@@ -45,7 +45,7 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 	out := make([]longterm.Result, 0, len(ranked))
 	for i, r := range ranked {
 		if oks[i] && !ltdriver.Expired(items[i].ExpiresAt, now) {
-			out = append(out, longterm.Result{Item: items[i], Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
+			out = append(out, r.Result(items[i]))
 		}
 	}
 	return out, nil

@@ -233,13 +233,7 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 	if err := rows.Err(); err != nil {
 		return nil, s.fail("search", err)
 	}
-	out := make([]longterm.Result, 0, len(ranked))
-	for _, r := range ranked {
-		if it, ok := byID[r.Ref.(int64)]; ok {
-			out = append(out, longterm.Result{Item: it, Score: r.Score, TextScore: r.Text, VectorScore: r.Vector})
-		}
-	}
-	return out, nil
+	return ltdriver.Results(ranked, byID), nil
 }
 
 // matchQuery returns the FTS5 query of a search: its phrases, each a
