@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -128,26 +127,6 @@ func (s *LongTerm) fail(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, translate(err))
 }
 
-// nanos is t in Unix nanoseconds, 0 for the zero time.
-func nanos(t time.Time) int64 {
-	switch {
-	case t.IsZero():
-		return 0
-	case t.Year() < 1678:
-		return math.MinInt64 + 1
-	case t.Year() > 2261:
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 // errRaced is an insert that met a row another writer inserted since the
 // transaction read none: the Put starts again.
 var errRaced = errors.New("raced")
@@ -182,8 +161,8 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 			}
 			var old *longterm.Item
 			var current int64
-			if exists && !ltdriver.Expired(fromNanos(exp), now) {
-				old, current = &longterm.Item{CreatedAt: fromNanos(created)}, version
+			if exists && !ltdriver.Expired(unixnano.Time(exp), now) {
+				old, current = &longterm.Item{CreatedAt: unixnano.Time(created)}, version
 			}
 			if err := ltdriver.Admit(item.Namespace, item.Key, current, opts.IfVersion); err != nil {
 				return err
@@ -192,7 +171,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 			// write itself (one round trip fewer).
 			ltdriver.Stamp(&stamped, old, 0, now, opts.TTL)
 			args := []any{stamped.Value, []byte(stamped.Text), tsv, labels, ltdriver.EncodeVector(stamped.Vector), stamped.VectorModel,
-				stamped.Source.Session, stamped.Source.Seq, s.seq, nanos(stamped.CreatedAt), nanos(stamped.UpdatedAt), nanos(stamped.ExpiresAt)}
+				stamped.Source.Session, stamped.Source.Seq, s.seq, unixnano.Of(stamped.CreatedAt), unixnano.Of(stamped.UpdatedAt), unixnano.Of(stamped.ExpiresAt)}
 			if exists {
 				return tx.QueryRow(ctx, `UPDATE `+s.table+` SET value = $1, text = $2, tsv = $3::tsvector, labels = $4::jsonb,
 					vector = $5, vector_model = $6, source_session = $7, source_seq = $8, version = nextval($9::regclass),
@@ -359,7 +338,7 @@ func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion 
 		if err != nil {
 			return err
 		}
-		if ltdriver.Expired(fromNanos(exp), now) {
+		if ltdriver.Expired(unixnano.Time(exp), now) {
 			// Already invisible: erase what was left, and say so.
 			if _, err := tx.Exec(ctx, `DELETE FROM `+s.table+` WHERE id = $1`, id); err != nil {
 				return err
@@ -396,7 +375,7 @@ func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, err
 	var n int
 	err := s.pool.QueryRow(ctx, `WITH gone AS (DELETE FROM `+s.table+` WHERE path >= $1 AND path < $2 RETURNING expires_at)
 		SELECT count(*) FILTER (WHERE expires_at = 0 OR expires_at > $3) FROM gone`,
-		lo, hi, nanos(ltdriver.Now(s.opts))).Scan(&n)
+		lo, hi, unixnano.Of(ltdriver.Now(s.opts))).Scan(&n)
 	if err != nil {
 		return 0, s.fail("delete namespace "+prefix, err)
 	}
@@ -409,7 +388,7 @@ func (s *LongTerm) Sweep(ctx context.Context) (int, error) {
 	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE expires_at > 0 AND expires_at <= $1`, nanos(ltdriver.Now(s.opts)))
+	tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE expires_at > 0 AND expires_at <= $1`, unixnano.Of(ltdriver.Now(s.opts)))
 	if err != nil {
 		return 0, s.fail("sweep", err)
 	}

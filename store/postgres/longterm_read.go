@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -43,7 +44,7 @@ func scanLT(row pgx.Row, extra ...any) (longterm.Item, error) {
 		return it, fmt.Errorf("item %s %s: %w", it.Namespace, it.Key, err)
 	}
 	it.Vector = v
-	it.CreatedAt, it.UpdatedAt, it.ExpiresAt = fromNanos(created), fromNanos(updated), fromNanos(exp)
+	it.CreatedAt, it.UpdatedAt, it.ExpiresAt = unixnano.Time(created), unixnano.Time(updated), unixnano.Time(exp)
 	return it, nil
 }
 
@@ -78,7 +79,7 @@ func (f *ltFilter) sql() string {
 // itemFilter selects the live items under prefix with labels.
 func (s *LongTerm) itemFilter(prefix string, labels map[string]string) *ltFilter {
 	f := &ltFilter{}
-	f.add(`(i.expires_at = 0 OR i.expires_at > $?)`, nanos(ltdriver.Now(s.opts)))
+	f.add(`(i.expires_at = 0 OR i.expires_at > $?)`, unixnano.Of(ltdriver.Now(s.opts)))
 	if prefix != "" {
 		lo, hi := longterm.PrefixRange(prefix)
 		f.add(`i.path >= $? AND i.path < $?`, lo, hi)
@@ -100,7 +101,7 @@ func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 	}
 	it, err := scanLT(s.pool.QueryRow(ctx, `SELECT `+ltColumns("i.vector")+` FROM `+s.table+` AS i
 		WHERE i.path = $1 AND i.key = $2 AND (i.expires_at = 0 OR i.expires_at > $3)`,
-		longterm.PathOrder(namespace), key, nanos(ltdriver.Now(s.opts))))
+		longterm.PathOrder(namespace), key, unixnano.Of(ltdriver.Now(s.opts))))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ltdriver.NotFound(namespace, key)
 	}
@@ -160,7 +161,7 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 	if err != nil {
 		return nil, err
 	}
-	now := nanos(ltdriver.Now(s.opts))
+	now := unixnano.Of(ltdriver.Now(s.opts))
 	return ltdriver.SkipNamespaces(opts, func(pos, hi string, inclusive bool) (string, bool, error) {
 		op := ">"
 		if inclusive {

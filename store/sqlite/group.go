@@ -12,6 +12,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/group"
+	"github.com/cairnhq/cairn/internal/unixnano"
 )
 
 // appendReq is one Append waiting for, or in, a group commit.
@@ -186,9 +187,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) (wrote b
 	now := s.opts.Now().UTC()
 	d := r.delta
 	res, err := tx.StmtContext(ctx, s.advance).ExecContext(ctx,
-		r.expectSeq+int64(len(r.events)), nanos(now), nanos(s.opts.ExpiresAt(now)),
+		r.expectSeq+int64(len(r.events)), unixnano.Of(now), unixnano.Of(s.opts.ExpiresAt(now)),
 		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
-		s.opts.Namespace, r.id, r.expectSeq, nanos(now))
+		s.opts.Namespace, r.id, r.expectSeq, unixnano.Of(now))
 	if err != nil {
 		return true, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/unixnano"
 )
 
 var _ cairn.Leaser = (*Store)(nil)
@@ -36,7 +37,7 @@ func (s *Store) readLease(ctx context.Context, tx *sql.Tx, id string, now time.T
 	return l, err
 }
 
-func (l leaseRow) live(now time.Time) bool { return l.holder != "" && l.expires > nanos(now) }
+func (l leaseRow) live(now time.Time) bool { return l.holder != "" && l.expires > unixnano.Of(now) }
 
 // Acquire implements cairn.Leaser.
 //
@@ -74,7 +75,7 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 			return err
 		}
 		if cur.live(now) && !force {
-			return &cairn.LeaseHeldError{Session: id, Holder: cur.holder, Expires: fromNanos(cur.expires)}
+			return &cairn.LeaseHeldError{Session: id, Holder: cur.holder, Expires: unixnano.Time(cur.expires)}
 		}
 		var tok int64
 		if err := tx.QueryRowContext(ctx, `INSERT INTO lease_tokens (namespace, last) VALUES (?, 1)
@@ -87,7 +88,7 @@ func (s *Store) acquire(ctx context.Context, id, holder string, ttl time.Duratio
 		return tx.QueryRowContext(ctx, `UPDATE sessions SET lease_holder = ?, lease_token = ?, lease_expires = ?,
 			lease_takeovers = lease_takeovers + CASE WHEN lease_holder <> '' THEN 1 ELSE 0 END
 			WHERE namespace = ? AND id = ? RETURNING lease_takeovers`,
-			holder, tok, nanos(exp), s.opts.Namespace, id).Scan(&lease.Takeovers)
+			holder, tok, unixnano.Of(exp), s.opts.Namespace, id).Scan(&lease.Takeovers)
 	})
 	if err != nil {
 		var held *cairn.LeaseHeldError
@@ -122,7 +123,7 @@ func (s *Store) Renew(ctx context.Context, lease cairn.Lease, ttl time.Duration)
 			return err
 		}
 		return tx.QueryRowContext(ctx, `UPDATE sessions SET lease_expires = ? WHERE namespace = ? AND id = ?
-			RETURNING lease_takeovers`, nanos(exp), s.opts.Namespace, lease.Session).Scan(&lease.Takeovers)
+			RETURNING lease_takeovers`, unixnano.Of(exp), s.opts.Namespace, lease.Session).Scan(&lease.Takeovers)
 	})
 	if err != nil {
 		return cairn.Lease{}, s.leaseFail("renew", lease.Session, err)
@@ -179,7 +180,7 @@ func (s *Store) CurrentLease(ctx context.Context, id string) (cairn.Lease, error
 	if !l.live(now) {
 		return cairn.Lease{Session: id, Takeovers: l.takeovers}, nil
 	}
-	return cairn.Lease{Session: id, Holder: l.holder, Token: l.token, Expires: fromNanos(l.expires), Takeovers: l.takeovers}, nil
+	return cairn.Lease{Session: id, Holder: l.holder, Token: l.token, Expires: unixnano.Time(l.expires), Takeovers: l.takeovers}, nil
 }
 
 // AppendFenced implements cairn.Leaser: in one transaction, the lease
@@ -228,7 +229,7 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cai
 	if err != nil {
 		return nil, fmt.Errorf("leases: %w", err)
 	}
-	now := nanos(s.opts.Now())
+	now := unixnano.Of(s.opts.Now())
 	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_holder, lease_token, lease_expires, lease_takeovers FROM sessions
 		WHERE namespace = ? AND id IN (SELECT value FROM json_each(?)) AND (expires_at = 0 OR expires_at > ?)
 			AND lease_holder <> '' AND lease_expires > ?`, s.opts.Namespace, string(list), now, now)
@@ -244,7 +245,7 @@ func (s *Store) CurrentLeases(ctx context.Context, ids []string) (map[string]cai
 		if err := rows.Scan(&l.Session, &l.Holder, &l.Token, &exp, &l.Takeovers); err != nil {
 			return nil, s.fail("leases", "", err)
 		}
-		l.Expires = fromNanos(exp)
+		l.Expires = unixnano.Time(exp)
 		out[l.Session] = l
 	}
 	if err := rows.Err(); err != nil {

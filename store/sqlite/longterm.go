@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -175,7 +176,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 		var old *longterm.Item
 		var current int64
 		if exists && !expired(exp, now) {
-			old, current = &longterm.Item{CreatedAt: fromNanos(created)}, version
+			old, current = &longterm.Item{CreatedAt: unixnano.Time(created)}, version
 		}
 		if err := ltdriver.Admit(item.Namespace, item.Key, current, opts.IfVersion); err != nil {
 			return err
@@ -188,7 +189,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 		ltdriver.Stamp(&item, old, rev, now, opts.TTL)
 		nsIndex := nsTokens(s.stored(item.Namespace))
 		args := []any{item.Value, item.Text, labels, ltdriver.EncodeVector(item.Vector), item.VectorModel,
-			item.Source.Session, item.Source.Seq, item.Version, nanos(item.CreatedAt), nanos(item.UpdatedAt), nanos(item.ExpiresAt), nsIndex}
+			item.Source.Session, item.Source.Seq, item.Version, unixnano.Of(item.CreatedAt), unixnano.Of(item.UpdatedAt), unixnano.Of(item.ExpiresAt), nsIndex}
 		if exists {
 			if _, err := tx.ExecContext(ctx, `UPDATE longterm_items SET value = ?, text = ?, labels = ?, vector = ?,
 				vector_model = ?, source_session = ?, source_seq = ?, version = ?, created_at = ?, updated_at = ?,
@@ -309,7 +310,7 @@ func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, err
 		return 0, err
 	}
 	lo, hi := longterm.PrefixRange(s.stored(prefix))
-	now := nanos(ltdriver.Now(s.opts))
+	now := unixnano.Of(ltdriver.Now(s.opts))
 	n := 0
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		n = 0
@@ -366,7 +367,7 @@ func (s *LongTerm) Sweep(ctx context.Context) (int, error) {
 	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
-	now := nanos(ltdriver.Now(s.opts))
+	now := unixnano.Of(ltdriver.Now(s.opts))
 	total := 0
 	for {
 		var gone []erased

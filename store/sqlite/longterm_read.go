@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -54,7 +55,7 @@ func scanItem(sc scanner, extra ...any) (longterm.Item, error) {
 		return it, fmt.Errorf("item %s %s: %w", it.Namespace, it.Key, err)
 	}
 	it.Vector = v
-	it.CreatedAt, it.UpdatedAt, it.ExpiresAt = fromNanos(created), fromNanos(updated), fromNanos(exp)
+	it.CreatedAt, it.UpdatedAt, it.ExpiresAt = unixnano.Time(created), unixnano.Time(updated), unixnano.Time(exp)
 	return it, nil
 }
 
@@ -81,7 +82,7 @@ func (f *filter) sql() string {
 // (storedPrefix) with labels, at now.
 func (s *LongTerm) itemFilter(prefix string, labels map[string]string) *filter {
 	f := &filter{}
-	f.add(`(i.expires_at = 0 OR i.expires_at > ?)`, nanos(ltdriver.Now(s.opts)))
+	f.add(`(i.expires_at = 0 OR i.expires_at > ?)`, unixnano.Of(ltdriver.Now(s.opts)))
 	if lo, hi := pathRange(prefix); hi == "" {
 		f.add(`i.path >= ?`, lo)
 	} else {
@@ -103,7 +104,7 @@ func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 	}
 	it, err := s.scanItem(s.r.QueryRowContext(ctx, `SELECT `+itemColumns("i.vector")+` FROM longterm_items AS i
 		WHERE i.path = ? AND i.key = ? AND (i.expires_at = 0 OR i.expires_at > ?)`,
-		longterm.PathOrder(s.stored(namespace)), key, nanos(ltdriver.Now(s.opts))))
+		longterm.PathOrder(s.stored(namespace)), key, unixnano.Of(ltdriver.Now(s.opts))))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ltdriver.NotFound(namespace, key)
 	}
@@ -162,7 +163,7 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 	if err != nil {
 		return nil, err
 	}
-	now := nanos(ltdriver.Now(s.opts))
+	now := unixnano.Of(ltdriver.Now(s.opts))
 	return ltdriver.SkipNamespaces(opts, func(pos, hi string, inclusive bool) (string, bool, error) {
 		op := ">"
 		if inclusive {

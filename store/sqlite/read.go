@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/unixnano"
 )
 
 // Load implements cairn.Store. The session row and its events are read in
@@ -137,7 +138,7 @@ func (s *Store) scanInfo(row interface{ Scan(...any) error }) (cairn.SessionInfo
 		&info.LastSeq, &exp, &damage); err != nil {
 		return info, 0, err
 	}
-	info.CreatedAt, info.UpdatedAt, info.Status = fromNanos(created), fromNanos(updated), cairn.Status(status)
+	info.CreatedAt, info.UpdatedAt, info.Status = unixnano.Time(created), unixnano.Time(updated), cairn.Status(status)
 	info.Labels = map[string]string{}
 	if err := json.Unmarshal([]byte(labels), &info.Labels); err != nil {
 		d := &driver.DamagedError{Session: info.ID, Where: "sessions table, labels",
@@ -299,7 +300,7 @@ func (s *Store) listQuery(ctx context.Context, opts cairn.ListOptions) (string, 
 
 	// The conditions on a row, but for its status.
 	var where listSQL
-	where.add(` AND (s.expires_at = 0 OR s.expires_at > ?)`, nanos(s.opts.Now()))
+	where.add(` AND (s.expires_at = 0 OR s.expires_at > ?)`, unixnano.Of(s.opts.Now()))
 	if opts.Prefix != "" {
 		// Unary + keeps a walk in List order from trading its index for
 		// the primary key's range (and a sort of all of it).
@@ -316,17 +317,17 @@ func (s *Store) listQuery(ctx context.Context, opts cairn.ListOptions) (string, 
 		}
 	}
 	if !opts.UpdatedAfter.IsZero() {
-		where.add(` AND `+atCol+` > ?`, nanos(opts.UpdatedAfter))
+		where.add(` AND `+atCol+` > ?`, unixnano.Of(opts.UpdatedAfter))
 	}
 	if !opts.UpdatedBefore.IsZero() {
-		where.add(` AND `+atCol+` < ?`, nanos(opts.UpdatedBefore))
+		where.add(` AND `+atCol+` < ?`, unixnano.Of(opts.UpdatedBefore))
 	}
 	if opts.Cursor != "" {
 		c, err := driver.ParseCursor(opts.Cursor)
 		if err != nil {
 			return "", nil, err
 		}
-		n := nanos(c.UpdatedAt)
+		n := unixnano.Of(c.UpdatedAt)
 		where.add(` AND `+atCol+` <= ? AND (`+atCol+` < ? OR `+idCol+` < ?)`, n, n, c.ID)
 	}
 	limit := driver.PageSize(opts) + 1

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 )
 
@@ -40,7 +41,7 @@ func (s *Store) Search(ctx context.Context, query string, limit int) ([]driver.S
 		return nil, s.fail("search", "", err)
 	}
 	match := phraseMatch(phrases)
-	now := nanos(s.opts.Now())
+	now := unixnano.Of(s.opts.Now())
 	for k := 16 + 4*min(limit, maxRankedEvents); ; k *= 4 {
 		if k > maxRankedEvents {
 			k = -1 // no limit

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/unixnano"
 )
 
 var _ cairn.Snapshotter = (*Store)(nil)
@@ -24,7 +25,7 @@ func (s *Store) PutSnapshot(ctx context.Context, id string, snap cairn.Snapshot)
 		return s.fail("put snapshot", id, err)
 	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		now := nanos(s.opts.Now())
+		now := unixnano.Of(s.opts.Now())
 		res, err := tx.ExecContext(ctx, `INSERT INTO snapshots (namespace, session_id, seq, data)
 			SELECT namespace, id, ?3, ?4 FROM sessions
 			WHERE namespace = ?1 AND id = ?2 AND (expires_at = 0 OR expires_at > ?5)
@@ -96,7 +97,7 @@ func (s *Store) DropSnapshot(ctx context.Context, id string) error {
 		return s.fail("drop snapshot", id, err)
 	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		if err := s.live(ctx, tx, id, nanos(s.opts.Now())); err != nil {
+		if err := s.live(ctx, tx, id, unixnano.Of(s.opts.Now())); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM snapshots WHERE namespace = ? AND session_id = ?`, s.opts.Namespace, id)

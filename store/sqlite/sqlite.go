@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/group"
+	"github.com/cairnhq/cairn/internal/unixnano"
 )
 
 // Options configure Open.
@@ -323,32 +323,10 @@ func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// nanos is t as stored: Unix nanoseconds, 0 for the zero time, clamped to
-// the range an int64 holds.
-func nanos(t time.Time) int64 {
-	switch {
-	case t.IsZero():
-		return 0
-	case t.Year() < 1678:
-		return math.MinInt64 + 1
-	case t.Year() > 2261:
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-// fromNanos is the inverse of nanos, in UTC.
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 // expired reports whether a session with the stored expiry exp has expired
 // at now.
 func expired(exp int64, now time.Time) bool {
-	return driver.Expired(fromNanos(exp), now)
+	return driver.Expired(unixnano.Time(exp), now)
 }
 
 // walMode switches the database to WAL. A new file starts in

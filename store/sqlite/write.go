@@ -12,6 +12,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/envsum"
+	"github.com/cairnhq/cairn/internal/unixnano"
 )
 
 // Create implements cairn.Store. A session whose TTL has passed but that
@@ -47,13 +48,13 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 		_, err = tx.ExecContext(ctx, `INSERT INTO sessions
 			(namespace, id, created_at, updated_at, expires_at, status, steps, first_message, labels, last_seq)
 			VALUES (?, ?, ?, ?, ?, ?, 0, '', ?, 0)`,
-			s.opts.Namespace, meta.ID, nanos(created), nanos(now), nanos(s.opts.ExpiresAt(now)),
+			s.opts.Namespace, meta.ID, unixnano.Of(created), unixnano.Of(now), unixnano.Of(s.opts.ExpiresAt(now)),
 			string(cairn.StatusNew), string(labels))
 		if err != nil || len(meta.Labels) == 0 {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO session_labels (namespace, session_id, key, value, updated_at)
-			SELECT ?, ?, key, value, ? FROM json_each(?)`, s.opts.Namespace, meta.ID, nanos(now), string(labels))
+			SELECT ?, ?, key, value, ? FROM json_each(?)`, s.opts.Namespace, meta.ID, unixnano.Of(now), string(labels))
 		return err
 	})
 	return s.fail("create", meta.ID, err)
@@ -179,7 +180,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
-	now := nanos(s.opts.Now())
+	now := unixnano.Of(s.opts.Now())
 	total, batch := 0, SweepBatch/4
 	for {
 		var n int64
@@ -316,7 +317,7 @@ func (s *Store) CountExpired(ctx context.Context) (int, error) {
 	}
 	var n int
 	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE namespace = ? AND expires_at > 0 AND expires_at <= ?`,
-		s.opts.Namespace, nanos(s.opts.Now())).Scan(&n)
+		s.opts.Namespace, unixnano.Of(s.opts.Now())).Scan(&n)
 	if err != nil {
 		return 0, s.fail("count expired", "", err)
 	}
