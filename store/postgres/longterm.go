@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/ltrow"
 	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
@@ -142,7 +142,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 	if err != nil {
 		return nil, err
 	}
-	labels, err := labelsJSON(item.Labels)
+	labels, err := ltrow.Labels(item.Labels)
 	if err != nil {
 		return nil, err
 	}
@@ -194,14 +194,6 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 		}
 		return &stamped, nil
 	}
-}
-
-func labelsJSON(l map[string]string) (string, error) {
-	if len(l) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(l)
-	return string(b), err
 }
 
 // PostgreSQL's limits on a tsvector: the longest lexeme, the highest

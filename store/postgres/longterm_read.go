@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairnhq/cairn/internal/ltrow"
 	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
@@ -24,28 +24,12 @@ func ltColumns(vector string) string {
 
 // scanLT reads an item's columns (ltColumns), after extra columns.
 func scanLT(row pgx.Row, extra ...any) (longterm.Item, error) {
-	var it longterm.Item
-	var value, labels string
-	var text, vec []byte
-	var created, updated, exp int64
-	dest := append(extra, &it.Namespace, &it.Key, &value, &text, &labels, &vec, &it.VectorModel,
-		&it.Source.Session, &it.Source.Seq, &it.Version, &created, &updated, &exp)
-	if err := row.Scan(dest...); err != nil {
-		return it, err
+	var r ltrow.Row
+	var text []byte
+	if err := row.Scan(r.Dest(&text, extra...)...); err != nil {
+		return longterm.Item{}, err
 	}
-	it.Value, it.Text = json.RawMessage(value), string(text)
-	if labels != "{}" && labels != "" {
-		if err := json.Unmarshal([]byte(labels), &it.Labels); err != nil {
-			return it, fmt.Errorf("item %s %s: labels: %w", it.Namespace, it.Key, err)
-		}
-	}
-	v, err := ltdriver.DecodeVector(vec)
-	if err != nil {
-		return it, fmt.Errorf("item %s %s: %w", it.Namespace, it.Key, err)
-	}
-	it.Vector = v
-	it.CreatedAt, it.UpdatedAt, it.ExpiresAt = unixnano.Time(created), unixnano.Time(updated), unixnano.Time(exp)
-	return it, nil
+	return r.Item(string(text))
 }
 
 // ltFilter is a WHERE clause on the items (alias i) and its arguments,

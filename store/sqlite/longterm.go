@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/ltrow"
 	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
@@ -159,7 +159,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 	if err != nil {
 		return nil, err
 	}
-	labels, err := labelsJSON(item.Labels)
+	labels, err := ltrow.Labels(item.Labels)
 	if err != nil {
 		return nil, err
 	}
@@ -214,14 +214,6 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 		return nil, s.fail("put "+item.Namespace+" "+item.Key, err)
 	}
 	return &item, nil
-}
-
-func labelsJSON(l map[string]string) (string, error) {
-	if len(l) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(l)
-	return string(b), err
 }
 
 // Delete implements longterm.Store.

@@ -4,13 +4,12 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/cairnhq/cairn/internal/ltrow"
 	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
@@ -35,28 +34,12 @@ func (s *LongTerm) scanItem(sc scanner, extra ...any) (longterm.Item, error) {
 
 // scanItem reads an item's columns (itemColumns), after extra columns.
 func scanItem(sc scanner, extra ...any) (longterm.Item, error) {
-	var it longterm.Item
-	var value, labels string
-	var vec []byte
-	var created, updated, exp int64
-	dest := append(extra, &it.Namespace, &it.Key, &value, &it.Text, &labels, &vec, &it.VectorModel,
-		&it.Source.Session, &it.Source.Seq, &it.Version, &created, &updated, &exp)
-	if err := sc.Scan(dest...); err != nil {
-		return it, err
+	var r ltrow.Row
+	var text string
+	if err := sc.Scan(r.Dest(&text, extra...)...); err != nil {
+		return longterm.Item{}, err
 	}
-	it.Value = json.RawMessage(value)
-	if labels != "{}" && labels != "" {
-		if err := json.Unmarshal([]byte(labels), &it.Labels); err != nil {
-			return it, fmt.Errorf("item %s %s: labels: %w", it.Namespace, it.Key, err)
-		}
-	}
-	v, err := ltdriver.DecodeVector(vec)
-	if err != nil {
-		return it, fmt.Errorf("item %s %s: %w", it.Namespace, it.Key, err)
-	}
-	it.Vector = v
-	it.CreatedAt, it.UpdatedAt, it.ExpiresAt = unixnano.Time(created), unixnano.Time(updated), unixnano.Time(exp)
-	return it, nil
+	return r.Item(text)
 }
 
 // filter is a WHERE clause on the items (alias i) and its arguments: the

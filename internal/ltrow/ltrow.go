@@ -1,0 +1,59 @@
+// Package ltrow reads and writes a long-term item as the SQL stores keep
+// it in a row: its value and labels as JSON text, its vector encoded
+// (ltdriver.EncodeVector), its times in Unix nanoseconds (unixnano).
+package ltrow
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/cairnhq/cairn/internal/unixnano"
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
+)
+
+// Row is an item's columns as scanned, before Item decodes them.
+type Row struct {
+	item                      longterm.Item
+	value, labels             string
+	vector                    []byte
+	created, updated, expires int64
+}
+
+// Dest returns the scan destinations of an item's columns, after extra:
+// namespace, key, value, text (into text, which the caller owns),
+// labels, vector, vector_model, source_session, source_seq, version,
+// created_at, updated_at and expires_at.
+func (r *Row) Dest(text any, extra ...any) []any {
+	return append(extra, &r.item.Namespace, &r.item.Key, &r.value, text, &r.labels, &r.vector, &r.item.VectorModel,
+		&r.item.Source.Session, &r.item.Source.Seq, &r.item.Version, &r.created, &r.updated, &r.expires)
+}
+
+// Item decodes the row into its item, with text as its text.
+func (r *Row) Item(text string) (longterm.Item, error) {
+	it := r.item
+	it.Text = text
+	it.Value = json.RawMessage(r.value)
+	if r.labels != "{}" && r.labels != "" {
+		if err := json.Unmarshal([]byte(r.labels), &it.Labels); err != nil {
+			return it, fmt.Errorf("item %s %s: labels: %w", it.Namespace, it.Key, err)
+		}
+	}
+	v, err := ltdriver.DecodeVector(r.vector)
+	if err != nil {
+		return it, fmt.Errorf("item %s %s: %w", it.Namespace, it.Key, err)
+	}
+	it.Vector = v
+	it.CreatedAt, it.UpdatedAt, it.ExpiresAt = unixnano.Time(r.created), unixnano.Time(r.updated), unixnano.Time(r.expires)
+	return it, nil
+}
+
+// Labels is the labels column of labels l: their JSON object, "{}" for
+// none.
+func Labels(l map[string]string) (string, error) {
+	if len(l) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(l)
+	return string(b), err
+}

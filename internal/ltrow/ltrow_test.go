@@ -1,0 +1,65 @@
+package ltrow
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/unixnano"
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
+)
+
+// fill sets each scan destination to its column's value, as a row would.
+func fill(t *testing.T, dest []any, cols []any) {
+	t.Helper()
+	if len(dest) != len(cols) {
+		t.Fatalf("%d destinations, want %d", len(dest), len(cols))
+	}
+	for i, c := range cols {
+		reflect.ValueOf(dest[i]).Elem().Set(reflect.ValueOf(c))
+	}
+}
+
+func TestRow(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var r Row
+	var text string
+	var id int64
+	fill(t, r.Dest(&text, &id), []any{int64(7), "a/b", "k", `{"x":1}`, "hello", `{"l":"v"}`,
+		ltdriver.EncodeVector([]float32{1, 2}), "m", "s1", int64(3), int64(2), unixnano.Of(at), unixnano.Of(at), int64(0)})
+	it, err := r.Item(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := longterm.Item{Namespace: "a/b", Key: "k", Value: []byte(`{"x":1}`), Text: "hello",
+		Labels: map[string]string{"l": "v"}, Vector: []float32{1, 2}, VectorModel: "m",
+		Source: longterm.Source{Session: "s1", Seq: 3}, Version: 2, CreatedAt: at, UpdatedAt: at}
+	if id != 7 || !reflect.DeepEqual(it, want) {
+		t.Errorf("id %d, item %+v; want 7, %+v", id, it, want)
+	}
+}
+
+func TestRowBadLabels(t *testing.T) {
+	var r Row
+	var text string
+	fill(t, r.Dest(&text), []any{"a", "k", `{}`, "", `{`, []byte(nil), "", "", int64(0), int64(1), int64(0), int64(0), int64(0)})
+	if _, err := r.Item(text); err == nil {
+		t.Error("labels that are not JSON: no error")
+	}
+}
+
+func TestLabels(t *testing.T) {
+	for _, c := range []struct {
+		l    map[string]string
+		want string
+	}{
+		{nil, "{}"},
+		{map[string]string{}, "{}"},
+		{map[string]string{"b": "2", "a": "1"}, `{"a":"1","b":"2"}`},
+	} {
+		if got, err := Labels(c.l); err != nil || got != c.want {
+			t.Errorf("Labels(%v) = %q, %v; want %q", c.l, got, err, c.want)
+		}
+	}
+}
