@@ -57,3 +57,41 @@ func Labels(l map[string]string) (string, error) {
 	b, err := json.Marshal(l)
 	return string(b), err
 }
+
+// Scanner reads the columns of one row.
+type Scanner interface{ Scan(dest ...any) error }
+
+// Rows are the rows of a query, read one at a time.
+type Rows interface {
+	Scanner
+	Next() bool
+	Err() error
+}
+
+// Items reads every row of rows as an item with read.
+func Items(rows Rows, read func(Scanner, ...any) (longterm.Item, error)) ([]longterm.Item, error) {
+	var items []longterm.Item
+	for rows.Next() {
+		it, err := read(rows)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, rows.Err()
+}
+
+// ByID reads every row of rows, an id column then an item's, with read:
+// the items by their ids.
+func ByID(rows Rows, read func(Scanner, ...any) (longterm.Item, error)) (map[int64]longterm.Item, error) {
+	byID := map[int64]longterm.Item{}
+	for rows.Next() {
+		var id int64
+		it, err := read(rows, &id)
+		if err != nil {
+			return nil, err
+		}
+		byID[id] = it
+	}
+	return byID, rows.Err()
+}

@@ -1,6 +1,7 @@
 package ltrow
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -61,5 +62,59 @@ func TestLabels(t *testing.T) {
 		if got, err := Labels(c.l); err != nil || got != c.want {
 			t.Errorf("Labels(%v) = %q, %v; want %q", c.l, got, err, c.want)
 		}
+	}
+}
+
+// fakeRows are rows of one int64 column each, and an error after them.
+type fakeRows struct {
+	vals []int64
+	at   int
+	err  error
+}
+
+func (f *fakeRows) Next() bool { f.at++; return f.at <= len(f.vals) }
+func (f *fakeRows) Err() error { return f.err }
+func (f *fakeRows) Scan(dest ...any) error {
+	for _, d := range dest {
+		*d.(*int64) = f.vals[f.at-1]
+	}
+	return nil
+}
+
+// readKey reads a row as an item whose version is the row's value.
+func readKey(sc Scanner, extra ...any) (longterm.Item, error) {
+	var v int64
+	if err := sc.Scan(append(extra, &v)...); err != nil {
+		return longterm.Item{}, err
+	}
+	if v < 0 {
+		return longterm.Item{}, errors.New("negative")
+	}
+	return longterm.Item{Version: v}, nil
+}
+
+func TestItems(t *testing.T) {
+	items, err := Items(&fakeRows{vals: []int64{1, 2}}, readKey)
+	if err != nil || len(items) != 2 || items[0].Version != 1 || items[1].Version != 2 {
+		t.Errorf("Items = %+v, %v; want versions 1 and 2", items, err)
+	}
+	if _, err := Items(&fakeRows{vals: []int64{1, -1}}, readKey); err == nil {
+		t.Error("Items with a bad row: no error")
+	}
+	if _, err := Items(&fakeRows{err: errors.New("x")}, readKey); err == nil {
+		t.Error("Items with rows that fail: no error")
+	}
+}
+
+func TestByID(t *testing.T) {
+	byID, err := ByID(&fakeRows{vals: []int64{4, 5}}, readKey)
+	if err != nil || len(byID) != 2 || byID[4].Version != 4 || byID[5].Version != 5 {
+		t.Errorf("ByID = %+v, %v; want items 4 and 5", byID, err)
+	}
+	if _, err := ByID(&fakeRows{vals: []int64{-1}}, readKey); err == nil {
+		t.Error("ByID with a bad row: no error")
+	}
+	if _, err := ByID(&fakeRows{err: errors.New("x")}, readKey); err == nil {
+		t.Error("ByID with rows that fail: no error")
 	}
 }

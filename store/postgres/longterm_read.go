@@ -23,7 +23,7 @@ func ltColumns(vector string) string {
 }
 
 // scanLT reads an item's columns (ltColumns), after extra columns.
-func scanLT(row pgx.Row, extra ...any) (longterm.Item, error) {
+func scanLT(row ltrow.Scanner, extra ...any) (longterm.Item, error) {
 	var r ltrow.Row
 	var text []byte
 	if err := row.Scan(r.Dest(&text, extra...)...); err != nil {
@@ -120,15 +120,8 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 		return nil, s.fail("list", err)
 	}
 	defer rows.Close()
-	var items []longterm.Item
-	for rows.Next() {
-		it, err := scanLT(rows)
-		if err != nil {
-			return nil, s.fail("list", err)
-		}
-		items = append(items, it)
-	}
-	if err := rows.Err(); err != nil {
+	items, err := ltrow.Items(rows, scanLT)
+	if err != nil {
 		return nil, s.fail("list", err)
 	}
 	return ltdriver.Page(items, opts.Limit), nil
@@ -204,16 +197,8 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 		return nil, s.fail("search", err)
 	}
 	defer rows.Close()
-	byID := map[int64]longterm.Item{}
-	for rows.Next() {
-		var id int64
-		it, err := scanLT(rows, &id)
-		if err != nil {
-			return nil, s.fail("search", err)
-		}
-		byID[id] = it
-	}
-	if err := rows.Err(); err != nil {
+	byID, err := ltrow.ByID(rows, scanLT)
+	if err != nil {
 		return nil, s.fail("search", err)
 	}
 	return ltdriver.Results(ranked, byID), nil

@@ -22,18 +22,16 @@ func itemColumns(vector string) string {
 		i.source_session, i.source_seq, i.version, i.created_at, i.updated_at, i.expires_at`
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
 // scanItem reads an item's columns (itemColumns), after extra columns,
 // and names its namespace as the store's user does.
-func (s *LongTerm) scanItem(sc scanner, extra ...any) (longterm.Item, error) {
+func (s *LongTerm) scanItem(sc ltrow.Scanner, extra ...any) (longterm.Item, error) {
 	it, err := scanItem(sc, extra...)
 	it.Namespace = s.shown(it.Namespace)
 	return it, err
 }
 
 // scanItem reads an item's columns (itemColumns), after extra columns.
-func scanItem(sc scanner, extra ...any) (longterm.Item, error) {
+func scanItem(sc ltrow.Scanner, extra ...any) (longterm.Item, error) {
 	var r ltrow.Row
 	var text string
 	if err := sc.Scan(r.Dest(&text, extra...)...); err != nil {
@@ -121,15 +119,8 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 		return nil, s.fail("list", err)
 	}
 	defer rows.Close()
-	var items []longterm.Item
-	for rows.Next() {
-		it, err := s.scanItem(rows)
-		if err != nil {
-			return nil, s.fail("list", err)
-		}
-		items = append(items, it)
-	}
-	if err := rows.Err(); err != nil {
+	items, err := ltrow.Items(rows, s.scanItem)
+	if err != nil {
 		return nil, s.fail("list", err)
 	}
 	return ltdriver.Page(items, opts.Limit), nil
@@ -205,16 +196,8 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 		return nil, s.fail("search", err)
 	}
 	defer rows.Close()
-	byID := map[int64]longterm.Item{}
-	for rows.Next() {
-		var id int64
-		it, err := s.scanItem(rows, &id)
-		if err != nil {
-			return nil, s.fail("search", err)
-		}
-		byID[id] = it
-	}
-	if err := rows.Err(); err != nil {
+	byID, err := ltrow.ByID(rows, s.scanItem)
+	if err != nil {
 		return nil, s.fail("search", err)
 	}
 	return ltdriver.Results(ranked, byID), nil
