@@ -27,11 +27,7 @@ func wrapMemory(t testing.TB, db *memory.DB, ring *crypt.Keyring, opts cairn.Sto
 		t.Fatal(err)
 	}
 	s, err := crypt.Wrap(data, crypt.Options{Keyring: ring, Keys: keys, Namespace: opts.Namespace, Limits: opts.Limits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Opened(t, s, err)
 }
 
 func TestStore_Conformance(t *testing.T) {

@@ -30,11 +30,7 @@ func TestLongTermConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, err := crypt.WrapLongTerm(inner, ring, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
+			return storetest.Opened(t, s, err)
 		})
 	})
 	t.Run("sqlite", func(t *testing.T) {

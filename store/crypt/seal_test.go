@@ -13,6 +13,7 @@ import (
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/memory"
 	_ "github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // backends opens an encrypting store over memory and over SQLite; each
@@ -30,11 +31,7 @@ func backendsAt(t *testing.T, path string) map[string]func(t *testing.T, ring *c
 		},
 		"sqlite": func(t *testing.T, ring *crypt.Keyring) crypt.Store {
 			s, err := crypt.Open(t.Context(), "sqlite://"+path, cairn.StoreOptions{}, ring)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
+			return storetest.Opened(t, s, err)
 		},
 	}
 }

@@ -51,11 +51,7 @@ func BenchmarkAppend(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
 		storetest.BenchmarkAppend(b, func(b *testing.B, opts cairn.StoreOptions) cairn.Store {
 			s, err := crypt.Open(b.Context(), "sqlite://"+b.TempDir()+"/cairn.db", opts, ring)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
+			return storetest.Opened(b, s, err)
 		})
 	})
 }

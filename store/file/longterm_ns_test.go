@@ -23,11 +23,7 @@ func TestLongTermConformance_Namespace(t *testing.T) {
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
 		opts.Namespace = "tenant"
 		s, err := file.OpenLongTerm(t.Context(), dir(t), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(t, s, err)
 	})
 }
 
@@ -63,9 +59,5 @@ func TestLongTerm_SessionNamespaces(t *testing.T) {
 func openLongTerm(t *testing.T, dir, ns string) *file.LongTerm {
 	t.Helper()
 	s, err := file.OpenLongTerm(t.Context(), dir, longterm.Options{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Opened(t, s, err)
 }

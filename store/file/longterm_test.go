@@ -18,10 +18,6 @@ func TestLongTermConformance(t *testing.T) {
 	dir := storetest.PerTest(func(t *testing.T) string { return t.TempDir() })
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
 		s, err := file.OpenLongTerm(t.Context(), dir(t), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(t, s, err)
 	})
 }

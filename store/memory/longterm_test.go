@@ -13,10 +13,6 @@ func TestLongTermConformance(t *testing.T) {
 	db := storetest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
 		s, err := db(t).OpenLongTerm(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(t, s, err)
 	})
 }

@@ -12,11 +12,7 @@ func TestConformance(t *testing.T) {
 	db := storetest.PerTest(func(*testing.T) *memory.DB { return memory.NewDB() })
 	storetest.Run(t, storetest.Abilities{Leases: true, Claims: true, Sweep: true, Snapshots: true, Search: true, Envelopes: memory.Envelopes}, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		s, err := db(t).Open(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(t, s, err)
 	})
 }
 

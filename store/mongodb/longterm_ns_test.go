@@ -6,6 +6,7 @@ import (
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/lttest"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // TestLongTerm_SessionNamespaces: the memories of three session
@@ -19,10 +20,6 @@ func TestLongTerm_SessionNamespaces(t *testing.T) {
 	}
 	lttest.SessionNamespaces(t, scopes, func(t *testing.T, ns string) longterm.Store {
 		s, err := longterm.Open(t.Context(), ltURL(t, ns), longterm.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(t, s, err)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cairnhq/cairn/longterm/lttest"
 	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // ltURL is the test server's URI with a namespace parameter.
@@ -132,9 +133,5 @@ func TestLongTerm_ScoresAsMemory(t *testing.T) {
 // openScored opens a store on a namespace of its own.
 func openScored(t *testing.T) longterm.Store {
 	s, err := longterm.Open(t.Context(), ltURL(t, ltNamespace(t, client(t))), longterm.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Opened(t, s, err)
 }

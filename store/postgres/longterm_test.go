@@ -38,11 +38,7 @@ func TestLongTermConformance(t *testing.T) {
 	lttest.Run(t, lttest.Abilities{Sweep: true}, func(t *testing.T, opts longterm.Options) longterm.Store {
 		opts.Namespace = ns(t)
 		s, err := postgres.OpenLongTerm(t.Context(), d, postgres.LongTermOptions{Options: opts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(t, s, err)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/lttest"
+	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // BenchmarkLongTerm puts and searches at 1,000 and 10,000 items; see
@@ -23,10 +24,6 @@ func BenchmarkLongTerm(b *testing.B) {
 			}
 		})
 		s, err := longterm.Open(b.Context(), ltURL(b, ns), longterm.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(b, s, err)
 	})
 }

@@ -164,11 +164,7 @@ func TestLongTerm_ScoresAsMemory(t *testing.T) {
 // openScored opens a store on a namespace of its own.
 func openScored(t *testing.T) longterm.Store {
 	s, err := longterm.Open(t.Context(), ltURL(t, ltNamespace(t, ltClient(t))), longterm.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Opened(t, s, err)
 }
 
 // TestLongTermConformanceCluster runs the long-term memory suite on a real

@@ -29,11 +29,7 @@ func openURL(t *testing.T, rawURL string) *redis.Store {
 	ns := "t_" + testenv.RandHex(6)
 	cleanNamespace(t, ns)
 	s, err := redis.Open(t.Context(), rawURL, cairn.StoreOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Opened(t, s, err)
 }
 
 func TestOpen_NothingListens(t *testing.T) {

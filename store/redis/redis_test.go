@@ -96,11 +96,7 @@ func openStore(tb testing.TB, opts cairn.StoreOptions) *redis.Store {
 	}
 	cleanNamespace(tb, opts.Namespace)
 	s, err := redis.Open(context.Background(), testURL(tb), opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Opened(tb, s, err)
 }
 
 // conformanceAbilities are the store's, with the hook that reads its envelopes.
@@ -142,11 +138,7 @@ func TestConformanceSplit(t *testing.T) {
 	storetest.Run(t, conformanceAbilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		cleanNamespace(t, opts.Namespace)
 		s, err := redis.NewSplit(c, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(t, s, err)
 	})
 }
 

@@ -28,21 +28,13 @@ func TestConformance(t *testing.T) {
 		}}
 	storetest.Run(t, abilities, func(t *testing.T, opts cairn.StoreOptions) cairn.Store {
 		s, err := sqlite.Open(t.Context(), path(t), sqlite.Options{StoreOptions: opts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(t, s, err)
 	})
 }
 
 func BenchmarkAppend(b *testing.B) {
 	storetest.BenchmarkAppend(b, func(b *testing.B, opts cairn.StoreOptions) cairn.Store {
 		s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "cairn.db"), sqlite.Options{StoreOptions: opts})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		return s
+		return storetest.Opened(b, s, err)
 	})
 }

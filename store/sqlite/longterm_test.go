@@ -30,11 +30,7 @@ func TestLongTermConformance(t *testing.T) {
 func openLongTerm(t *testing.T, path string, opts longterm.Options) *sqlite.LongTerm {
 	t.Helper()
 	s, err := sqlite.OpenLongTerm(t.Context(), path, sqlite.LongTermOptions{Options: opts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Opened(t, s, err)
 }
 
 // TestLongTerm_TextIndex puts, replaces, deletes, expires and sweeps

@@ -62,6 +62,17 @@ func PerTest[V any](newValue func(t *testing.T) V) func(t *testing.T) V {
 	}
 }
 
+// Opened returns s, a store just opened, closed when the test ends; err,
+// the error of its opening, fails the test at once.
+func Opened[S interface{ Close() error }](tb testing.TB, s S, err error) S {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
 // Run runs the whole conformance suite against the stores open returns,
 // which must have exactly the optional abilities declared. Each test uses a
 // namespace of its own, so a shared server can run the suite while holding
