@@ -17,6 +17,20 @@ import (
 // runs of one benchmark.
 var filled sync.Map
 
+// benchFile returns the path of the file filled under key, and true; or,
+// when none is, the path of a new file in a folder of its own, and false.
+func benchFile(b *testing.B, key string) (string, bool) {
+	b.Helper()
+	if path, found := filled.Load(key); found {
+		return path.(string), true
+	}
+	dir, err := os.MkdirTemp("", "cairn-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return filepath.Join(dir, "cairn.db"), false
+}
+
 // fillLongTerm puts n items of 10 to 30 words into spread namespaces (one
 // namespace when spread is 1) and returns the store, opened with
 // synchronous NORMAL to fill faster (a search reads the same either way).
@@ -24,15 +38,8 @@ var filled sync.Map
 func fillLongTerm(b *testing.B, n, spread int) *sqlite.LongTerm {
 	b.Helper()
 	key := fmt.Sprint(n, "/", spread)
-	path, found := filled.Load(key)
-	if !found {
-		dir, err := os.MkdirTemp("", "cairn-bench-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		path = filepath.Join(dir, "cairn.db")
-	}
-	s, err := sqlite.OpenLongTerm(b.Context(), path.(string), sqlite.LongTermOptions{Synchronous: "NORMAL"})
+	path, found := benchFile(b, key)
+	s, err := sqlite.OpenLongTerm(b.Context(), path, sqlite.LongTermOptions{Synchronous: "NORMAL"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package sqlite_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -21,15 +19,8 @@ const rareWord = "quokkafish7"
 func fillSessions(b *testing.B, n int) *sqlite.Store {
 	b.Helper()
 	key := fmt.Sprint("sessions/", n)
-	path, found := filled.Load(key)
-	if !found {
-		dir, err := os.MkdirTemp("", "cairn-bench-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		path = filepath.Join(dir, "cairn.db")
-	}
-	s, err := sqlite.Open(b.Context(), path.(string), sqlite.Options{Synchronous: "NORMAL"})
+	path, found := benchFile(b, key)
+	s, err := sqlite.Open(b.Context(), path, sqlite.Options{Synchronous: "NORMAL"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +34,7 @@ func fillSessions(b *testing.B, n int) *sqlite.Store {
 	if err := s.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if s, err = sqlite.Open(b.Context(), path.(string), sqlite.Options{Synchronous: "NORMAL"}); err != nil {
+	if s, err = sqlite.Open(b.Context(), path, sqlite.Options{Synchronous: "NORMAL"}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
