@@ -151,10 +151,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, errors.New("measure only the long conversation, or leave it out: not both")
 	}
 	cfg := settingsFor(opts.Quick)
-	progress := opts.Progress
-	if progress == nil {
-		progress = func(string) {}
-	}
+	progress := orIgnore(opts.Progress)
 	dir, cleanup, err := workDir(opts.Dir)
 	if err != nil {
 		return nil, err

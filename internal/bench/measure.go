@@ -318,3 +318,26 @@ func workDir(dir string) (string, func(), error) {
 	}
 	return d, func() { os.RemoveAll(d) }, nil
 }
+
+// checkSizes reports an error unless sizes holds at least one size, each
+// of 100 or more; unit is what a size counts ("items", "sessions").
+func checkSizes(sizes []int, unit string) error {
+	if len(sizes) == 0 {
+		return fmt.Errorf("no number of %s to measure at", unit)
+	}
+	for _, n := range sizes {
+		if n < 100 {
+			return fmt.Errorf("%d %s: measure at 100 or more", n, unit)
+		}
+	}
+	return nil
+}
+
+// orIgnore returns say, or, when it is nil, a func that ignores what it
+// is told.
+func orIgnore(say func(string)) func(string) {
+	if say == nil {
+		return func(string) {}
+	}
+	return say
+}

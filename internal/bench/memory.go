@@ -116,23 +116,13 @@ func RunMemory(ctx context.Context, opts MemoryOptions) (*MemoryReport, error) {
 		defer cleanup()
 		opts.Stores = []string{"sqlite://" + filepath.ToSlash(filepath.Join(dir, "memory.db"))}
 	}
-	if len(opts.Items) == 0 {
-		return nil, errors.New("no number of items to measure at")
-	}
-	for _, n := range opts.Items {
-		if n < 100 {
-			return nil, fmt.Errorf("%d items: measure at 100 or more", n)
-		}
+	if err := checkSizes(opts.Items, "items"); err != nil {
+		return nil, err
 	}
 	if opts.Reps <= 0 {
 		opts.Reps = 200
 	}
-	if opts.Progress == nil {
-		opts.Progress = func(string) {}
-	}
-	if opts.Log == nil {
-		opts.Log = func(string) {}
-	}
+	opts.Progress, opts.Log = orIgnore(opts.Progress), orIgnore(opts.Log)
 	if opts.prefix == "" {
 		opts.prefix = "bench"
 	}

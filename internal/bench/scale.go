@@ -116,23 +116,13 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 	if len(opts.Stores) == 0 {
 		return nil, errors.New("no store to measure: give one or more store URLs")
 	}
-	if len(opts.Sessions) == 0 {
-		return nil, errors.New("no number of sessions to measure at")
-	}
-	for _, n := range opts.Sessions {
-		if n < 100 {
-			return nil, fmt.Errorf("%d sessions: measure at 100 or more", n)
-		}
+	if err := checkSizes(opts.Sessions, "sessions"); err != nil {
+		return nil, err
 	}
 	if opts.Reps <= 0 {
 		opts.Reps = 11
 	}
-	if opts.Progress == nil {
-		opts.Progress = func(string) {}
-	}
-	if opts.Log == nil {
-		opts.Log = func(string) {}
-	}
+	opts.Progress, opts.Log = orIgnore(opts.Progress), orIgnore(opts.Log)
 	rep := &ScaleReport{Results: []ScaleResult{}}
 	for _, u := range opts.Stores {
 		for _, n := range opts.Sessions {
