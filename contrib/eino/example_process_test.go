@@ -73,11 +73,7 @@ func TestExample(t *testing.T) {
 	example, cairnCmd := binaries(t)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			url := b.url(t)
-			st := open(t, url)
-			id := newID("example")
-			cleanup(t, st, id, id+"-checkpoint")
-			file := filepath.Join(t.TempDir(), "lines.txt")
+			url, _, id, file := graphSession(t, b, "example")
 
 			code, stdout, stderr := run(t, example, "--store", url, "--session", id, "--file", file)
 			if code != 4 || !strings.Contains(stdout, "is waiting for approval of: append_line") {

@@ -127,6 +127,19 @@ func runChild(t *testing.T, url, id, file string, approve, crash bool) (int, dem
 	return code, out, stderr.String()
 }
 
+// graphSession opens b's store for a run of the demo graph: its URL, the
+// store, a session ID of the test's own starting with prefix (the session
+// and its checkpoint are deleted when the test ends), and the file the
+// graph's tool appends to.
+func graphSession(t *testing.T, b backend, prefix string) (url string, st cairn.Store, id, file string) {
+	t.Helper()
+	url = b.url(t)
+	st = open(t, url)
+	id = newID(prefix)
+	cleanup(t, st, id, demo.CheckpointID(id))
+	return url, st, id, filepath.Join(t.TempDir(), "lines.txt")
+}
+
 // TestGraph_ResumeInAnotherProcess runs a real Eino graph — a chat model
 // node, a tools node, an interrupt before the tools node — up to the
 // interrupt in this process, and resumes it from the store's checkpoint in
@@ -135,12 +148,8 @@ func runChild(t *testing.T, url, id, file string, approve, crash bool) (int, dem
 func TestGraph_ResumeInAnotherProcess(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			url := b.url(t)
-			st := open(t, url)
+			url, st, id, file := graphSession(t, b, "graph")
 			ctx := t.Context()
-			id := newID("graph")
-			cleanup(t, st, id, demo.CheckpointID(id))
-			file := filepath.Join(t.TempDir(), "lines.txt")
 
 			out, err := demo.Run(ctx, st, id, demo.AppendLine{Path: file}, prompt, false)
 			if err != nil {
@@ -194,12 +203,8 @@ func TestGraph_ResumeInAnotherProcess(t *testing.T) {
 func TestGraph_CrashInTool(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			url := b.url(t)
-			st := open(t, url)
+			url, st, id, file := graphSession(t, b, "crash")
 			ctx := t.Context()
-			id := newID("crash")
-			cleanup(t, st, id, demo.CheckpointID(id))
-			file := filepath.Join(t.TempDir(), "lines.txt")
 
 			if code, out, stderr := runChild(t, url, id, file, false, false); code != 1 || len(out.Awaiting) != 1 {
 				t.Fatalf("the first run: exit %d, %+v, stderr %q; want exit 1, awaiting approval", code, out, stderr)
