@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/agent"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/testing/fault"
 	"github.com/cairnhq/cairn/provider"
 	"github.com/cairnhq/cairn/provider/offline"
 	"github.com/cairnhq/cairn/store/file"
@@ -67,24 +67,6 @@ var backends = []backend{
 		t.Cleanup(func() { s.Close() })
 		return s
 	}},
-}
-
-// logBuffer is a log destination safe for concurrent writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // start runs a worker until the test ends or stop is called; stop waits
@@ -165,7 +147,7 @@ func TestRun_FinishesQueued(t *testing.T) {
 			st := b.open(t)
 			ids := enqueue(t, st, 8, worker.EnqueueOptions{})
 			other := enqueue(t, st, 1, worker.EnqueueOptions{Queue: "other"})
-			var logs logBuffer
+			var logs fault.SyncBuffer
 			a := &agent.Agent{Name: "w", Model: offline.New(), Store: st}
 			var stops []func()
 			for _, name := range []string{"w1", "w2"} {
@@ -390,7 +372,7 @@ func TestRun_Prepare(t *testing.T) {
 			return a.WithTools(whoami), []agent.RunOption{agent.Background("remember " + who)}, nil
 		}
 	}
-	var logs logBuffer
+	var logs fault.SyncBuffer
 	// A lease longer than any test run: each session that cannot start is
 	// tried exactly once, however slow the machine.
 	start(t, worker.Options{Agent: a, Prepare: prepare, Poll: 10 * time.Millisecond, LeaseTTL: time.Hour,
