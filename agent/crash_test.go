@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testing/testcheck"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	_ "github.com/cairnhq/cairn/store/file"
 	_ "github.com/cairnhq/cairn/store/sqlite"
 )
@@ -27,23 +28,6 @@ var (
 	crashStores = flag.String("crash.stores", "", "comma-separated stores the crash test runs on: sqlite, file (default both, or $CAIRN_CRASH_STORES)")
 	crashSeed   = flag.Uint64("crash.seed", 0, "seed of the kill schedule, to replay a failed run (default from the clock, or $CAIRN_CRASH_SEED)")
 )
-
-// crashSeedValue returns the seed of the kill schedule and logs it, so that
-// a failure can be replayed with -crash.seed (or $CAIRN_CRASH_SEED). The
-// schedule, not the machine's timing, is what the seed fixes.
-func crashSeedValue(t *testing.T) uint64 {
-	seed := *crashSeed
-	if seed == 0 {
-		if n, err := strconv.ParseUint(os.Getenv("CAIRN_CRASH_SEED"), 10, 64); err == nil {
-			seed = n
-		}
-	}
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("kill schedule seed %d (replay with -crash.seed %d or CAIRN_CRASH_SEED=%d)", seed, seed, seed)
-	return seed
-}
 
 // crashStoreURLs returns the store URLs the crash test runs on, in dir.
 func crashStoreURLs(dir string) map[string]string {
@@ -112,7 +96,8 @@ func crashResume(t *testing.T, bin, url string) {
 
 	want := wantKills()
 	kills, sessions, unknown, again := 0, 0, 0, 0
-	seed := crashSeedValue(t)
+	// The seed fixes the kill schedule, not the machine's timing.
+	seed := testenv.Seed(t, *crashSeed, "kill schedule", "crash.seed", "CAIRN_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, 7))
 	landed := map[string]int{} // the last stored event when a kill landed
 	st, err := cairn.Open(t.Context(), url, cairn.StoreOptions{})

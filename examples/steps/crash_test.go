@@ -74,14 +74,7 @@ func TestExample_CrashResume(t *testing.T) {
 	if names == "" {
 		names = "sqlite,postgres"
 	}
-	s := *seed
-	if s == 0 {
-		s, _ = strconv.ParseUint(os.Getenv("CAIRN_CRASH_SEED"), 10, 64)
-	}
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("kill schedule seed %d (replay with -crash.seed %d)", s, s)
+	s := testenv.Seed(t, *seed, "kill schedule", "crash.seed", "CAIRN_CRASH_SEED")
 	for _, name := range strings.Split(names, ",") {
 		name = strings.TrimSpace(name)
 		t.Run(name, func(t *testing.T) {

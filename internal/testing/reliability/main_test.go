@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/cairnhq/cairn/internal/testing/fault"
 	"github.com/cairnhq/cairn/internal/testing/testenv"
@@ -23,17 +22,7 @@ var (
 // when, where a cut falls), not the machine's timing.
 func testSeed(t *testing.T) uint64 {
 	t.Helper()
-	s := *seed
-	if s == 0 {
-		if n, err := strconv.ParseUint(os.Getenv("CAIRN_RELIABILITY_SEED"), 10, 64); err == nil {
-			s = n
-		}
-	}
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("schedule seed %d (replay with -seed %d or CAIRN_RELIABILITY_SEED=%d)", s, s, s)
-	return s
+	return testenv.Seed(t, *seed, "schedule", "seed", "CAIRN_RELIABILITY_SEED")
 }
 
 // wantKills returns the SIGKILLs the crash test lands on each backend.

@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -191,4 +192,24 @@ func RaceEnv(goRace string) string {
 		return goRace
 	}
 	return strings.TrimSpace(goRace + " atexit_sleep_ms=0")
+}
+
+// Seed returns the seed of a randomized test's schedule and logs it first,
+// so that a failure, even a timeout, can be replayed: given (a flag's
+// value) unless it is zero, else the number in the environment variable
+// env, else one from the clock. The log line names the seed by what it
+// schedules, and the flag and the variable that replay it.
+func Seed(tb testing.TB, given uint64, what, flagName, env string) uint64 {
+	tb.Helper()
+	s := given
+	if s == 0 {
+		if n, err := strconv.ParseUint(os.Getenv(env), 10, 64); err == nil {
+			s = n
+		}
+	}
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	tb.Logf("%s seed %d (replay with -%s %d or %s=%d)", what, s, flagName, s, env, s)
+	return s
 }
