@@ -69,6 +69,7 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 		{"ListPaging", testListPaging},
 		{"Namespaces", testNamespaces},
 		{"TTL", testTTL},
+		{"LongTTL", testLongTTL},
 		{"SearchText", testSearchText},
 		{"SearchPhrases", testSearchPhrases},
 		{"SearchQuerySyntax", testSearchQuerySyntax},

@@ -358,6 +358,35 @@ func testDeleteNamespace(t *testing.T, h *harness) {
 // testTTL checks that an expired item is invisible to every read at once,
 // counts as absent for IfAbsent, and that a Put without a TTL makes an
 // item permanent.
+// testLongTTL: an item whose TTL runs past the years a Unix time in
+// nanoseconds holds (2262) lives: it is read, listed and found, a sweep
+// leaves it, and its expiry is after now.
+func testLongTTL(t *testing.T, h *harness) {
+	s := h.store(t)
+	ns := h.ns("longttl")
+	got := mustPut(t, s, item(ns, "k", "wombat"), longterm.PutOptions{TTL: 280 * 365 * 24 * time.Hour})
+	if !got.ExpiresAt.After(h.clock.Now().Add(200 * 365 * 24 * time.Hour)) {
+		t.Errorf("ExpiresAt = %v, want about 280 years on", got.ExpiresAt)
+	}
+	if sw, ok := s.(longterm.Sweeper); ok {
+		if _, err := sw.Sweep(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, st := range []longterm.Store{s, h.store(t)} {
+		it := mustGet(t, st, ns, "k")
+		if !it.ExpiresAt.After(h.clock.Now()) {
+			t.Errorf("ExpiresAt read back = %v, not after now", it.ExpiresAt)
+		}
+		if got := places(listAll(t, st, longterm.ListOptions{Prefix: ns})); !slices.Equal(got, []string{ns + " k"}) {
+			t.Errorf("List: %v", got)
+		}
+		if got := resultPlaces(search(t, st, longterm.SearchOptions{Query: "wombat", Prefix: ns})); !slices.Equal(got, []string{ns + " k"}) {
+			t.Errorf("Search: %v", got)
+		}
+	}
+}
+
 func testTTL(t *testing.T, h *harness) {
 	s := h.store(t)
 	ctx := t.Context()

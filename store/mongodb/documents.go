@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/unixnano"
 )
 
 // Special values of a session document's last_seq. A live session has
@@ -136,5 +137,5 @@ func (s *Store) expiry(now time.Time) (int64, *bson.DateTime) {
 		return neverExpires, nil
 	}
 	d := bson.NewDateTimeFromTime(exp)
-	return exp.UnixNano(), &d
+	return unixnano.Of(exp), &d // held at 2262, where nanoseconds end
 }

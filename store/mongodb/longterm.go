@@ -18,6 +18,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/text"
+	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -160,7 +161,7 @@ type ltDoc struct {
 func (d *ltDoc) item(vector bool) (longterm.Item, error) {
 	it := longterm.Item{Namespace: d.Namespace, Key: d.Key, Value: json.RawMessage(d.Value), Text: d.Text,
 		VectorModel: d.Model, Source: longterm.Source{Session: d.Session, Seq: d.Seq}, Version: d.Version,
-		CreatedAt: fromNanos(d.Created), UpdatedAt: fromNanos(d.Updated), ExpiresAt: fromNanos(d.Expires)}
+		CreatedAt: unixnano.Time(d.Created), UpdatedAt: unixnano.Time(d.Updated), ExpiresAt: unixnano.Time(d.Expires)}
 	for _, l := range d.Labels {
 		var kv [2]string
 		if err := json.Unmarshal([]byte(l), &kv); err != nil {
@@ -179,20 +180,6 @@ func (d *ltDoc) item(vector bool) (longterm.Item, error) {
 		it.Vector = v
 	}
 	return it, nil
-}
-
-func toNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }
 
 // ltID is an item's _id: 32 hex digits of a SHA-256 of its namespace and
@@ -335,8 +322,8 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 		}
 		var prev *longterm.Item
 		var current int64
-		if exists && !ltdriver.Expired(fromNanos(old.Expires), now) {
-			prev, current = &longterm.Item{CreatedAt: fromNanos(old.Created)}, old.Version
+		if exists && !ltdriver.Expired(unixnano.Time(old.Expires), now) {
+			prev, current = &longterm.Item{CreatedAt: unixnano.Time(old.Created)}, old.Version
 		}
 		if err := ltdriver.Admit(item.Namespace, item.Key, current, opts.IfVersion); err != nil {
 			return nil, err
@@ -364,7 +351,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 			Value: string(item.Value), Text: item.Text, Labels: labelTerms(item.Labels), Toks: hashes,
 			Len: len(toks) + strings.Count(item.Namespace, "/") + 1, Vector: ltdriver.EncodeVector(item.Vector),
 			Model: item.VectorModel, Dims: len(item.Vector), Session: item.Source.Session, Seq: item.Source.Seq,
-			Version: stamped.Version, Created: toNanos(stamped.CreatedAt), Updated: toNanos(stamped.UpdatedAt), Expires: toNanos(stamped.ExpiresAt)}
+			Version: stamped.Version, Created: unixnano.Of(stamped.CreatedAt), Updated: unixnano.Of(stamped.UpdatedAt), Expires: unixnano.Of(stamped.ExpiresAt)}
 		if !exists {
 			if _, err := s.items.InsertOne(ctx, doc); err != nil {
 				if mongo.IsDuplicateKeyError(err) {
@@ -439,7 +426,7 @@ func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion 
 		if err != nil {
 			return s.fail(op, err)
 		}
-		gone := ltdriver.Expired(fromNanos(old.Expires), now)
+		gone := ltdriver.Expired(unixnano.Time(old.Expires), now)
 		if !gone {
 			if err := ltdriver.Admit(namespace, key, old.Version, ifVersion); err != nil {
 				return err
@@ -529,7 +516,7 @@ func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, err
 	}
 	lo, hi := longterm.PrefixRange(prefix)
 	n, _, err := s.eraseFound(ctx, bson.D{{Key: "path", Value: bson.D{{Key: "$gte", Value: lo}, {Key: "$lt", Value: hi}}}},
-		toNanos(ltdriver.Now(s.opts)))
+		unixnano.Of(ltdriver.Now(s.opts)))
 	if err != nil {
 		return n, s.fail("delete namespace "+prefix, err)
 	}
@@ -541,7 +528,7 @@ func (s *LongTerm) Sweep(ctx context.Context) (int, error) {
 	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
-	now := toNanos(ltdriver.Now(s.opts))
+	now := unixnano.Of(ltdriver.Now(s.opts))
 	_, n, err := s.eraseFound(ctx, bson.D{{Key: "ea", Value: bson.D{{Key: "$gt", Value: int64(0)}, {Key: "$lte", Value: now}}}}, now)
 	if err != nil {
 		return n, s.fail("sweep", err)

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -28,7 +29,7 @@ func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 	// through its index, and the collection for any other filter.
 	err := s.items.FindOne(ctx, bson.D{{Key: "_id", Value: ltID(namespace, key)}},
 		options.FindOne().SetProjection(bson.D{{Key: "toks", Value: 0}})).Decode(&d)
-	if err == nil && ltdriver.Expired(fromNanos(d.Expires), ltdriver.Now(s.opts)) {
+	if err == nil && ltdriver.Expired(unixnano.Time(d.Expires), ltdriver.Now(s.opts)) {
 		err = mongo.ErrNoDocuments
 	}
 	if errors.Is(err, mongo.ErrNoDocuments) {
@@ -54,7 +55,7 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 	if err != nil {
 		return nil, err
 	}
-	f := ltFilter(toNanos(ltdriver.Now(s.opts)), opts.Prefix, opts.Labels)
+	f := ltFilter(unixnano.Of(ltdriver.Now(s.opts)), opts.Prefix, opts.Labels)
 	if !cur.IsZero() {
 		p := longterm.PathOrder(cur.Namespace)
 		f = append(f, bson.E{Key: "$and", Value: bson.A{bson.D{{Key: "$or", Value: bson.A{
@@ -97,7 +98,7 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 	if err != nil {
 		return nil, err
 	}
-	now := toNanos(ltdriver.Now(s.opts))
+	now := unixnano.Of(ltdriver.Now(s.opts))
 	return ltdriver.SkipNamespaces(opts, func(pos, hi string, inclusive bool) (string, bool, error) {
 		op := "$gt"
 		if inclusive {
@@ -200,7 +201,7 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 	now := ltdriver.Now(s.opts)
 	top := ltdriver.NewTopHits(q.Candidates, false)
 	for i, d := range docs {
-		if scores[i] <= 0 || !longterm.InPrefix(q.Prefix, d.Namespace) || ltdriver.Expired(fromNanos(d.Expires), now) {
+		if scores[i] <= 0 || !longterm.InPrefix(q.Prefix, d.Namespace) || ltdriver.Expired(unixnano.Time(d.Expires), now) {
 			continue
 		}
 		if len(q.Labels) > 0 {
@@ -221,7 +222,7 @@ func (s *LongTerm) textHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.
 // over every filtered item with a vector of the search's model and
 // length.
 func (s *LongTerm) vectorHits(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
-	f := ltFilter(toNanos(ltdriver.Now(s.opts)), q.Prefix, q.Labels)
+	f := ltFilter(unixnano.Of(ltdriver.Now(s.opts)), q.Prefix, q.Labels)
 	f = append(f, bson.E{Key: "model", Value: q.Model}, bson.E{Key: "dims", Value: len(q.Vector)})
 	c, err := s.items.Find(ctx, f, options.Find().SetProjection(bson.D{{Key: "toks", Value: 0}}))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -150,13 +151,15 @@ func TokenHash(tok string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// stamp is a time as the hashes hold it: Unix nanoseconds, 20 digits with
-// leading zeros (so that Lua compares them as strings), "" for none.
+// stamp is a time as the hashes hold it: Unix nanoseconds (unixnano.Of,
+// which holds a time past 2262 at its end rather than wrapping), 20
+// digits with leading zeros (so that Lua compares them as strings), ""
+// for none.
 func stamp(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return fmt.Sprintf("%020d", t.UnixNano())
+	return fmt.Sprintf("%020d", unixnano.Of(t))
 }
 
 func unstamp(s string) time.Time {
@@ -330,7 +333,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 		"ss", item.Source.Session, "sq", item.Source.Seq, "ea", stamp(exp),
 		"toks", strings.Join(hashes, " "), "dl", docLength(item.Namespace, toks)}
 	if !exp.IsZero() {
-		args = append(args, "eu", (exp.UnixNano()+999)/1000)
+		args = append(args, "eu", (unixnano.Of(exp)-1)/1000+1) // microseconds, rounded up
 	}
 	res, err := ltPutScript.Run(ctx, s.client, append(s.keys(), s.itemKey(m)), args...).Slice()
 	if err != nil {

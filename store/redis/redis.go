@@ -16,6 +16,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/group"
+	"github.com/cairnhq/cairn/internal/unixnano"
 )
 
 func init() {
@@ -201,12 +202,12 @@ func (s *Store) scriptKeys(id string) []string {
 func (s *Store) now() time.Time { return s.opts.Now().UTC() }
 
 // nanos formats t as Unix nanoseconds for the scripts, "0" for the zero
-// time (never).
+// time (never), a time past 2262 as the last nanosecond an int64 holds.
 func nanos(t time.Time) string {
 	if t.IsZero() {
 		return "0"
 	}
-	return strconv.FormatInt(t.UnixNano(), 10)
+	return strconv.FormatInt(unixnano.Of(t), 10) // held at 2262, where nanoseconds end
 }
 
 // score is a session's score in the namespace index: its updated time in

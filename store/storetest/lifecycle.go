@@ -47,6 +47,26 @@ func testDelete(t *testing.T, h *harness) {
 	}
 }
 
+// testLongTTL: on a store whose TTL runs past the years a Unix time in
+// nanoseconds holds (2262), a session lives: it is loaded, listed and
+// appended to, and a sweep leaves it.
+func testLongTTL(t *testing.T, h *harness) {
+	s := h.storeWith(t, cairn.StoreOptions{TTL: 280 * 365 * 24 * time.Hour})
+	id := newSession(t, s, nil)
+	mustAppend(t, s, id, 0, UserTurn(0, "r", "for a long time")...)
+	if h.abilities.Sweep {
+		if _, err := as[driver.Sweeper](t, s).Sweep(t.Context()); err != nil {
+			t.Fatalf("Sweep: %v", err)
+		}
+	}
+	if rec := mustLoad(t, s, id); len(rec.Events) != 4 {
+		t.Errorf("Load: %d events, want 4", len(rec.Events))
+	}
+	if got := ids(listAll(t, s, cairn.ListOptions{})); len(got) != 1 || got[0] != id {
+		t.Errorf("List = %v, want %s", got, id)
+	}
+}
+
 // testTTL expires sessions on the store's clock, without sleeping: a session
 // is visible until TTL after its last update and invisible at once after,
 // to Load, List, Append and Delete alike.

@@ -110,6 +110,7 @@ func Run(t *testing.T, abilities Abilities, open Opener) {
 		{"ListLabelOrder", testListLabelOrder},
 		{"Delete", testDelete},
 		{"TTL", testTTL},
+		{"LongTTL", testLongTTL},
 		{"Namespaces", testNamespaces},
 		{"Closed", testClosed},
 	}
