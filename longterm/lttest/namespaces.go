@@ -89,3 +89,16 @@ func SessionNamespaces(t *testing.T, scopes [3]string, open func(t *testing.T, n
 		}
 	}
 }
+
+// SessionNamespacesByURL is SessionNamespaces on the memories that
+// longterm.Open opens at url(ns), one URL per session namespace.
+func SessionNamespacesByURL(t *testing.T, scopes [3]string, url func(tb testing.TB, ns string) string) {
+	SessionNamespaces(t, scopes, func(t *testing.T, ns string) longterm.Store {
+		s, err := longterm.Open(t.Context(), url(t, ns), longterm.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -4,9 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn/internal/testing/testenv"
-	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/lttest"
-	"github.com/cairnhq/cairn/store/storetest"
 )
 
 // TestLongTerm_SessionNamespaces: the memories of three session
@@ -18,8 +16,5 @@ func TestLongTerm_SessionNamespaces(t *testing.T) {
 		scopes[i] = "ltns_" + testenv.RandHex(6)
 		dropLater(t, db, scopes[i])
 	}
-	lttest.SessionNamespaces(t, scopes, func(t *testing.T, ns string) longterm.Store {
-		s, err := longterm.Open(t.Context(), ltURL(t, ns), longterm.Options{})
-		return storetest.Opened(t, s, err)
-	})
+	lttest.SessionNamespacesByURL(t, scopes, ltURL)
 }
