@@ -55,6 +55,7 @@ type LongTerm struct {
 	scope string // the stored prefix of the session namespace's items (scopeOf)
 	w, r  *sql.DB
 
+	counts    indexCounts // the items under the prefixes and holding the phrases searched
 	guard     driver.Guard
 	closeOnce sync.Once
 	closeErr  error
@@ -164,12 +165,15 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 		return nil, err
 	}
 	now := ltdriver.Now(s.opts)
+	var rev int64
+	var exists bool
+	var oldText string
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		var id, version, created, exp int64
-		var oldText, oldNS string
+		var oldNS string
 		err := tx.QueryRowContext(ctx, `SELECT id, version, created_at, expires_at, text, ns_index FROM longterm_items
 			WHERE path = ? AND key = ?`, longterm.PathOrder(s.stored(item.Namespace)), item.Key).Scan(&id, &version, &created, &exp, &oldText, &oldNS)
-		exists := err == nil
+		exists = err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -181,7 +185,6 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 		if err := ltdriver.Admit(item.Namespace, item.Key, current, opts.IfVersion); err != nil {
 			return err
 		}
-		var rev int64
 		if err := tx.QueryRowContext(ctx, `UPDATE longterm_revision SET revision = revision + 1 WHERE id = 1
 			RETURNING revision`).Scan(&rev); err != nil {
 			return err
@@ -213,6 +216,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 	if err != nil {
 		return nil, s.fail("put "+item.Namespace+" "+item.Key, err)
 	}
+	s.counts.put(rev, longterm.PathOrder(s.stored(item.Namespace)), exists, oldText, item.Text)
 	return &item, nil
 }
 
@@ -385,6 +389,8 @@ func (s *LongTerm) Sweep(ctx context.Context) (int, error) {
 		})
 		if err != nil {
 			return total, s.fail("sweep", err)
+		}
+		if len(gone) > 0 {
 		}
 		total += len(gone)
 		if len(gone) < SweepBatch {

@@ -225,27 +225,41 @@ const maxRanked = 4096
 // dropped.
 const fewItems = 2000
 
-// textHits returns the best q.Candidates items by BM25. FTS5 ranks the
-// items that match the query (ORDER BY rank, no join): all of them, or,
-// under a prefix of fewer than fewItems items, those under the prefix
-// only, its token ANDed to the query (ANDing a prefix that holds most of
-// the items would cost more than it saves). The best rows are read by
-// rowid and filtered (the prefix, expiry, labels); when too few pass, four
-// times as many are ranked, up to maxRanked, past which one join does it
-// all. A search's cost then follows the items its words match under its
-// prefix, not the items of the store.
+// textHits returns the best q.Candidates items by BM25, as FTS5's bm25()
+// scores them. Under a prefix of fewer than fewItems items, the prefix's
+// token is ANDed to the query (ANDing a prefix that holds most of the
+// items would cost more than it saves). When the items that match are at
+// most fewMatches — under such a prefix, or in all, as the counts kept of
+// the query's phrases tell — fewHits ranks them. Otherwise FTS5 ranks
+// them (ORDER BY rank, no join); the best rows are read by rowid and
+// filtered (the prefix, expiry, labels); when too few pass, four times as
+// many are ranked, up to maxRanked, past which one join does it all. A
+// search's cost then follows the items its words match under its prefix,
+// not the items of the store.
 func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search) ([]ltdriver.Hit, error) {
+	at, tokens, err := readState(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
 	within := false
 	if q.Prefix != "" {
-		lo, hi := longterm.PrefixRange(q.Prefix)
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM longterm_items
-			WHERE path >= ? AND path < ? LIMIT ?)`, lo, hi, fewItems).Scan(&n); err != nil {
+		n, err := s.counts.under(ctx, tx, at, q.Prefix)
+		if err != nil {
 			return nil, err
 		}
 		within = n < fewItems
 	}
 	match := matchQuery(q, within)
+	if within || s.counts.known(at, q.Phrases) <= fewMatches {
+		if hits, ok, err := s.fewHits(ctx, tx, q, match, at, tokens); err != nil || ok {
+			return hits, err
+		}
+	}
+	return s.rankedHits(ctx, tx, q, match)
+}
+
+// rankedHits is textHits with FTS5's ranking, for match.
+func (s *LongTerm) rankedHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, match string) ([]ltdriver.Hit, error) {
 	for k := q.Candidates + 16; k <= maxRanked; k *= 4 {
 		ids, scores, err := rankedRows(ctx, tx, match, k)
 		if err != nil {

@@ -1,0 +1,248 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn/internal/words"
+	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
+)
+
+// TestFewHits_AsFTS5 checks that a search ranked in Go (fewHits) finds
+// the items FTS5's bm25() ranking finds, in its order, with its scores,
+// and that the items under a prefix are those in the table, while the
+// counts kept between searches are carried past the store's own puts and
+// counted again after its deletes and another store's writes to the file.
+func TestFewHits_AsFTS5(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := OpenLongTerm(ctx, path, LongTermOptions{Synchronous: "NORMAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := OpenLongTerm(ctx, path, LongTermOptions{Synchronous: "NORMAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+
+	w := words.New(3)
+	rng := rand.New(rand.NewPCG(3, 4))
+	namespaces := []string{"users/u0", "users/u1", "users/u2", "users/u3", "teams/t0", "teams/t1/x"}
+	put := func(st *LongTerm, key int) {
+		t.Helper()
+		text := w.Text(5 + rng.IntN(20))
+		if rng.IntN(5) == 0 {
+			text = w.Text(1 + rng.IntN(3)) // short: the bound on its length is tight
+		}
+		if rng.IntN(4) == 0 {
+			text += " " + text // words held twice
+		}
+		switch rng.IntN(6) {
+		case 0, 1:
+			text += " alpha beta" // a phrase
+		case 2:
+			text += " beta alpha" // its words, not the phrase
+		}
+		it := longterm.Item{Namespace: namespaces[key%len(namespaces)], Key: fmt.Sprint("k", key), Text: text,
+			Labels: map[string]string{"kind": []string{"a", "b"}[rng.IntN(2)]}}
+		if _, err := st.Put(ctx, it, longterm.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 400 {
+		put(s, i)
+	}
+
+	// compare runs queries under prefixes through both rankings and
+	// returns how many of them fewHits ranked.
+	compare := func(step string) int {
+		t.Helper()
+		ranked := 0
+		for i := range 60 {
+			var query string
+			switch i % 4 {
+			case 0:
+				query = w.Query()
+			case 1:
+				query = w.At(rng.IntN(30)) // common: past fewMatches under "users"
+			case 2:
+				query = "alpha-beta " + w.At(rng.IntN(2000)) // a phrase of two tokens
+			default:
+				query = w.At(rng.IntN(3000)) + " " + w.At(rng.IntN(300))
+			}
+			prefix := []string{"users", "users/u2", "teams", "teams/t1/x", "nowhere"}[i%5]
+			var labels map[string]string
+			if i%4 == 3 {
+				labels = map[string]string{"kind": "a"}
+			}
+			q, err := ltdriver.CheckSearch(ctx, s.opts, longterm.SearchOptions{Query: query, Prefix: prefix, Labels: labels, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Prefix = s.storedPrefix(q.Prefix)
+			tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, tokens, err := readState(ctx, tx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			under, err := s.counts.under(ctx, tx, at, q.Prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo, hi := longterm.PrefixRange(q.Prefix)
+			var items int64
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM longterm_items WHERE path >= ? AND path < ?`, lo, hi).Scan(&items); err != nil {
+				t.Fatal(err)
+			}
+			if under != items {
+				t.Fatalf("%s: %d items under %q, counted %d", step, items, prefix, under)
+			}
+			within := i%3 != 0 // the prefix's token ANDed, or not
+			match := matchQuery(q, within)
+			want, err := bm25Hits(ctx, s, tx, q, match)
+			if err != nil {
+				t.Fatal(err)
+			}
+			what := fmt.Sprintf("%s: %q under %q, labels %v", step, query, prefix, q.Labels)
+			few, ok, err := s.fewHits(ctx, tx, q, match, at, tokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				ranked++
+				sameHits(t, "fewHits: "+what, few, want)
+			}
+			ranks, err := s.rankedHits(ctx, tx, q, match)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameHits(t, "rankedHits: "+what, ranks, want)
+			tx.Rollback()
+		}
+		if ranked < 20 {
+			t.Fatalf("%s: fewHits ranked %d queries of 60, want most of them", step, ranked)
+		}
+		return ranked
+	}
+
+	compare("filled")
+	// The store's own puts, new items and replacements, carry the counts.
+	for i := range 60 {
+		put(s, 380+i)
+	}
+	s.counts.mu.Lock()
+	carried, words, prefixes := s.counts.at.revision, len(s.counts.words), len(s.counts.prefixes)
+	s.counts.mu.Unlock()
+	if carried != 460 || words == 0 || prefixes != 5 {
+		t.Fatalf("after the store's own puts the counts are at revision %d with %d words and %d prefixes, want 460, some and 5",
+			carried, words, prefixes)
+	}
+	compare("own puts")
+	put(other, 7)
+	compare("another store's put")
+	if err := other.Delete(ctx, namespaces[11%len(namespaces)], "k11", 0); err != nil {
+		t.Fatal(err)
+	}
+	compare("another store's delete")
+	for i := range 5 {
+		put(s, 500+i)
+	}
+	if err := s.Delete(ctx, namespaces[13%len(namespaces)], "k13", 0); err != nil {
+		t.Fatal(err)
+	}
+	compare("own delete")
+	if _, err := s.DeleteNamespace(ctx, "teams/t0"); err != nil {
+		t.Fatal(err)
+	}
+	compare("namespace deleted")
+}
+
+// bm25Hits is the reference: FTS5's own ranking of match, joined to the
+// items and filtered, the best q.Candidates.
+func bm25Hits(ctx context.Context, s *LongTerm, tx *sql.Tx, q ltdriver.Search, match string) ([]ltdriver.Hit, error) {
+	f := s.itemFilter(q.Prefix, q.Labels)
+	rows, err := tx.QueryContext(ctx, `SELECT i.id, i.namespace, i.key, -longterm_text.rank AS score
+		FROM longterm_text JOIN longterm_items AS i ON i.id = longterm_text.rowid
+		WHERE longterm_text MATCH ? AND `+f.sql()+`
+		ORDER BY score DESC, i.path, i.key LIMIT ?`, append(append([]any{match}, f.args...), q.Candidates)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ltdriver.Hit
+	for rows.Next() {
+		var h ltdriver.Hit
+		var id int64
+		if err := rows.Scan(&id, &h.Namespace, &h.Key, &h.Text); err != nil {
+			return nil, err
+		}
+		h.Ref = id
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// sameHits fails the test unless got has want's scores, place by place,
+// but for the last bits (SQLite's log is not Go's), and the same items
+// but among those that tie at the last place (FTS5 takes which it likes
+// of them; fewHits takes them in List's order).
+func sameHits(t *testing.T, what string, got, want []ltdriver.Hit) {
+	t.Helper()
+	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b)) }
+	if len(got) != len(want) {
+		t.Fatalf("%s: found %d, FTS5 %d", what, len(got), len(want))
+	}
+	for j := range want {
+		if !close(got[j].Text, want[j].Text) {
+			t.Fatalf("%s, place %d: scores %v, FTS5 %v", what, j, got[j].Text, want[j].Text)
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	last := want[len(want)-1].Text
+	above := func(hs []ltdriver.Hit) map[any]bool {
+		m := map[any]bool{}
+		for _, h := range hs {
+			if !close(h.Text, last) {
+				m[h.Ref] = true
+			}
+		}
+		return m
+	}
+	if a, b := above(got), above(want); !maps.Equal(a, b) {
+		t.Fatalf("%s: found %v above the last place, FTS5 %v", what, a, b)
+	}
+}
+
+// TestVarints reads SQLite's varints as FTS5 writes them.
+func TestVarints(t *testing.T) {
+	for _, c := range []struct {
+		in   []byte
+		want [2]int64
+	}{
+		{[]byte{0x05}, [2]int64{5, 0}},
+		{[]byte{0x81, 0x00, 0x7f, 0x02}, [2]int64{128, 129}},
+		{[]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x81, 0x02}, [2]int64{1<<8 | 2, 0}}, // nine bytes: 8×7 bits, then 8
+	} {
+		if got, err := varints(c.in); err != nil || got != c.want {
+			t.Errorf("varints(%x) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	if _, err := varints([]byte{0x81}); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("a cut varint: %v, want an error", err)
+	}
+}
