@@ -118,13 +118,22 @@ func memoryLabels(q url.Values) (map[string]string, error) {
 	return out, nil
 }
 
-func (s *Server) apiMemoryNamespaces(w http.ResponseWriter, r *http.Request) error {
-	mem, err := s.memory()
-	if err != nil {
-		return err
+// memoryPrefixRequest reads what a request under a prefix names: the
+// server's memory, the request's query parameters, and their prefix,
+// checked.
+func (s *Server) memoryPrefixRequest(r *http.Request) (mem longterm.Store, q url.Values, prefix string, err error) {
+	if mem, err = s.memory(); err != nil {
+		return nil, nil, "", err
 	}
-	q := r.URL.Query()
-	prefix, err := queryPrefix(q)
+	q = r.URL.Query()
+	if prefix, err = queryPrefix(q); err != nil {
+		return nil, nil, "", err
+	}
+	return mem, q, prefix, nil
+}
+
+func (s *Server) apiMemoryNamespaces(w http.ResponseWriter, r *http.Request) error {
+	mem, q, prefix, err := s.memoryPrefixRequest(r)
 	if err != nil {
 		return err
 	}
@@ -149,12 +158,7 @@ func (s *Server) apiMemoryNamespaces(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) apiMemoryItems(w http.ResponseWriter, r *http.Request) error {
-	mem, err := s.memory()
-	if err != nil {
-		return err
-	}
-	q := r.URL.Query()
-	prefix, err := queryPrefix(q)
+	mem, q, prefix, err := s.memoryPrefixRequest(r)
 	if err != nil {
 		return err
 	}
