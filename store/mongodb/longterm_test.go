@@ -30,7 +30,7 @@ func ltURL(tb testing.TB, ns string) string {
 
 // ltCollections returns the collections of a namespace's long-term
 // memory.
-func ltCollections(t *testing.T, db *mongo.Database, ns string) []string {
+func ltCollections(t testing.TB, db *mongo.Database, ns string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // also at cleanup
 	defer cancel()
 	names, err := db.ListCollectionNames(ctx, bson.D{})
@@ -47,7 +47,7 @@ func ltCollections(t *testing.T, db *mongo.Database, ns string) []string {
 }
 
 // dropLater drops a namespace's collections when the test ends.
-func dropLater(t *testing.T, db *mongo.Database, ns string) {
+func dropLater(t testing.TB, db *mongo.Database, ns string) {
 	t.Cleanup(func() {
 		for _, n := range ltCollections(t, db, ns) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -59,10 +59,10 @@ func dropLater(t *testing.T, db *mongo.Database, ns string) {
 	})
 }
 
-// ltNamespace returns a new namespace, whose collections are dropped when
-// the test ends.
-func ltNamespace(t *testing.T, db *mongo.Database) string {
-	ns := "lt_" + testenv.RandHex(6)
+// ltNamespace returns a new namespace named with a prefix, whose
+// collections are dropped when the test ends.
+func ltNamespace(t testing.TB, db *mongo.Database, prefix string) string {
+	ns := prefix + testenv.RandHex(6)
 	dropLater(t, db, ns)
 	return ns
 }
@@ -71,7 +71,7 @@ func ltNamespace(t *testing.T, db *mongo.Database) string {
 // on a namespace of its own.
 func runLongTerm(t *testing.T, open func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error)) {
 	db := client(t)
-	lttest.RunByURL(t, lttest.Abilities{Sweep: true}, func(t *testing.T) string { return ltURL(t, ltNamespace(t, db)) }, open)
+	lttest.RunByURL(t, lttest.Abilities{Sweep: true}, func(t *testing.T) string { return ltURL(t, ltNamespace(t, db, "lt_")) }, open)
 }
 
 // TestLongTermConformance runs the long-term memory suite, opened by URL
@@ -95,8 +95,7 @@ func TestLongTermConformance_Encrypted(t *testing.T) {
 // and encrypted.
 func TestLongTerm_Erasure(t *testing.T) {
 	db := client(t)
-	ns := "lter_" + testenv.RandHex(6)
-	dropLater(t, db, ns)
+	ns := ltNamespace(t, db, "lter_")
 	crypttest.RunLongTerm(t, crypttest.LongTermBackend{
 		URL: ltURL(t, ns),
 		Raw: func(t *testing.T, needle string) []string {
@@ -132,6 +131,27 @@ func TestLongTerm_ScoresAsMemory(t *testing.T) {
 
 // openScored opens a store on a namespace of its own.
 func openScored(t *testing.T) longterm.Store {
-	s, err := longterm.Open(t.Context(), ltURL(t, ltNamespace(t, client(t))), longterm.Options{})
+	s, err := longterm.Open(t.Context(), ltURL(t, ltNamespace(t, client(t), "lt_")), longterm.Options{})
 	return storetest.Opened(t, s, err)
+}
+
+// TestLongTerm_SessionNamespaces: the memories of three session
+// namespaces on one server keep apart.
+func TestLongTerm_SessionNamespaces(t *testing.T) {
+	db := client(t)
+	var scopes [3]string
+	for i := range scopes {
+		scopes[i] = ltNamespace(t, db, "ltns_")
+	}
+	lttest.SessionNamespacesByURL(t, scopes, ltURL)
+}
+
+// BenchmarkLongTerm puts and searches at 1,000 and 10,000 items; see
+// lttest.Bench. Each size is a namespace of its own.
+func BenchmarkLongTerm(b *testing.B) {
+	db := client(b)
+	lttest.Bench(b, func(b *testing.B) longterm.Store {
+		s, err := longterm.Open(b.Context(), ltURL(b, ltNamespace(b, db, "ltb_")), longterm.Options{})
+		return storetest.Opened(b, s, err)
+	})
 }

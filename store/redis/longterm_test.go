@@ -30,7 +30,7 @@ func ltClient(tb testing.TB) *goredis.Client {
 }
 
 // ltKeys returns the keys of a namespace's long-term memory.
-func ltKeys(t *testing.T, c *goredis.Client, ns string) []string {
+func ltKeys(t testing.TB, c *goredis.Client, ns string) []string {
 	t.Helper()
 	var out []string
 	ctx := context.Background() // also at cleanup, after t.Context ends
@@ -45,7 +45,7 @@ func ltKeys(t *testing.T, c *goredis.Client, ns string) []string {
 }
 
 // dropLater deletes a namespace's keys when the test ends.
-func dropLater(t *testing.T, c *goredis.Client, ns string) {
+func dropLater(t testing.TB, c *goredis.Client, ns string) {
 	t.Cleanup(func() {
 		for _, k := range ltKeys(t, c, ns) {
 			c.Del(context.Background(), k)
@@ -53,10 +53,10 @@ func dropLater(t *testing.T, c *goredis.Client, ns string) {
 	})
 }
 
-// ltNamespace returns a new namespace, whose keys are deleted when the
-// test ends.
-func ltNamespace(t *testing.T, c *goredis.Client) string {
-	ns := "lt_" + testenv.RandHex(6)
+// ltNamespace returns a new namespace named with a prefix, whose keys
+// are deleted when the test ends.
+func ltNamespace(t testing.TB, c *goredis.Client, prefix string) string {
+	ns := prefix + testenv.RandHex(6)
 	dropLater(t, c, ns)
 	return ns
 }
@@ -79,7 +79,7 @@ func withNamespace(u, ns string) string {
 // on a namespace of its own.
 func runLongTerm(t *testing.T, open func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error)) {
 	c := ltClient(t)
-	lttest.RunByURL(t, lttest.Abilities{Sweep: true}, func(t *testing.T) string { return ltURL(t, ltNamespace(t, c)) }, open)
+	lttest.RunByURL(t, lttest.Abilities{Sweep: true}, func(t *testing.T) string { return ltURL(t, ltNamespace(t, c, "lt_")) }, open)
 }
 
 // TestLongTermConformance runs the long-term memory suite, opened by URL
@@ -103,8 +103,7 @@ func TestLongTermConformance_Encrypted(t *testing.T) {
 // them, in clear and encrypted.
 func TestLongTerm_Erasure(t *testing.T) {
 	c := ltClient(t)
-	ns := "lter_" + testenv.RandHex(6)
-	dropLater(t, c, ns)
+	ns := ltNamespace(t, c, "lter_")
 	crypttest.RunLongTerm(t, crypttest.LongTermBackend{
 		URL: ltURL(t, ns),
 		Raw: func(t *testing.T, needle string) []string {
@@ -123,7 +122,7 @@ func TestLongTerm_Erasure(t *testing.T) {
 // memory hashes to one Cluster slot, so that its scripts run on Cluster.
 func TestLongTerm_OneSlot(t *testing.T) {
 	c := ltClient(t)
-	ns := ltNamespace(t, c)
+	ns := ltNamespace(t, c, "lt_")
 	s, err := longterm.Open(t.Context(), ltURL(t, ns), longterm.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +162,7 @@ func TestLongTerm_ScoresAsMemory(t *testing.T) {
 
 // openScored opens a store on a namespace of its own.
 func openScored(t *testing.T) longterm.Store {
-	s, err := longterm.Open(t.Context(), ltURL(t, ltNamespace(t, ltClient(t))), longterm.Options{})
+	s, err := longterm.Open(t.Context(), ltURL(t, ltNamespace(t, ltClient(t), "lt_")), longterm.Options{})
 	return storetest.Opened(t, s, err)
 }
 
@@ -188,5 +187,26 @@ func TestLongTermConformanceCluster(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
+	})
+}
+
+// TestLongTerm_SessionNamespaces: the memories of three session
+// namespaces on one server keep apart.
+func TestLongTerm_SessionNamespaces(t *testing.T) {
+	c := ltClient(t)
+	var scopes [3]string
+	for i := range scopes {
+		scopes[i] = ltNamespace(t, c, "ltns_")
+	}
+	lttest.SessionNamespacesByURL(t, scopes, ltURL)
+}
+
+// BenchmarkLongTerm puts and searches at 1,000 and 10,000 items; see
+// lttest.Bench. Each size is a namespace of its own.
+func BenchmarkLongTerm(b *testing.B) {
+	c := ltClient(b)
+	lttest.Bench(b, func(b *testing.B) longterm.Store {
+		s, err := longterm.Open(b.Context(), ltURL(b, ltNamespace(b, c, "ltb_")), longterm.Options{})
+		return storetest.Opened(b, s, err)
 	})
 }
