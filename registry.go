@@ -4,21 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
-	"sync"
 
 	"github.com/cairnhq/cairn/internal/storeurl"
 	"github.com/cairnhq/cairn/internal/text"
 )
 
-// opener opens a store from a parsed URL. Backends register one per scheme.
-type opener = func(ctx context.Context, u *url.URL, opts StoreOptions) (Store, error)
-
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]opener{}
-)
+// registry holds the openers of the backends, by URL scheme.
+var registry = storeurl.NewRegistry[StoreOptions, Store]("cairn")
 
 // Register makes a backend reachable by URL scheme for Open: open opens a
 // store from a parsed URL of that scheme. It panics if
@@ -26,27 +19,7 @@ var (
 // Backends call it from init; import a backend package (or store/all) for
 // its side effect to make its scheme available.
 func Register(scheme string, open func(ctx context.Context, u *url.URL, opts StoreOptions) (Store, error)) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if open == nil {
-		panic("cairn: Register opener is nil")
-	}
-	if _, dup := registry[scheme]; dup {
-		panic("cairn: Register called twice for scheme " + scheme)
-	}
-	registry[scheme] = open
-}
-
-// schemes returns the registered URL schemes, sorted.
-func schemes() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	var s []string
-	for k := range registry {
-		s = append(s, k)
-	}
-	slices.Sort(s)
-	return s
+	registry.Register(scheme, open)
 }
 
 // Open opens the store a URL names, such as "sqlite:///path/cairn.db",
@@ -57,11 +30,9 @@ func Open(ctx context.Context, rawURL string, opts StoreOptions) (Store, error) 
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	scheme := strings.ToLower(u.Scheme)
-	registryMu.RLock()
-	open, ok := registry[scheme]
-	registryMu.RUnlock()
+	open, ok := registry.Opener(scheme)
 	if !ok {
-		return nil, fmt.Errorf("open store: %s", storeurl.Unknown(scheme, redact(rawURL), schemes(), storeurl.Backends))
+		return nil, fmt.Errorf("open store: %s", storeurl.Unknown(scheme, redact(rawURL), registry.Schemes(), storeurl.Backends))
 	}
 	return open(ctx, u, opts)
 }

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/cairnhq/cairn/internal/storeurl"
 	"github.com/cairnhq/cairn/internal/text"
@@ -28,10 +27,8 @@ var backends = map[string]string{
 	"sqlite":      "store/sqlite",
 }
 
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]func(context.Context, *url.URL, Options) (Store, error){}
-)
+// registry holds the openers of the backends, by URL scheme.
+var registry = storeurl.NewRegistry[Options, Store]("longterm")
 
 // Register makes a backend reachable by URL scheme for Open: open opens a
 // store from a parsed URL of that scheme. It panics if the scheme is
@@ -39,28 +36,11 @@ var (
 // call it from init, beside their cairn.Register; import a backend package
 // (or store/all) for its side effect to make its scheme available.
 func Register(scheme string, open func(ctx context.Context, u *url.URL, opts Options) (Store, error)) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if open == nil {
-		panic("longterm: Register opener is nil")
-	}
-	if _, dup := registry[scheme]; dup {
-		panic("longterm: Register called twice for scheme " + scheme)
-	}
-	registry[scheme] = open
+	registry.Register(scheme, open)
 }
 
 // Schemes returns the registered URL schemes, sorted.
-func Schemes() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	s := make([]string, 0, len(registry))
-	for k := range registry {
-		s = append(s, k)
-	}
-	slices.Sort(s)
-	return s
-}
+func Schemes() []string { return registry.Schemes() }
 
 // Open opens the long-term store a URL names: the URLs of cairn.Open, so
 // that one URL holds a program's sessions and its long-term memory
@@ -72,9 +52,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 		return nil, fmt.Errorf("open memory store: %w", err)
 	}
 	scheme := strings.ToLower(u.Scheme)
-	registryMu.RLock()
-	open, ok := registry[scheme]
-	registryMu.RUnlock()
+	open, ok := registry.Opener(scheme)
 	if _, session := storeurl.Backends[scheme]; !ok && session && backends[scheme] == "" {
 		return nil, fmt.Errorf("open memory store: the %s backend keeps no long-term memory (those that do: %s)", scheme, strings.Join(slices.Sorted(maps.Keys(backends)), ", "))
 	}
