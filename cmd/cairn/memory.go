@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -97,6 +98,21 @@ func parseLabels(flag string, labels []string) (map[string]string, error) {
 	return out, nil
 }
 
+// openMemoryLabels reads the --label flags, then opens the long-term
+// memory, which the caller closes: the first steps of the commands that
+// take labels.
+func openMemoryLabels(ctx context.Context, app *cli.App, labels []string) (longterm.Store, map[string]string, error) {
+	lbl, err := parseLabels("--label", labels)
+	if err != nil {
+		return nil, nil, err
+	}
+	mem, _, err := app.OpenMemory(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mem, lbl, nil
+}
+
 // jsonValue returns VALUE as JSON: itself when it is a JSON document, a
 // JSON string of it otherwise.
 func jsonValue(v string) json.RawMessage {
@@ -134,11 +150,7 @@ search filter on, and may be repeated.
 			if ttl < 0 {
 				return cli.Usage("give a positive duration such as 90s or 24h, or none for an item that never expires", "--ttl %s is negative", ttl)
 			}
-			lbl, err := parseLabels("--label", labels)
-			if err != nil {
-				return err
-			}
-			mem, _, err := app.OpenMemory(c.Context())
+			mem, lbl, err := openMemoryLabels(c.Context(), app, labels)
 			if err != nil {
 				return err
 			}
@@ -248,11 +260,7 @@ users/ada/notes, not users/adam); --label keeps those with a label.`,
 			if err := checkPrefixAndLimit(prefix, limit, longterm.MaxSearchLimit, "a number of results"); err != nil {
 				return err
 			}
-			lbl, err := parseLabels("--label", labels)
-			if err != nil {
-				return err
-			}
-			mem, _, err := app.OpenMemory(c.Context())
+			mem, lbl, err := openMemoryLabels(c.Context(), app, labels)
 			if err != nil {
 				return err
 			}
@@ -329,11 +337,7 @@ page's cursor is a JSON record on stderr with a "next_cursor" field.`,
 			if namespaces && len(labels) > 0 {
 				return cli.Usage("drop --label, or list items", "--label applies to items, not to --namespaces")
 			}
-			lbl, err := parseLabels("--label", labels)
-			if err != nil {
-				return err
-			}
-			mem, _, err := app.OpenMemory(c.Context())
+			mem, lbl, err := openMemoryLabels(c.Context(), app, labels)
 			if err != nil {
 				return err
 			}
