@@ -249,25 +249,10 @@ func TestStore_ServerCannotServe(t *testing.T) {
 // closes the connection when reply is "".
 func answeringServer(t *testing.T, reply string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveAnswers(conn, reply)
-		}
-	}()
-	return ln.Addr().String()
+	return testenv.Serve(t, func(conn net.Conn) { serveAnswers(conn, reply) })
 }
 
 func serveAnswers(conn net.Conn, reply string) {
-	defer conn.Close()
 	r := bufio.NewReader(conn)
 	for {
 		args, err := readCommand(r)

@@ -14,39 +14,25 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/store/memory"
 )
 
 // echoServer answers every line with the same line, upper-cased.
 func echoServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return testenv.Serve(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if _, err := io.WriteString(c, strings.ToUpper(line)); err != nil {
-						return
-					}
-				}
-			}()
+			if _, err := io.WriteString(c, strings.ToUpper(line)); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 func newTestProxy(t *testing.T) *Proxy {

@@ -6,8 +6,9 @@
 // message naming it. Under CI (CI=true) a missing variable fails the test,
 // so that a backend can never pass CI by being skipped.
 //
-// Bounded and FreeAddr help the outage tests: a call that must return with
-// its context, and an address where no server listens.
+// Bounded, FreeAddr and Serve help the outage tests: a call that must
+// return with its context, an address where no server listens, and one
+// where a test's own stand-in server answers.
 package testenv
 
 import (
@@ -137,6 +138,31 @@ func FreeAddr(tb testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// Serve listens on a free loopback port until the test ends, and returns
+// its address (host:port): each connection is served by handle, on a
+// goroutine of its own, and closed when handle returns.
+func Serve(tb testing.TB, handle func(c net.Conn)) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // RandHex returns n random bytes as 2n hexadecimal digits: a name no other
