@@ -211,7 +211,7 @@ func (s *Store) fenced(id string, lease cairn.Lease) error {
 // released.
 func (s *Store) withLease(ctx context.Context, id string, exclusive bool,
 	fn func(cur leaseFile, now time.Time) (*leaseFile, error)) error {
-	return s.withSession(ctx, id, exclusive, func(now time.Time) error {
+	return s.withSession(ctx, id, exclusive, func(_ *session, now time.Time) error {
 		cur, err := s.readLease(id)
 		if err != nil {
 			return err

@@ -292,19 +292,12 @@ func (s *Store) refreshSearch(ctx context.Context, id string, lag bool) error {
 // session's exclusive lock, where no append writes to it: the lines it
 // lacks are added, and a file that does not read is written anew.
 func (s *Store) repairSearch(ctx context.Context, id string) error {
-	ss := s.acquire(id)
-	defer s.release(id, ss)
-	if err := s.lock(ctx, ss, id, true); err != nil {
-		return err
-	}
-	defer ss.unlock()
-	if s.expired(ss.info, s.opts.Now()) {
-		return cairn.ErrNotFound
-	}
-	_, err := s.readSearch(id, nil)
-	bad := errors.Is(err, errSearchBad)
-	if err != nil && !bad && !errors.Is(err, cairn.ErrNotFound) {
-		return err
-	}
-	return s.syncSearch(ss, id, bad)
+	return s.withSession(ctx, id, true, func(ss *session, _ time.Time) error {
+		_, err := s.readSearch(id, nil)
+		bad := errors.Is(err, errSearchBad)
+		if err != nil && !bad && !errors.Is(err, cairn.ErrNotFound) {
+			return err
+		}
+		return s.syncSearch(ss, id, bad)
+	})
 }

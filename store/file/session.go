@@ -149,11 +149,11 @@ func (s *Store) lock(ctx context.Context, ss *session, id string, exclusive bool
 	return nil
 }
 
-// withSession runs fn with the session's lock held (exclusive when fn
-// writes), once the session is found live at now, the time fn is given:
-// ErrNotFound for one missing, deleted or expired, the damage of a
+// withSession runs fn on the session with its lock held (exclusive when
+// fn writes), once the session is found live at now, the time fn is
+// given: ErrNotFound for one missing, deleted or expired, the damage of a
 // damaged one.
-func (s *Store) withSession(ctx context.Context, id string, exclusive bool, fn func(now time.Time) error) error {
+func (s *Store) withSession(ctx context.Context, id string, exclusive bool, fn func(ss *session, now time.Time) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (s *Store) withSession(ctx context.Context, id string, exclusive bool, fn f
 	if s.expired(ss.info, now) {
 		return cairn.ErrNotFound
 	}
-	return fn(now)
+	return fn(ss, now)
 }
 
 // lockAny is lock for the calls that take a damaged session as it is

@@ -99,7 +99,7 @@ func (s *Store) PutSnapshot(ctx context.Context, id string, snap cairn.Snapshot)
 	if err != nil {
 		return fmt.Errorf("put snapshot %s: %w", id, err)
 	}
-	err = s.withSession(ctx, id, true, func(time.Time) error {
+	err = s.withSession(ctx, id, true, func(*session, time.Time) error {
 		if cur, err := s.readSnapshot(id); err == nil && cur != nil && cur.Seq > snap.Seq {
 			return nil // a later snapshot is there; a damaged one is replaced
 		}
@@ -123,7 +123,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, id string) (*cairn.Snapshot, e
 		return nil, err
 	}
 	var snap *cairn.Snapshot
-	err := s.withSession(ctx, id, false, func(time.Time) error {
+	err := s.withSession(ctx, id, false, func(*session, time.Time) error {
 		var err error
 		snap, err = s.readSnapshot(id)
 		return err
@@ -144,7 +144,7 @@ func (s *Store) DropSnapshot(ctx context.Context, id string) error {
 	if err := cairn.ValidateID(id); err != nil {
 		return err
 	}
-	err := s.withSession(ctx, id, true, func(time.Time) error {
+	err := s.withSession(ctx, id, true, func(*session, time.Time) error {
 		err := s.ns.Remove(id + "/" + snapshotName)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
