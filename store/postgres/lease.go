@@ -225,35 +225,25 @@ const maxFencedAttempts = 4
 // UPDATE also requires the lease's token, so the check and the write are
 // one atomic step under the session's row lock.
 func (s *Store) AppendFenced(ctx context.Context, id string, lease cairn.Lease, expectSeq int64, events ...cairn.Event) error {
-	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	a, err := s.newAppend(id, expectSeq, events)
 	if err != nil {
 		return err
 	}
-	seqs, envs, err := encodeAll(events)
-	if err != nil {
-		return fmt.Errorf("append %s: %w", id, err)
-	}
-	txtSeqs, txtTSVs, txtLens := textArgs(events)
 	token := lease.Token
 	if lease.Session != id {
 		token = -1 // never a session's token
 	}
-	now := s.opts.Now().UTC()
-	d := driver.Summarize(events)
 	var (
 		ok, mine, held *bool
 		cur            *int64
 	)
-	q, evSeqs, evEnvs := s.leaseSQL().appendFenced, any(seqs), any(envs)
-	if len(events) == 1 {
-		q, evSeqs, evEnvs = s.leaseSQL().appendFencedOne, seqs[0], envs[0]
+	q := s.leaseSQL().appendFenced
+	if a.one {
+		q = s.leaseSQL().appendFencedOne
 	}
+	args := a.args(token)
 	for attempt := 0; ; attempt++ {
-		err := s.pool.QueryRow(ctx, q,
-			id, expectSeq, expectSeq+int64(len(events)), now, nullTime(s.opts.ExpiresAt(now)),
-			d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
-			evSeqs, evEnvs, token, txtSeqs, txtTSVs, txtLens,
-		).Scan(&ok, &cur, &mine, &held)
+		err := s.pool.QueryRow(ctx, q, args...).Scan(&ok, &cur, &mine, &held)
 		if err != nil {
 			return fmt.Errorf("append %s: %w", id, translate(err))
 		}

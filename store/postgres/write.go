@@ -60,31 +60,19 @@ func (s *Store) Create(ctx context.Context, meta cairn.SessionMeta) error {
 // the INSERTs of the events and of their text to search fed by that
 // UPDATE. Its cost does not depend on how long the history is.
 func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events ...cairn.Event) error {
-	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	a, err := s.newAppend(id, expectSeq, events)
 	if err != nil {
 		return err
 	}
-	seqs, envs, err := encodeAll(events)
-	if err != nil {
-		return fmt.Errorf("append %s: %w", id, err)
-	}
-	txtSeqs, txtTSVs, txtLens := textArgs(events)
-	now := s.opts.Now().UTC()
-	d := driver.Summarize(events)
-	last := expectSeq + int64(len(events))
-	q, evSeqs, evEnvs := s.sql.append, any(seqs), any(envs)
-	if len(events) == 1 {
-		q, evSeqs, evEnvs = s.sql.appendOne, seqs[0], envs[0]
+	q := s.sql.append
+	if a.one {
+		q = s.sql.appendOne
 	}
 	var (
 		ok   bool
 		snap []int64 // the last seq, and 1 when the events are held there
 	)
-	err = s.pool.QueryRow(ctx, q,
-		id, expectSeq, last, now, nullTime(s.opts.ExpiresAt(now)),
-		d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
-		evSeqs, evEnvs, txtSeqs, txtTSVs, txtLens,
-	).Scan(&ok, &snap)
+	err = s.pool.QueryRow(ctx, q, a.args()...).Scan(&ok, &snap)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, translate(err))
 	}
@@ -104,7 +92,55 @@ func (s *Store) Append(ctx context.Context, id string, expectSeq int64, events .
 	// The snapshot had the session at expectSeq, yet the UPDATE matched
 	// nothing: a transaction that committed while it ran moved it on or
 	// deleted it.
-	return s.whyNot(ctx, id, expectSeq, envs, now)
+	return s.whyNot(ctx, id, expectSeq, a.envs, a.now)
+}
+
+// appendArgs is what the statement of an append (Append's, or
+// AppendFenced's) is given, worked out once from its checked events.
+type appendArgs struct {
+	envs   [][]byte  // the events' envelopes
+	one    bool      // a single event: the statement of one, whose parameters are not arrays
+	now    time.Time // the time of the append
+	events []any     // the parameters from the session's ID to the events' envelopes
+	texts  []any     // the parameters of the events' text to search
+}
+
+// newAppend checks the events of an append to session id at expectSeq, as
+// driver.Guard.Append does, and works out its statement's parameters.
+func (s *Store) newAppend(id string, expectSeq int64, events []cairn.Event) (*appendArgs, error) {
+	events, err := s.guard.Append(s.opts.Limits, id, expectSeq, events)
+	if err != nil {
+		return nil, err
+	}
+	seqs, envs, err := encodeAll(events)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: %w", id, err)
+	}
+	txtSeqs, txtTSVs, txtLens := textArgs(events)
+	now := s.opts.Now().UTC()
+	d := driver.Summarize(events)
+	one := len(events) == 1
+	evSeqs, evEnvs := any(seqs), any(envs)
+	if one {
+		evSeqs, evEnvs = seqs[0], envs[0]
+	}
+	return &appendArgs{
+		envs: envs,
+		one:  one,
+		now:  now,
+		events: []any{
+			id, expectSeq, expectSeq + int64(len(events)), now, nullTime(s.opts.ExpiresAt(now)),
+			d.Steps, string(d.Status), d.HasMessage, d.FirstMessage,
+			evSeqs, evEnvs,
+		},
+		texts: []any{txtSeqs, txtTSVs, txtLens},
+	}, nil
+}
+
+// args returns the statement's parameters in order, with more (the lease
+// token of AppendFenced's statement) between the events and their text.
+func (a *appendArgs) args(more ...any) []any {
+	return slices.Concat(a.events, more, a.texts)
 }
 
 // notAt is the answer to an append at expectSeq whose statement's snapshot
