@@ -43,16 +43,25 @@ func sessionKeys(t *testing.T, ns string) []string {
 	return out
 }
 
+// ttlSession opens a store with a TTL on a namespace of its own and
+// writes session "a" there, a user's turn at seqs 1 to 4; it returns the
+// store and its namespace.
+func ttlSession(t *testing.T, ttl time.Duration) (*redis.Store, string) {
+	t.Helper()
+	ns := "t_" + testenv.RandHex(6)
+	s := openStore(t, cairn.StoreOptions{Namespace: ns, TTL: ttl})
+	mustCreate(t, s, "a")
+	mustAppend(t, s, "a", 0, storetest.UserTurn(0, "r", "hello")...)
+	return s, ns
+}
+
 // TestStore_TTL checks that with a TTL every key of a session, and the
 // namespace index, carries a native Redis TTL no longer than the store's,
 // and that an append refreshes it.
 func TestStore_TTL(t *testing.T) {
 	const ttl = time.Hour
-	ns := "t_" + testenv.RandHex(6)
-	s := openStore(t, cairn.StoreOptions{Namespace: ns, TTL: ttl})
+	s, ns := ttlSession(t, ttl)
 	c := adminClient(t)
-	mustCreate(t, s, "a")
-	mustAppend(t, s, "a", 0, storetest.UserTurn(0, "r", "hello")...)
 	keys := append(sessionKeys(t, ns), "cairn:"+ns+":sessions")
 	if len(keys) != 4 {
 		t.Fatalf("keys = %v, want the meta, the events, the postings and the index", keys)
@@ -304,11 +313,8 @@ func TestStore_SameBytes(t *testing.T) {
 // move, and an append does), and goes with the meta.
 func TestStore_SnapshotInMeta(t *testing.T) {
 	const ttl = time.Hour
-	ns := "t_" + testenv.RandHex(6)
-	s := openStore(t, cairn.StoreOptions{Namespace: ns, TTL: ttl})
+	s, ns := ttlSession(t, ttl)
 	c := adminClient(t)
-	mustCreate(t, s, "a")
-	mustAppend(t, s, "a", 0, storetest.UserTurn(0, "r", "hello")...)
 	meta := redis.MetaKey(s, "a")
 	if err := c.Expire(t.Context(), meta, 30*time.Second).Err(); err != nil {
 		t.Fatal(err)
