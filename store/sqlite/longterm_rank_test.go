@@ -112,7 +112,7 @@ func TestFewHits_AsFTS5(t *testing.T) {
 			}
 			within := i%3 != 0 // the prefix's token ANDed, or not
 			match := matchQuery(q, within)
-			want, err := bm25Hits(ctx, s, tx, q, match)
+			want, err := s.rankedJoin(ctx, tx, q, match) // FTS5's ranking in one query: the reference
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,31 +168,6 @@ func TestFewHits_AsFTS5(t *testing.T) {
 		t.Fatal(err)
 	}
 	compare("namespace deleted")
-}
-
-// bm25Hits is the reference: FTS5's own ranking of match, joined to the
-// items and filtered, the best q.Candidates.
-func bm25Hits(ctx context.Context, s *LongTerm, tx *sql.Tx, q ltdriver.Search, match string) ([]ltdriver.Hit, error) {
-	f := s.itemFilter(q.Prefix, q.Labels)
-	rows, err := tx.QueryContext(ctx, `SELECT i.id, i.namespace, i.key, -longterm_text.rank AS score
-		FROM longterm_text JOIN longterm_items AS i ON i.id = longterm_text.rowid
-		WHERE longterm_text MATCH ? AND `+f.sql()+`
-		ORDER BY score DESC, i.path, i.key LIMIT ?`, append(append([]any{match}, f.args...), q.Candidates)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ltdriver.Hit
-	for rows.Next() {
-		var h ltdriver.Hit
-		var id int64
-		if err := rows.Scan(&id, &h.Namespace, &h.Key, &h.Text); err != nil {
-			return nil, err
-		}
-		h.Ref = id
-		out = append(out, h)
-	}
-	return out, rows.Err()
 }
 
 // sameHits fails the test unless got has want's scores, place by place,
