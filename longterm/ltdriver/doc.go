@@ -3,10 +3,11 @@
 // what every backend calls, and a program that only uses stores never
 // needs.
 //
-// A backend's methods open with the Check functions, which refuse what
-// every store refuses (a bad namespace, key, label, value, option or
-// cursor) with the same errors, and return the arguments normalised: a
-// compacted value, a derived text, a computed vector, a resolved search.
+// A backend's methods open with a Guard, which refuses a closed store and
+// then calls the Check functions, which refuse what every store refuses
+// (a bad namespace, key, label, value, option or cursor) with the same
+// errors, and return the arguments normalised: a compacted value, a
+// derived text, a computed vector, a resolved search.
 // Stamp sets what the store records on a Put. Search ranking is shared:
 // a backend finds text hits (in its database, or with Index) and vector
 // hits (Cosine over the items its filters select, TopHits), and Rank

@@ -166,3 +166,43 @@ func TestSessionNamespace(t *testing.T) {
 		t.Errorf("a bad namespace: %q, %v; want cairn.ErrInvalidID", ns, err)
 	}
 }
+
+// TestGuard checks that each of Guard's methods refuses a closed store
+// with cairn.ErrClosed before it looks at the arguments, and checks them
+// while the store is open.
+func TestGuard(t *testing.T) {
+	ctx := context.Background()
+	calls := map[string]func(g *ltdriver.Guard) error{
+		"Put": func(g *ltdriver.Guard) error {
+			_, err := g.Put(ctx, longterm.Options{}.WithDefaults(), longterm.Item{Namespace: "", Key: "k"}, longterm.PutOptions{})
+			return err
+		},
+		"Key":             func(g *ltdriver.Guard) error { return g.Key("", "k") },
+		"Delete":          func(g *ltdriver.Guard) error { return g.Delete("n", "k", -1) },
+		"DeleteNamespace": func(g *ltdriver.Guard) error { return g.DeleteNamespace("") },
+		"List": func(g *ltdriver.Guard) error {
+			_, _, err := g.List(longterm.ListOptions{Limit: -1})
+			return err
+		},
+		"Namespaces": func(g *ltdriver.Guard) error {
+			_, err := g.Namespaces(longterm.NamespaceOptions{Depth: -1})
+			return err
+		},
+		"Search": func(g *ltdriver.Guard) error {
+			_, err := g.Search(ctx, longterm.Options{}.WithDefaults(), longterm.SearchOptions{Limit: -1})
+			return err
+		},
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			var g ltdriver.Guard
+			if err := call(&g); !errors.Is(err, longterm.ErrInvalid) {
+				t.Errorf("open: got %v, want longterm.ErrInvalid", err)
+			}
+			g.Close()
+			if err := call(&g); !errors.Is(err, cairn.ErrClosed) {
+				t.Errorf("closed: got %v, want cairn.ErrClosed", err)
+			}
+		})
+	}
+}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
+	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
 
 // LongTermKeys is the namespace under which an encrypting long-term store
@@ -46,7 +46,7 @@ type longTerm struct {
 	inner longterm.Store
 	ring  *Keyring
 	opts  longterm.Options
-	guard driver.Guard
+	guard ltdriver.Guard
 
 	mu    sync.Mutex
 	index []byte             // the index key, once read or made

@@ -87,10 +87,7 @@ func (s *longTerm) open(ctx context.Context, it longterm.Item) (longterm.Item, e
 // namespace, and sealed the item with the key erased, takes its item back
 // and puts it again under the namespace's new key.
 func (s *longTerm) Put(ctx context.Context, item longterm.Item, opts longterm.PutOptions) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	item, err := ltdriver.CheckPut(ctx, s.opts, item, opts)
+	item, err := s.guard.Put(ctx, s.opts, item, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -136,10 +133,7 @@ func (s *longTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 
 // Get implements longterm.Store.
 func (s *longTerm) Get(ctx context.Context, namespace, key string) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	if err := ltdriver.CheckKey(namespace, key); err != nil {
+	if err := s.guard.Key(namespace, key); err != nil {
 		return nil, err
 	}
 	if err := reserved("namespace", namespace); err != nil {
@@ -158,10 +152,7 @@ func (s *longTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 
 // Delete implements longterm.Store.
 func (s *longTerm) Delete(ctx context.Context, namespace, key string, ifVersion int64) error {
-	if err := s.guard.Check(); err != nil {
-		return err
-	}
-	if err := ltdriver.CheckDelete(namespace, key, ifVersion); err != nil {
+	if err := s.guard.Delete(namespace, key, ifVersion); err != nil {
 		return err
 	}
 	if err := reserved("namespace", namespace); err != nil {
@@ -174,10 +165,7 @@ func (s *longTerm) Delete(ctx context.Context, namespace, key string, ifVersion 
 // namespaces go first, so that what the wrapped store keeps of their items
 // afterwards (free pages, dead rows, backups) no longer opens.
 func (s *longTerm) DeleteNamespace(ctx context.Context, prefix string) (int, error) {
-	if err := s.guard.Check(); err != nil {
-		return 0, err
-	}
-	if err := ltdriver.CheckDeleteNamespace(prefix); err != nil {
+	if err := s.guard.DeleteNamespace(prefix); err != nil {
 		return 0, err
 	}
 	if err := reserved("prefix", prefix); err != nil {
@@ -192,10 +180,7 @@ func (s *longTerm) DeleteNamespace(ctx context.Context, prefix string) (int, err
 
 // List implements longterm.Store.
 func (s *longTerm) List(ctx context.Context, opts longterm.ListOptions) (*longterm.ListPage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, _, err := ltdriver.CheckList(opts)
+	opts, _, err := s.guard.List(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -234,10 +219,7 @@ func (s *longTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 
 // Namespaces implements longterm.Store.
 func (s *longTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOptions) (*longterm.NamespacePage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, err := ltdriver.CheckNamespaces(opts)
+	opts, err := s.guard.Namespaces(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -270,10 +252,7 @@ func (s *longTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 // item under the prefix with the labels (the vector and its model are
 // sealed) and compares here.
 func (s *longTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	q, err := ltdriver.CheckSearch(ctx, s.opts, opts)
+	q, err := s.guard.Search(ctx, s.opts, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
 )
@@ -35,7 +34,7 @@ func itemID(ns, key string) string { return ns + "\x00" + key }
 type LongTerm struct {
 	db    *items
 	opts  longterm.Options
-	guard driver.Guard
+	guard ltdriver.Guard
 }
 
 var (
@@ -81,10 +80,7 @@ func (s *LongTerm) erase(id string) {
 
 // Put implements longterm.Store.
 func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.PutOptions) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	item, err := ltdriver.CheckPut(ctx, s.opts, item, opts)
+	item, err := s.guard.Put(ctx, s.opts, item, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,10 +109,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 
 // Get implements longterm.Store.
 func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	if err := ltdriver.CheckKey(namespace, key); err != nil {
+	if err := s.guard.Key(namespace, key); err != nil {
 		return nil, err
 	}
 	s.db.mu.RLock()
@@ -131,10 +124,7 @@ func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 
 // Delete implements longterm.Store.
 func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion int64) error {
-	if err := s.guard.Check(); err != nil {
-		return err
-	}
-	if err := ltdriver.CheckDelete(namespace, key, ifVersion); err != nil {
+	if err := s.guard.Delete(namespace, key, ifVersion); err != nil {
 		return err
 	}
 	s.db.mu.Lock()
@@ -153,10 +143,7 @@ func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion 
 
 // DeleteNamespace implements longterm.Store.
 func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, error) {
-	if err := s.guard.Check(); err != nil {
-		return 0, err
-	}
-	if err := ltdriver.CheckDeleteNamespace(prefix); err != nil {
+	if err := s.guard.DeleteNamespace(prefix); err != nil {
 		return 0, err
 	}
 	s.db.mu.Lock()
@@ -175,10 +162,7 @@ func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, err
 
 // List implements longterm.Store.
 func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longterm.ListPage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, cur, err := ltdriver.CheckList(opts)
+	opts, cur, err := s.guard.List(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -203,10 +187,7 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 
 // Namespaces implements longterm.Store.
 func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOptions) (*longterm.NamespacePage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, err := ltdriver.CheckNamespaces(opts)
+	opts, err := s.guard.Namespaces(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -223,10 +204,7 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 
 // Search implements longterm.Store.
 func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	q, err := ltdriver.CheckSearch(ctx, s.opts, opts)
+	q, err := s.guard.Search(ctx, s.opts, opts)
 	if err != nil {
 		return nil, err
 	}

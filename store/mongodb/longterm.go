@@ -16,7 +16,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
@@ -57,7 +56,7 @@ type LongTerm struct {
 	items  *mongo.Collection
 	meta   *mongo.Collection
 	opts   longterm.Options
-	guard  driver.Guard
+	guard  ltdriver.Guard
 }
 
 var (
@@ -295,10 +294,7 @@ func (s *LongTerm) claim(ctx context.Context, id string, ver int64) (ok bool, re
 // another writer between the two makes it start again, and so of writers
 // racing with one expected version exactly one wins.
 func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.PutOptions) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	item, err := ltdriver.CheckPut(ctx, s.opts, item, opts)
+	item, err := s.guard.Put(ctx, s.opts, item, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -407,10 +403,7 @@ func (s *LongTerm) atVersion(ctx context.Context, id string, ver int64) (bool, e
 // Delete implements longterm.Store: read the item's version, claim it,
 // and delete the document if it is still at that version.
 func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion int64) error {
-	if err := s.guard.Check(); err != nil {
-		return err
-	}
-	if err := ltdriver.CheckDelete(namespace, key, ifVersion); err != nil {
+	if err := s.guard.Delete(namespace, key, ifVersion); err != nil {
 		return err
 	}
 	id := ltID(namespace, key)
@@ -508,10 +501,7 @@ func (s *LongTerm) eraseFound(ctx context.Context, filter bson.D, now int64) (li
 // DeleteNamespace implements longterm.Store: the documents of the
 // prefix's range of paths, a batch at a time, until none is left.
 func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, error) {
-	if err := s.guard.Check(); err != nil {
-		return 0, err
-	}
-	if err := ltdriver.CheckDeleteNamespace(prefix); err != nil {
+	if err := s.guard.DeleteNamespace(prefix); err != nil {
 		return 0, err
 	}
 	lo, hi := longterm.PrefixRange(prefix)

@@ -18,10 +18,7 @@ var noVector = bson.D{{Key: "vec", Value: 0}, {Key: "toks", Value: 0}}
 
 // Get implements longterm.Store.
 func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	if err := ltdriver.CheckKey(namespace, key); err != nil {
+	if err := s.guard.Key(namespace, key); err != nil {
 		return nil, err
 	}
 	var d ltDoc
@@ -48,10 +45,7 @@ func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 // List implements longterm.Store: the (path, key) index from the cursor
 // on.
 func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longterm.ListPage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, cur, err := ltdriver.CheckList(opts)
+	opts, cur, err := s.guard.List(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +85,7 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 // key) index: one query per namespace listed, and, with a depth, one per
 // namespace cut.
 func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOptions) (*longterm.NamespacePage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, err := ltdriver.CheckNamespaces(opts)
+	opts, err := s.guard.Namespaces(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +116,7 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 // model and length and computes cosine. The results are the documents
 // those reads returned: one query per side, none more.
 func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	q, err := ltdriver.CheckSearch(ctx, s.opts, opts)
+	q, err := s.guard.Search(ctx, s.opts, opts)
 	if err != nil {
 		return nil, err
 	}

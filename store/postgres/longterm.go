@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/ltrow"
 	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
@@ -43,7 +42,7 @@ type LongTerm struct {
 	schema  string
 	table   string // the items table, schema-qualified and quoted
 	seq     string // the revision sequence, schema-qualified, as text for nextval
-	guard   driver.Guard
+	guard   ltdriver.Guard
 }
 
 var (
@@ -135,10 +134,7 @@ var errRaced = errors.New("raced")
 // (SELECT … FOR UPDATE), then writes the row, its tsvector with it, and
 // its version, the sequence's next value.
 func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.PutOptions) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	item, err := ltdriver.CheckPut(ctx, s.opts, item, opts)
+	item, err := s.guard.Put(ctx, s.opts, item, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -313,10 +309,7 @@ func TSQuery(phrases [][]string) string {
 
 // Delete implements longterm.Store.
 func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion int64) error {
-	if err := s.guard.Check(); err != nil {
-		return err
-	}
-	if err := ltdriver.CheckDelete(namespace, key, ifVersion); err != nil {
+	if err := s.guard.Delete(namespace, key, ifVersion); err != nil {
 		return err
 	}
 	now := ltdriver.Now(s.opts)
@@ -357,10 +350,7 @@ var errExpiredErased = errors.New("expired item erased")
 // rows of one range of the path index; their tsvectors and vectors go
 // with them.
 func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, error) {
-	if err := s.guard.Check(); err != nil {
-		return 0, err
-	}
-	if err := ltdriver.CheckDeleteNamespace(prefix); err != nil {
+	if err := s.guard.DeleteNamespace(prefix); err != nil {
 		return 0, err
 	}
 	lo, hi := longterm.PrefixRange(prefix)

@@ -15,7 +15,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/ltdriver"
@@ -63,7 +62,7 @@ type LongTerm struct {
 	owned  bool
 	opts   longterm.Options
 	base   string
-	guard  driver.Guard
+	guard  ltdriver.Guard
 }
 
 var (
@@ -297,10 +296,7 @@ const ltBatch = 500
 
 // Put implements longterm.Store: one script, atomic.
 func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.PutOptions) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	item, err := ltdriver.CheckPut(ctx, s.opts, item, opts)
+	item, err := s.guard.Put(ctx, s.opts, item, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -355,10 +351,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 
 // Delete implements longterm.Store: one script, atomic.
 func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion int64) error {
-	if err := s.guard.Check(); err != nil {
-		return err
-	}
-	if err := ltdriver.CheckDelete(namespace, key, ifVersion); err != nil {
+	if err := s.guard.Delete(namespace, key, ifVersion); err != nil {
 		return err
 	}
 	m := member(namespace, key)
@@ -380,10 +373,7 @@ func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion 
 // Put that lands between two scripts lands before one of them (and is
 // erased) or after the last (and stays).
 func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, error) {
-	if err := s.guard.Check(); err != nil {
-		return 0, err
-	}
-	if err := ltdriver.CheckDeleteNamespace(prefix); err != nil {
+	if err := s.guard.DeleteNamespace(prefix); err != nil {
 		return 0, err
 	}
 	lo, hi := longterm.PrefixRange(prefix)
@@ -488,10 +478,7 @@ func (s *LongTerm) getItems(ctx context.Context, members []string, vec bool) ([]
 
 // Get implements longterm.Store.
 func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	if err := ltdriver.CheckKey(namespace, key); err != nil {
+	if err := s.guard.Key(namespace, key); err != nil {
 		return nil, err
 	}
 	items, oks, err := s.getItems(ctx, []string{member(namespace, key)}, true)
@@ -508,10 +495,7 @@ func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 // paths set, from the cursor on, a chunk at a time, each chunk's items
 // read in one pipeline and filtered.
 func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longterm.ListPage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, cur, err := ltdriver.CheckList(opts)
+	opts, cur, err := s.guard.List(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -555,10 +539,7 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 // set: one seek per namespace listed, and, with a depth, one per
 // namespace cut.
 func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOptions) (*longterm.NamespacePage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, err := ltdriver.CheckNamespaces(opts)
+	opts, err := s.guard.Namespaces(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -19,10 +19,7 @@ import (
 // grows with the items the query's words name (text) and with the items
 // under the prefix (vector); nothing is read twice.
 func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	q, err := ltdriver.CheckSearch(ctx, s.opts, opts)
+	q, err := s.guard.Search(ctx, s.opts, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/ltrow"
 	"github.com/cairnhq/cairn/internal/unixnano"
 	"github.com/cairnhq/cairn/longterm"
@@ -56,7 +55,7 @@ type LongTerm struct {
 	w, r  *sql.DB
 
 	counts    indexCounts // the items under the prefixes and holding the phrases searched
-	guard     driver.Guard
+	guard     ltdriver.Guard
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -153,10 +152,7 @@ func (s *LongTerm) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // item's row, takes the next version, writes the row and its text index
 // entry.
 func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.PutOptions) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	item, err := ltdriver.CheckPut(ctx, s.opts, item, opts)
+	item, err := s.guard.Put(ctx, s.opts, item, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -222,10 +218,7 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 
 // Delete implements longterm.Store.
 func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion int64) error {
-	if err := s.guard.Check(); err != nil {
-		return err
-	}
-	if err := ltdriver.CheckDelete(namespace, key, ifVersion); err != nil {
+	if err := s.guard.Delete(namespace, key, ifVersion); err != nil {
 		return err
 	}
 	now := ltdriver.Now(s.opts)
@@ -299,10 +292,7 @@ func nsToken(ns string) string {
 // of the namespaces under prefix (one range of the path index) and their
 // text index entries.
 func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, error) {
-	if err := s.guard.Check(); err != nil {
-		return 0, err
-	}
-	if err := ltdriver.CheckDeleteNamespace(prefix); err != nil {
+	if err := s.guard.DeleteNamespace(prefix); err != nil {
 		return 0, err
 	}
 	lo, hi := longterm.PrefixRange(s.stored(prefix))

@@ -77,10 +77,7 @@ func (s *LongTerm) itemFilter(prefix string, labels map[string]string) *filter {
 
 // Get implements longterm.Store.
 func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.Item, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	if err := ltdriver.CheckKey(namespace, key); err != nil {
+	if err := s.guard.Key(namespace, key); err != nil {
 		return nil, err
 	}
 	it, err := s.scanItem(s.r.QueryRowContext(ctx, `SELECT `+itemColumns("i.vector")+` FROM longterm_items AS i
@@ -98,10 +95,7 @@ func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 // List implements longterm.Store: one range of the path index, from the
 // cursor on.
 func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longterm.ListPage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, cur, err := ltdriver.CheckList(opts)
+	opts, cur, err := s.guard.List(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +124,7 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 // index: one seek per namespace listed, and, with a depth, one per
 // namespace cut (a cut's subtree is skipped at once).
 func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOptions) (*longterm.NamespacePage, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	opts, err := ltdriver.CheckNamespaces(opts)
+	opts, err := s.guard.Namespaces(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -163,10 +154,7 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 // computes cosine in Go. Both run in one read transaction, so that they
 // see the same items.
 func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
-	if err := s.guard.Check(); err != nil {
-		return nil, err
-	}
-	q, err := ltdriver.CheckSearch(ctx, s.opts, opts)
+	q, err := s.guard.Search(ctx, s.opts, opts)
 	if err != nil {
 		return nil, err
 	}
