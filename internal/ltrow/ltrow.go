@@ -95,3 +95,43 @@ func ByID(rows Rows, read func(Scanner, ...any) (longterm.Item, error)) (map[int
 	}
 	return byID, rows.Err()
 }
+
+// Hits reads every row of rows as a hit whose Ref is its id: the columns
+// id, namespace and key, then the text score when scored.
+func Hits(rows Rows, scored bool) ([]ltdriver.Hit, error) {
+	var out []ltdriver.Hit
+	var h ltdriver.Hit
+	var id int64
+	dest := []any{&id, &h.Namespace, &h.Key, &h.Text}
+	if !scored {
+		dest = dest[:3]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		h.Ref = id
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// VectorHits reads every row of rows, the columns id, namespace, key and
+// an encoded vector (ltdriver.EncodeVector), and returns the best
+// q.Candidates of them by cosine similarity to q.Vector, as hits whose Ref
+// is the id. B is the type the vector is scanned into: []byte, or a type
+// the driver fills without a copy (sql.RawBytes).
+func VectorHits[B ~[]byte](rows Rows, q ltdriver.Search) ([]ltdriver.Hit, error) {
+	top := ltdriver.NewTopHits(q.Candidates, true)
+	var vec B
+	for rows.Next() {
+		var h ltdriver.Hit
+		var id int64
+		if err := rows.Scan(&id, &h.Namespace, &h.Key, &vec); err != nil {
+			return nil, err
+		}
+		h.Ref, h.Vector = id, ltdriver.CosineEncoded(q.Vector, []byte(vec))
+		top.Offer(h)
+	}
+	return top.Hits(), rows.Err()
+}

@@ -118,3 +118,39 @@ func TestByID(t *testing.T) {
 		t.Error("ByID with rows that fail: no error")
 	}
 }
+
+// tableRows are rows of any columns, filled as fill does.
+type tableRows struct {
+	t    *testing.T
+	rows [][]any
+	at   int
+}
+
+func (r *tableRows) Next() bool             { r.at++; return r.at <= len(r.rows) }
+func (r *tableRows) Err() error             { return nil }
+func (r *tableRows) Scan(dest ...any) error { fill(r.t, dest, r.rows[r.at-1]); return nil }
+
+func TestHits(t *testing.T) {
+	got, err := Hits(&tableRows{t: t, rows: [][]any{{int64(1), "a", "k1", 2.5}, {int64(2), "b", "k2", 1.5}}}, true)
+	want := []ltdriver.Hit{{Namespace: "a", Key: "k1", Text: 2.5, Ref: int64(1)}, {Namespace: "b", Key: "k2", Text: 1.5, Ref: int64(2)}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Hits(scored) = %+v, %v; want %+v", got, err, want)
+	}
+	got, err = Hits(&tableRows{t: t, rows: [][]any{{int64(3), "a", "k3"}}}, false)
+	want = []ltdriver.Hit{{Namespace: "a", Key: "k3", Ref: int64(3)}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Hits = %+v, %v; want %+v", got, err, want)
+	}
+}
+
+func TestVectorHits(t *testing.T) {
+	rows := &tableRows{t: t, rows: [][]any{
+		{int64(1), "a", "far", ltdriver.EncodeVector([]float32{0, 1})},
+		{int64(2), "a", "near", ltdriver.EncodeVector([]float32{1, 0})},
+		{int64(3), "a", "short", ltdriver.EncodeVector([]float32{1})},
+	}}
+	got, err := VectorHits[[]byte](rows, ltdriver.Search{Vector: []float32{1, 0}, Candidates: 1})
+	if err != nil || len(got) != 1 || got[0].Key != "near" || got[0].Ref != int64(2) || got[0].Vector <= 0.99 {
+		t.Errorf("VectorHits = %+v, %v; want near (2) alone, about 1", got, err)
+	}
+}

@@ -219,20 +219,13 @@ func (s *LongTerm) textHits(ctx context.Context, tx pgx.Tx, q ltdriver.Search) (
 		return nil, err
 	}
 	defer rows.Close()
-	var out []ltdriver.Hit
-	for rows.Next() {
-		var h ltdriver.Hit
-		var id int64
-		if err := rows.Scan(&id, &h.Namespace, &h.Key, &h.Text); err != nil {
-			return nil, err
+	hits, err := ltrow.Hits(rows, true)
+	for i := range hits {
+		if hits[i].Text <= 0 {
+			hits[i].Text = 1e-9 // a match always scores
 		}
-		if h.Text <= 0 {
-			h.Text = 1e-9 // a match always scores
-		}
-		h.Ref = id
-		out = append(out, h)
 	}
-	return out, rows.Err()
+	return hits, err
 }
 
 // textQuery is textHits' query for the tsquery query: the GIN index on
@@ -258,16 +251,5 @@ func (s *LongTerm) vectorHits(ctx context.Context, tx pgx.Tx, q ltdriver.Search)
 		return nil, err
 	}
 	defer rows.Close()
-	top := ltdriver.NewTopHits(q.Candidates, true)
-	for rows.Next() {
-		var h ltdriver.Hit
-		var id int64
-		var vec []byte
-		if err := rows.Scan(&id, &h.Namespace, &h.Key, &vec); err != nil {
-			return nil, err
-		}
-		h.Ref, h.Vector = id, ltdriver.CosineEncoded(q.Vector, vec)
-		top.Offer(h)
-	}
-	return top.Hits(), rows.Err()
+	return ltrow.VectorHits[[]byte](rows, q)
 }

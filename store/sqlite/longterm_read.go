@@ -328,17 +328,7 @@ func (s *LongTerm) rankedJoin(ctx context.Context, tx *sql.Tx, q ltdriver.Search
 		return nil, err
 	}
 	defer rows.Close()
-	var out []ltdriver.Hit
-	for rows.Next() {
-		var h ltdriver.Hit
-		var id int64
-		if err := rows.Scan(&id, &h.Namespace, &h.Key, &h.Text); err != nil {
-			return nil, err
-		}
-		h.Ref = id
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return ltrow.Hits(rows, true)
 }
 
 // scanHits reads rows of id, namespace and key as hits whose Ref is the
@@ -348,17 +338,7 @@ func scanHits(rows *sql.Rows, err error) ([]ltdriver.Hit, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []ltdriver.Hit
-	for rows.Next() {
-		var h ltdriver.Hit
-		var id int64
-		if err := rows.Scan(&id, &h.Namespace, &h.Key); err != nil {
-			return nil, err
-		}
-		h.Ref = id
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return ltrow.Hits(rows, false)
 }
 
 // vectorHits returns the best q.Candidates items by cosine similarity,
@@ -372,16 +352,5 @@ func (s *LongTerm) vectorHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search
 		return nil, err
 	}
 	defer rows.Close()
-	top := ltdriver.NewTopHits(q.Candidates, true)
-	var vec sql.RawBytes
-	for rows.Next() {
-		var h ltdriver.Hit
-		var id int64
-		if err := rows.Scan(&id, &h.Namespace, &h.Key, &vec); err != nil {
-			return nil, err
-		}
-		h.Ref, h.Vector = id, ltdriver.CosineEncoded(q.Vector, vec)
-		top.Offer(h)
-	}
-	return top.Hits(), rows.Err()
+	return ltrow.VectorHits[sql.RawBytes](rows, q)
 }
