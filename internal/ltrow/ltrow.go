@@ -5,6 +5,7 @@ package ltrow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/cairnhq/cairn/internal/unixnano"
@@ -134,4 +135,22 @@ func VectorHits[B ~[]byte](rows Rows, q ltdriver.Search) ([]ltdriver.Hit, error)
 		top.Offer(h)
 	}
 	return top.Hits(), rows.Err()
+}
+
+// SkipNamespaces is ltdriver.SkipNamespaces for a store that seeks with
+// one SQL query: first returns the namespace of the first live item whose
+// path compares with pos by op (">" or ">=") and is before hi, or
+// noRows, the driver's error for a query that returned none.
+func SkipNamespaces(opts longterm.NamespaceOptions, noRows error, first func(op, pos, hi string) (string, error)) (*longterm.NamespacePage, error) {
+	return ltdriver.SkipNamespaces(opts, func(pos, hi string, inclusive bool) (string, bool, error) {
+		op := ">"
+		if inclusive {
+			op = ">="
+		}
+		ns, err := first(op, pos, hi)
+		if errors.Is(err, noRows) {
+			return "", false, nil
+		}
+		return ns, err == nil, err
+	})
 }

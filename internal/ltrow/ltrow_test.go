@@ -154,3 +154,25 @@ func TestVectorHits(t *testing.T) {
 		t.Errorf("VectorHits = %+v, %v; want near (2) alone, about 1", got, err)
 	}
 }
+
+func TestSkipNamespaces(t *testing.T) {
+	noRows := errors.New("no rows")
+	paths := []string{"a", "b", "c"} // each namespace's path is its name
+	first := func(op, pos, hi string) (string, error) {
+		for _, p := range paths {
+			if (p > pos || op == ">=" && p == pos) && p < hi {
+				return p, nil
+			}
+		}
+		return "", noRows
+	}
+	page, err := SkipNamespaces(longterm.NamespaceOptions{Limit: 2}, noRows, first)
+	if err != nil || !reflect.DeepEqual(page.Namespaces, []string{"a", "b"}) || page.Next != "b" {
+		t.Errorf("SkipNamespaces = %+v, %v; want a, b and next b", page, err)
+	}
+	fail := errors.New("fail")
+	_, err = SkipNamespaces(longterm.NamespaceOptions{Limit: 2}, noRows, func(string, string, string) (string, error) { return "", fail })
+	if !errors.Is(err, fail) {
+		t.Errorf("SkipNamespaces with a failing query: %v, want %v", err, fail)
+	}
+}

@@ -130,23 +130,13 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 		return nil, err
 	}
 	now := unixnano.Of(ltdriver.Now(s.opts))
-	return ltdriver.SkipNamespaces(opts, func(pos, hi string, inclusive bool) (string, bool, error) {
-		op := ">"
-		if inclusive {
-			op = ">="
-		}
-		var ns string
-		err := s.pool.QueryRow(ctx, `SELECT i.namespace FROM `+s.table+` AS i
+	page, err := ltrow.SkipNamespaces(opts, pgx.ErrNoRows, func(op, pos, hi string) (ns string, err error) {
+		err = s.pool.QueryRow(ctx, `SELECT i.namespace FROM `+s.table+` AS i
 			WHERE i.path `+op+` $1 AND i.path < $2 AND (i.expires_at = 0 OR i.expires_at > $3)
 			ORDER BY i.path LIMIT 1`, pos, hi, now).Scan(&ns)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, s.fail("namespaces", err)
-		}
-		return ns, true, nil
+		return ns, err
 	})
+	return page, s.fail("namespaces", err)
 }
 
 // Search implements longterm.Store. The text side is one query: the GIN

@@ -129,23 +129,13 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 		return nil, err
 	}
 	now := unixnano.Of(ltdriver.Now(s.opts))
-	return ltdriver.SkipNamespaces(opts, func(pos, hi string, inclusive bool) (string, bool, error) {
-		op := ">"
-		if inclusive {
-			op = ">="
-		}
-		var ns string
-		err := s.r.QueryRowContext(ctx, `SELECT i.namespace FROM longterm_items AS i
+	page, err := ltrow.SkipNamespaces(opts, sql.ErrNoRows, func(op, pos, hi string) (ns string, err error) {
+		err = s.r.QueryRowContext(ctx, `SELECT i.namespace FROM longterm_items AS i
 			WHERE i.path `+op+` ? AND i.path < ? AND (i.expires_at = 0 OR i.expires_at > ?)
 			ORDER BY i.path LIMIT 1`, s.scopedPath(pos), s.scopedPath(hi), now).Scan(&ns)
-		if errors.Is(err, sql.ErrNoRows) {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, s.fail("namespaces", err)
-		}
-		return s.shown(ns), true, nil
+		return s.shown(ns), err
 	})
+	return page, s.fail("namespaces", err)
 }
 
 // Search implements longterm.Store. The text side is FTS5's MATCH ranked
