@@ -1,7 +1,6 @@
 package crypt_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -35,9 +34,7 @@ func TestLongTermConformance(t *testing.T) {
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		dbURL := func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "cairn.db") }
-		lttest.RunByURL(t, lttest.Abilities{Sweep: true}, dbURL, func(ctx context.Context, u string, opts longterm.Options) (longterm.Store, error) {
-			return crypt.OpenLongTerm(ctx, u, opts, ring)
-		})
+		lttest.RunByURL(t, lttest.Abilities{Sweep: true}, dbURL, crypttest.LongTermOpener(ring))
 	})
 }
 

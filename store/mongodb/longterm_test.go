@@ -13,7 +13,6 @@ import (
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/lttest"
-	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/storetest"
 )
@@ -83,10 +82,7 @@ func TestLongTermConformance(t *testing.T) {
 // TestLongTermConformance_Encrypted runs the suite through the encrypting
 // store (crypt.OpenLongTerm).
 func TestLongTermConformance_Encrypted(t *testing.T) {
-	ring := crypttest.NewKeyring(t)
-	runLongTerm(t, func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error) {
-		return crypt.OpenLongTerm(ctx, url, opts, ring)
-	})
+	runLongTerm(t, crypttest.LongTermOpener(crypttest.NewKeyring(t)))
 }
 
 // TestLongTerm_Erasure writes markers into every field of long-term items,

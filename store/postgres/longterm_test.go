@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"github.com/cairnhq/cairn/internal/testing/testenv"
 	"github.com/cairnhq/cairn/longterm"
 	"github.com/cairnhq/cairn/longterm/lttest"
-	"github.com/cairnhq/cairn/store/crypt"
 	"github.com/cairnhq/cairn/store/crypt/crypttest"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -59,9 +57,7 @@ func TestLongTermConformance_Encrypted(t *testing.T) {
 		pu.RawQuery = q.Encode()
 		return pu.String()
 	}
-	lttest.RunByURL(t, lttest.Abilities{Sweep: true}, nsURL, func(ctx context.Context, u string, opts longterm.Options) (longterm.Store, error) {
-		return crypt.OpenLongTerm(ctx, u, opts, ring)
-	})
+	lttest.RunByURL(t, lttest.Abilities{Sweep: true}, nsURL, crypttest.LongTermOpener(ring))
 }
 
 // TestLongTerm_TextIndexPlan: on 20,000 items with their statistics, a

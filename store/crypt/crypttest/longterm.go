@@ -1,6 +1,7 @@
 package crypttest
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,15 @@ type LongTermBackend struct {
 	Raw func(t *testing.T, needle string) []string
 	// Settle, if set, runs after the erasures and before the search.
 	Settle func(t *testing.T)
+}
+
+// LongTermOpener returns an opener of long-term stores by URL through the
+// encrypting store (crypt.OpenLongTerm) with ring: what a backend gives
+// lttest.RunByURL to run the suite encrypted.
+func LongTermOpener(ring *crypt.Keyring) func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error) {
+	return func(ctx context.Context, url string, opts longterm.Options) (longterm.Store, error) {
+		return crypt.OpenLongTerm(ctx, url, opts, ring)
+	}
 }
 
 // RunLongTerm runs the erasure checks of long-term memory against b.
