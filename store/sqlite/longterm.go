@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -78,16 +77,9 @@ func OpenLongTerm(ctx context.Context, path string, opts LongTermOptions) (*Long
 	if err != nil {
 		return nil, err
 	}
-	if path == "" {
-		return nil, errors.New("open sqlite: empty path")
-	}
-	abs, err := filepath.Abs(path)
+	abs, empty, err := openFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
-	empty, err := createFile(abs)
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, err
 	}
 	s := &LongTerm{opts: opts.Options.WithDefaults(), path: abs, sync: syncMode, scope: scope}
 	if err := openConns(ctx, abs, syncMode, empty, &s.w, &s.r); err != nil {
@@ -109,18 +101,7 @@ func (s *LongTerm) Close() error {
 	return s.closeErr
 }
 
-func (s *LongTerm) closeDBs() error {
-	var errs []error
-	for _, db := range []*sql.DB{s.r, s.w} {
-		if db != nil {
-			errs = append(errs, db.Close())
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close sqlite %s: %w", s.path, err)
-	}
-	return nil
-}
+func (s *LongTerm) closeDBs() error { return closeConns(s.path, nil, s.r, s.w) }
 
 // fail wraps err for the operation op, translating SQLite's errors (see
 // Store.classify).

@@ -102,16 +102,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	if path == "" {
-		return nil, errors.New("open sqlite: empty path")
-	}
-	abs, err := filepath.Abs(path)
+	abs, empty, err := openFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
-	empty, err := createFile(abs)
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, err
 	}
 	s := &Store{opts: so, path: abs, sync: syncMode, queue: commitQueue{gather: group.NewGather()}}
 	if err := s.connect(ctx, empty); err != nil {
@@ -132,6 +125,23 @@ func synchronousMode(v string) (string, error) {
 		return "NORMAL", nil
 	}
 	return "", fmt.Errorf("synchronous %q: want FULL or NORMAL", v)
+}
+
+// openFile returns the absolute path of the database file at path, made
+// by createFile, and whether it is a new database; an error if path is
+// empty or the file cannot be made.
+func openFile(path string) (abs string, empty bool, err error) {
+	if path == "" {
+		return "", false, errors.New("open sqlite: empty path")
+	}
+	abs, err = filepath.Abs(path)
+	if err == nil {
+		empty, err = createFile(abs)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return abs, empty, nil
 }
 
 // createFile makes the folder and the empty database file with private
@@ -263,15 +273,21 @@ func (s *Store) closeDBs() error {
 			errs = append(errs, st.Close())
 		}
 	}
-	// Readers first: the writer, closing last, checkpoints the WAL into
-	// the database and removes it when no other connection uses the file.
-	for _, db := range []*sql.DB{s.r, s.w} {
+	return closeConns(s.path, errs, s.r, s.w)
+}
+
+// closeConns closes the readers r, then the writer w (either may be nil),
+// and returns their errors and errs joined, for the file at path. Readers
+// first: the writer, closing last, checkpoints the WAL into the database
+// and removes it when no other connection uses the file.
+func closeConns(path string, errs []error, r, w *sql.DB) error {
+	for _, db := range []*sql.DB{r, w} {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close sqlite %s: %w", s.path, err)
+		return fmt.Errorf("close sqlite %s: %w", path, err)
 	}
 	return nil
 }
