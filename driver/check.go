@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/longterm"
 )
 
 // Guard makes the checks every store method opens with: that the store
@@ -54,6 +55,19 @@ func (g *Guard) Lease(id, holder string, ttl time.Duration) error {
 		return err
 	}
 	return CheckLease(id, holder, ttl)
+}
+
+// Search checks a Searcher's Search call: an open store. It returns the
+// query's phrases (longterm.Phrases); none when the query has no token or
+// limit is not positive, and then the search finds nothing.
+func (g *Guard) Search(query string, limit int) ([][]string, error) {
+	if err := g.Check(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	return longterm.Phrases(query), nil
 }
 
 // CheckAppend validates an Append call before a store writes anything: the

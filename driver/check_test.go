@@ -45,6 +45,15 @@ func TestGuard(t *testing.T) {
 	if err := g.Lease("s1", "w", 0); err == nil {
 		t.Error("a lease with no TTL: accepted")
 	}
+	if got, err := g.Search("jazz piano-bar", 5); err != nil || fmt.Sprint(got) != "[[jazz] [piano bar]]" {
+		t.Errorf("Search = %v, %v; want the phrases [jazz] and [piano bar]", got, err)
+	}
+	if got, err := g.Search("!!! ...", 5); err != nil || len(got) != 0 {
+		t.Errorf("Search of no token = %v, %v; want none", got, err)
+	}
+	if got, err := g.Search("jazz", 0); err != nil || len(got) != 0 {
+		t.Errorf("Search with limit 0 = %v, %v; want none", got, err)
+	}
 
 	// Close: exactly one of many racing callers closes it.
 	var wg sync.WaitGroup
@@ -69,6 +78,7 @@ func TestGuard(t *testing.T) {
 		"Session": g.Session("../bad"),
 		"Append":  appendErr(g.Append(cairn.Limits{}, "s1", 0, nil)),
 		"Lease":   g.Lease("s1", "", 0),
+		"Search":  searchErr(g.Search("jazz", 0)),
 	} {
 		if !errors.Is(err, cairn.ErrClosed) {
 			t.Errorf("closed guard: %s: %v, want ErrClosed", name, err)
@@ -123,6 +133,8 @@ func TestCheckSnapshot(t *testing.T) {
 
 // appendErr is the error of a Guard.Append.
 func appendErr(_ []cairn.Event, err error) error { return err }
+
+func searchErr(_ [][]string, err error) error { return err }
 
 // TestMaxFirstMessage: SessionInfo.Apply keeps MaxFirstMessage bytes of the
 // first user message, the length a store (and store/crypt's first-message

@@ -50,12 +50,9 @@ func (s *Store) drop(id string) {
 // Search implements driver.Searcher over the namespace's index, which
 // scores as SQLite's FTS5 does.
 func (s *Store) Search(ctx context.Context, query string, limit int) ([]driver.SearchHit, error) {
-	if err := s.guard.Check(); err != nil {
+	phrases, err := s.guard.Search(query, limit)
+	if err != nil || len(phrases) == 0 {
 		return nil, err
-	}
-	phrases := longterm.Phrases(query)
-	if len(phrases) == 0 || limit <= 0 {
-		return nil, nil
 	}
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()

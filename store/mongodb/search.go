@@ -38,12 +38,9 @@ type match struct {
 // statistics, after the store has sent its part of them.
 func (s *Store) Search(ctx context.Context, query string, limit int) (_ []driver.SearchHit, err error) {
 	defer unavailable(&err)
-	if err := s.guard.Check(); err != nil {
+	phrases, err := s.guard.Search(query, limit)
+	if err != nil || len(phrases) == 0 {
 		return nil, err
-	}
-	phrases := longterm.Phrases(query)
-	if limit <= 0 || len(phrases) == 0 {
-		return nil, nil
 	}
 	var found []*match
 	byEvent := map[string]*match{}

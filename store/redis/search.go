@@ -87,12 +87,9 @@ type candidate struct {
 // store indexes its sessions first (searchReady).
 func (s *Store) Search(ctx context.Context, query string, limit int) (_ []driver.SearchHit, err error) {
 	defer unavailable(&err)
-	if err := s.guard.Check(); err != nil {
+	words, err := s.guard.Search(query, limit)
+	if err != nil || len(words) == 0 {
 		return nil, err
-	}
-	words := longterm.Phrases(query)
-	if len(words) == 0 || limit <= 0 {
-		return nil, nil
 	}
 	phrases := make([]phrase, len(words))
 	for i, w := range words {

@@ -30,12 +30,9 @@ const maxRankedEvents = 4096
 // place read FTS5 returns is its own choice. Each round is one statement,
 // which sees the file as it is at one moment.
 func (s *Store) Search(ctx context.Context, query string, limit int) ([]driver.SearchHit, error) {
-	if err := s.guard.Check(); err != nil {
+	phrases, err := s.guard.Search(query, limit)
+	if err != nil || len(phrases) == 0 {
 		return nil, err
-	}
-	phrases := longterm.Phrases(query)
-	if len(phrases) == 0 || limit <= 0 {
-		return nil, nil
 	}
 	if err := s.catchUp(ctx); err != nil {
 		return nil, s.fail("search", "", err)
