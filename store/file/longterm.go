@@ -56,8 +56,8 @@ type LongTerm struct {
 	root   *os.Root // the folder
 	opts   longterm.Options
 
-	ops    sync.RWMutex // read-held by every call, write-held by Close
-	closed bool
+	ops   sync.RWMutex   // read-held by every call, write-held by Close
+	guard ltdriver.Guard // checked by every call under ops, closed by Close
 
 	writeMu  sync.Mutex // one writer of this process holds the lock file at a time
 	lockFile *os.File
@@ -112,25 +112,13 @@ func OpenLongTerm(ctx context.Context, dir string, opts longterm.Options) (*Long
 // Dir returns the store's folder.
 func (s *LongTerm) Dir() string { return s.dir }
 
-// begin starts a call: cairn.ErrClosed after Close; otherwise Close waits
-// until the caller runs s.ops.RUnlock.
-func (s *LongTerm) begin() error {
-	s.ops.RLock()
-	if s.closed {
-		s.ops.RUnlock()
-		return cairn.ErrClosed
-	}
-	return nil
-}
-
 // Close implements longterm.Store.
 func (s *LongTerm) Close() error {
 	s.ops.Lock()
 	defer s.ops.Unlock()
-	if s.closed {
+	if !s.guard.Close() {
 		return nil
 	}
-	s.closed = true
 	return errors.Join(s.lockFile.Close(), s.root.Close())
 }
 
@@ -215,11 +203,9 @@ func liveItems(d *nsFile, now time.Time, skip string) []*longterm.Item {
 
 // Put implements longterm.Store.
 func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.PutOptions) (*longterm.Item, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
+	s.ops.RLock()
 	defer s.ops.RUnlock()
-	item, err := ltdriver.CheckPut(ctx, s.opts, item, opts)
+	item, err := s.guard.Put(ctx, s.opts, item, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -270,11 +256,9 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 
 // Get implements longterm.Store.
 func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.Item, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
+	s.ops.RLock()
 	defer s.ops.RUnlock()
-	if err := ltdriver.CheckKey(namespace, key); err != nil {
+	if err := s.guard.Key(namespace, key); err != nil {
 		return nil, err
 	}
 	d, err := s.readNS(namespace)
@@ -291,11 +275,9 @@ func (s *LongTerm) Get(ctx context.Context, namespace, key string) (*longterm.It
 // Delete implements longterm.Store: the namespace's file is written whole
 // without the item (and without the expired ones).
 func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion int64) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
+	s.ops.RLock()
 	defer s.ops.RUnlock()
-	if err := ltdriver.CheckDelete(namespace, key, ifVersion); err != nil {
+	if err := s.guard.Delete(namespace, key, ifVersion); err != nil {
 		return err
 	}
 	err := s.locked(ctx, func() error {
@@ -334,11 +316,9 @@ func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion 
 // DeleteNamespace implements longterm.Store: it removes the items files
 // of the namespaces under prefix, and their folders.
 func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, error) {
-	if err := s.begin(); err != nil {
-		return 0, err
-	}
+	s.ops.RLock()
 	defer s.ops.RUnlock()
-	if err := ltdriver.CheckDeleteNamespace(prefix); err != nil {
+	if err := s.guard.DeleteNamespace(prefix); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -388,10 +368,11 @@ func (s *LongTerm) DeleteNamespace(ctx context.Context, prefix string) (int, err
 // Sweep implements longterm.Sweeper: every namespace's file that holds an
 // expired item is written whole without it.
 func (s *LongTerm) Sweep(ctx context.Context) (int, error) {
-	if err := s.begin(); err != nil {
+	s.ops.RLock()
+	defer s.ops.RUnlock()
+	if err := s.guard.Check(); err != nil {
 		return 0, err
 	}
-	defer s.ops.RUnlock()
 	n := 0
 	err := s.locked(ctx, func() error {
 		nss, err := s.namespaces("")

@@ -14,11 +14,9 @@ import (
 // List implements longterm.Store: the namespaces under the prefix in path
 // order, from the cursor's on, each file's items in key order.
 func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longterm.ListPage, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
+	s.ops.RLock()
 	defer s.ops.RUnlock()
-	opts, cur, err := ltdriver.CheckList(opts)
+	opts, cur, err := s.guard.List(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +61,9 @@ func (s *LongTerm) List(ctx context.Context, opts longterm.ListOptions) (*longte
 
 // Namespaces implements longterm.Store.
 func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOptions) (*longterm.NamespacePage, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
+	s.ops.RLock()
 	defer s.ops.RUnlock()
-	opts, err := ltdriver.CheckNamespaces(opts)
+	opts, err := s.guard.Namespaces(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -97,11 +93,9 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 // index of its items (ltdriver.Index); BM25's statistics are taken over
 // the namespaces searched.
 func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
+	s.ops.RLock()
 	defer s.ops.RUnlock()
-	q, err := ltdriver.CheckSearch(ctx, s.opts, opts)
+	q, err := s.guard.Search(ctx, s.opts, opts)
 	if err != nil {
 		return nil, err
 	}
