@@ -41,13 +41,7 @@ const CommitWait = 2 * time.Second
 // with room for the document's other fields.
 const maxEventBytes = 16<<20 - 4<<10
 
-func init() {
-	open := func(ctx context.Context, u *url.URL, opts cairn.StoreOptions) (cairn.Store, error) {
-		return Open(ctx, u.String(), opts)
-	}
-	cairn.Register("mongodb", open)
-	cairn.Register("mongodb+srv", open)
-}
+func init() { driver.RegisterByURL(Open, "mongodb", "mongodb+srv") }
 
 // Store is a cairn.Store on a MongoDB database (or a server that speaks
 // its wire protocol, such as FerretDB). It is safe for concurrent use by

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -17,13 +16,7 @@ import (
 	"github.com/cairnhq/cairn/driver"
 )
 
-func init() {
-	open := func(ctx context.Context, u *url.URL, opts cairn.StoreOptions) (cairn.Store, error) {
-		return Open(ctx, u.String(), opts)
-	}
-	cairn.Register("postgres", open)
-	cairn.Register("postgresql", open)
-}
+func init() { driver.RegisterByURL(Open, "postgres", "postgresql") }
 
 // Store is a cairn.Store on a PostgreSQL database, seeing one namespace: the
 // tables of one schema. Many Stores, in one process or on many machines, may

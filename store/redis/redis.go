@@ -19,13 +19,7 @@ import (
 	"github.com/cairnhq/cairn/internal/unixnano"
 )
 
-func init() {
-	open := func(ctx context.Context, u *url.URL, opts cairn.StoreOptions) (cairn.Store, error) {
-		return Open(ctx, u.String(), opts)
-	}
-	cairn.Register("redis", open)
-	cairn.Register("rediss", open)
-}
+func init() { driver.RegisterByURL(Open, "redis", "rediss") }
 
 // Store is a cairn.Store on a Redis server or Redis Cluster, seeing one
 // namespace. It is safe for concurrent use, and many Stores, in many
