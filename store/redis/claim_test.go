@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testing/testenv"
+	"github.com/cairnhq/cairn/store/redis"
 	"github.com/cairnhq/cairn/store/storetest"
 )
 
@@ -219,24 +220,20 @@ func TestStore_ClaimLongWalk(t *testing.T) {
 // TestStore_ClaimOtherStatuses checks the claims the claim set cannot
 // serve: a filter on other statuses, or on none, lists and acquires.
 func TestStore_ClaimOtherStatuses(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			clock := storetest.NewClock()
-			s := m.open(t, cairn.StoreOptions{Namespace: "t_" + testenv.RandHex(6), Now: clock.Now})
-			for _, id := range []string{"a", "b", "c"} {
-				createAt(t, s, id, time.Time{})
-				clock.Advance(time.Second)
-			}
-			step(t, s, "b", runStarted, runFinished)
-			step(t, s, "c", runStarted, runApproval)
-			done := cairn.ListOptions{Status: []cairn.Status{cairn.StatusCompleted, cairn.StatusAwaiting}, Labels: queue}
-			if got := storetest.ClaimAll(t, s, done); !slices.Equal(got, []string{"b", "c"}) {
-				t.Errorf("claimed %v with %v, want [b c]", got, done.Status)
-			}
-			clock.Advance(2 * time.Minute)
-			if got := storetest.ClaimAll(t, s, cairn.ListOptions{}); !slices.Equal(got, []string{"a", "b", "c"}) {
-				t.Errorf("claimed %v with no filter, want [a b c]", got)
-			}
-		})
-	}
+	eachMode(t, 0, func(t *testing.T, s *redis.Store, _ string, clock *storetest.Clock) {
+		for _, id := range []string{"a", "b", "c"} {
+			createAt(t, s, id, time.Time{})
+			clock.Advance(time.Second)
+		}
+		step(t, s, "b", runStarted, runFinished)
+		step(t, s, "c", runStarted, runApproval)
+		done := cairn.ListOptions{Status: []cairn.Status{cairn.StatusCompleted, cairn.StatusAwaiting}, Labels: queue}
+		if got := storetest.ClaimAll(t, s, done); !slices.Equal(got, []string{"b", "c"}) {
+			t.Errorf("claimed %v with %v, want [b c]", got, done.Status)
+		}
+		clock.Advance(2 * time.Minute)
+		if got := storetest.ClaimAll(t, s, cairn.ListOptions{}); !slices.Equal(got, []string{"a", "b", "c"}) {
+			t.Errorf("claimed %v with no filter, want [a b c]", got)
+		}
+	})
 }

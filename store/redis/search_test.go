@@ -95,21 +95,17 @@ func TestStore_SearchOldSessions(t *testing.T) {
 // TestStore_SearchExpiredUnswept checks that a session whose keys Redis
 // has not deleted yet is not found once expired on the store's clock.
 func TestStore_SearchExpiredUnswept(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			clock := storetest.NewClock()
-			s := m.open(t, cairn.StoreOptions{Namespace: "t_" + testenv.RandHex(6), TTL: time.Hour, Now: clock.Now})
-			mustCreate(t, s, "old")
-			mustAppend(t, s, "old", 0, storetest.UserTurn(0, "r", "quokkafish")...)
-			clock.Advance(40 * time.Minute)
-			mustCreate(t, s, "new")
-			mustAppend(t, s, "new", 0, storetest.UserTurn(0, "r", "quokkafish again")...)
-			clock.Advance(30 * time.Minute)
-			if got := search(t, s, "quokkafish"); len(got) != 1 || got[0].ID != "new" {
-				t.Errorf("Search = %v, want new's event alone", got)
-			}
-		})
-	}
+	eachMode(t, time.Hour, func(t *testing.T, s *redis.Store, _ string, clock *storetest.Clock) {
+		mustCreate(t, s, "old")
+		mustAppend(t, s, "old", 0, storetest.UserTurn(0, "r", "quokkafish")...)
+		clock.Advance(40 * time.Minute)
+		mustCreate(t, s, "new")
+		mustAppend(t, s, "new", 0, storetest.UserTurn(0, "r", "quokkafish again")...)
+		clock.Advance(30 * time.Minute)
+		if got := search(t, s, "quokkafish"); len(got) != 1 || got[0].ID != "new" {
+			t.Errorf("Search = %v, want new's event alone", got)
+		}
+	})
 }
 
 // BenchmarkSessionSearch searches a word that one session among N holds,

@@ -144,64 +144,54 @@ func TestStore_FiltersReadOnlyMatches(t *testing.T) {
 // filters and sweeps correctly: the first call that needs them builds
 // them.
 func TestStore_SideIndexesBuiltForEarlierStore(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			clock := storetest.NewClock()
-			ns := "t_" + testenv.RandHex(6)
-			s := m.open(t, cairn.StoreOptions{Namespace: ns, TTL: time.Hour, Now: clock.Now})
-			for _, id := range []string{"ab-1", "ab-2", "b"} {
-				if err := s.Create(t.Context(), cairn.SessionMeta{ID: id, Labels: map[string]string{"env": id}}); err != nil {
-					t.Fatal(err)
-				}
-				clock.Advance(time.Minute)
-			}
-			mustAppend(t, s, "ab-2", 0, storetest.Conversation(0, "r", "q")...)
-			clock.Advance(50 * time.Minute)
-			mustAppend(t, s, "b", 0, storetest.UserTurn(0, "r", "q")...)
-			c := adminClient(t)
-			side := redis.SideKeys(s)
-			if len(side) == 0 {
-				t.Fatal("no side index keys")
-			}
-			if err := c.Del(t.Context(), side...).Err(); err != nil {
+	eachMode(t, time.Hour, func(t *testing.T, s *redis.Store, _ string, clock *storetest.Clock) {
+		for _, id := range []string{"ab-1", "ab-2", "b"} {
+			if err := s.Create(t.Context(), cairn.SessionMeta{ID: id, Labels: map[string]string{"env": id}}); err != nil {
 				t.Fatal(err)
 			}
-			if got := listIDs(t, s, cairn.ListOptions{Prefix: "ab"}); !slices.Equal(got, []string{"ab-2", "ab-1"}) {
-				t.Errorf("prefix ab: %v, want [ab-2 ab-1]", got)
-			}
-			if got := listIDs(t, s, cairn.ListOptions{Status: []cairn.Status{cairn.StatusNew}}); !slices.Equal(got, []string{"ab-1"}) {
-				t.Errorf("status new: %v, want [ab-1]", got)
-			}
-			if got := listIDs(t, s, cairn.ListOptions{Labels: map[string]string{"env": "b"}}); !slices.Equal(got, []string{"b"}) {
-				t.Errorf("label env=b: %v, want [b]", got)
-			}
-			clock.Advance(15 * time.Minute) // ab-1 and ab-2 expired, b lives
-			if n, err := s.CountExpired(t.Context()); n != 2 || err != nil {
-				t.Errorf("CountExpired = %d, %v; want 2", n, err)
-			}
-			if n, err := s.Sweep(t.Context()); n != 2 || err != nil {
-				t.Errorf("Sweep = %d, %v; want 2", n, err)
-			}
-			if got := listIDs(t, s, cairn.ListOptions{}); !slices.Equal(got, []string{"b"}) {
-				t.Errorf("after Sweep: %v, want [b]", got)
-			}
-		})
-	}
+			clock.Advance(time.Minute)
+		}
+		mustAppend(t, s, "ab-2", 0, storetest.Conversation(0, "r", "q")...)
+		clock.Advance(50 * time.Minute)
+		mustAppend(t, s, "b", 0, storetest.UserTurn(0, "r", "q")...)
+		c := adminClient(t)
+		side := redis.SideKeys(s)
+		if len(side) == 0 {
+			t.Fatal("no side index keys")
+		}
+		if err := c.Del(t.Context(), side...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := listIDs(t, s, cairn.ListOptions{Prefix: "ab"}); !slices.Equal(got, []string{"ab-2", "ab-1"}) {
+			t.Errorf("prefix ab: %v, want [ab-2 ab-1]", got)
+		}
+		if got := listIDs(t, s, cairn.ListOptions{Status: []cairn.Status{cairn.StatusNew}}); !slices.Equal(got, []string{"ab-1"}) {
+			t.Errorf("status new: %v, want [ab-1]", got)
+		}
+		if got := listIDs(t, s, cairn.ListOptions{Labels: map[string]string{"env": "b"}}); !slices.Equal(got, []string{"b"}) {
+			t.Errorf("label env=b: %v, want [b]", got)
+		}
+		clock.Advance(15 * time.Minute) // ab-1 and ab-2 expired, b lives
+		if n, err := s.CountExpired(t.Context()); n != 2 || err != nil {
+			t.Errorf("CountExpired = %d, %v; want 2", n, err)
+		}
+		if n, err := s.Sweep(t.Context()); n != 2 || err != nil {
+			t.Errorf("Sweep = %d, %v; want 2", n, err)
+		}
+		if got := listIDs(t, s, cairn.ListOptions{}); !slices.Equal(got, []string{"b"}) {
+			t.Errorf("after Sweep: %v, want [b]", got)
+		}
+	})
 }
 
 // TestStore_SweepInBatches sweeps more expired sessions than one batch
 // holds, among live ones, and counts them first.
 func TestStore_SweepInBatches(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			clock := storetest.NewClock()
-			ns := "t_" + testenv.RandHex(6)
-			s := m.open(t, cairn.StoreOptions{Namespace: ns, TTL: time.Hour, Now: clock.Now})
-			const expired, live = 350, 40
-			storetest.SweepMany(t, s, clock, expired, live)
-			if got := len(sessionKeys(t, ns)); got != live {
-				t.Errorf("after Sweep %d session keys, want %d (the live sessions' metas)", got, live)
-			}
-		})
-	}
+	eachMode(t, time.Hour, func(t *testing.T, s *redis.Store, ns string, clock *storetest.Clock) {
+		const expired, live = 350, 40
+		storetest.SweepMany(t, s, clock, expired, live)
+		if got := len(sessionKeys(t, ns)); got != live {
+			t.Errorf("after Sweep %d session keys, want %d (the live sessions' metas)", got, live)
+		}
+	})
 }
