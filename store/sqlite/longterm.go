@@ -82,7 +82,14 @@ func OpenLongTerm(ctx context.Context, path string, opts LongTermOptions) (*Long
 		return nil, err
 	}
 	s := &LongTerm{opts: opts.Options.WithDefaults(), path: abs, sync: syncMode, scope: scope}
-	if err := openConns(ctx, abs, syncMode, empty, &s.w, &s.r); err != nil {
+	// The readers run without cell_size_check: SQLite drops a reader's
+	// pages whenever another connection has written, so a search after a
+	// write reads every page again, and checking each one was over a
+	// third of a search of 100,000 items (docs/PERFORMANCE.md). The
+	// writer checks the pages it reads, so that nothing is written on top
+	// of a damaged one; a reader still refuses a cell whose content runs
+	// past its page when it reads it.
+	if err := openConns(ctx, abs, syncMode, empty, false, &s.w, &s.r); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, classifyAt(abs, err))
 	}

@@ -82,6 +82,37 @@ func TestOpen_Pragmas(t *testing.T) {
 	}
 }
 
+// TestOpenLongTerm_Pragmas: the long-term store's writer checks the pages
+// it reads, its readers do not (see OpenLongTerm); both keep the page
+// cache and the rest of the session store's settings.
+func TestOpenLongTerm_Pragmas(t *testing.T) {
+	s, err := OpenLongTerm(t.Context(), filepath.Join(t.TempDir(), "p.db"), LongTermOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, c := range map[string]struct {
+		db           *sql.DB
+		check, query int
+	}{"writer": {s.w, 1, 0}, "reader": {s.r, 0, 1}} {
+		if got := pragma[int](t, c.db, "cell_size_check"); got != c.check {
+			t.Errorf("%s cell_size_check = %d, want %d", name, got, c.check)
+		}
+		if got := pragma[int](t, c.db, "query_only"); got != c.query {
+			t.Errorf("%s query_only = %d, want %d", name, got, c.query)
+		}
+		if got := pragma[int](t, c.db, "cache_size"); got != -16384 {
+			t.Errorf("%s cache_size = %d, want -16384 (16 MiB)", name, got)
+		}
+		if got, want := pragma[int64](t, c.db, "busy_timeout"), BusyTimeout.Milliseconds(); got != want {
+			t.Errorf("%s busy_timeout = %d, want %d", name, got, want)
+		}
+	}
+	if got := pragma[int](t, s.w, "secure_delete"); got != 1 {
+		t.Errorf("writer secure_delete = %d, want 1", got)
+	}
+}
+
 func TestOpen_BadSynchronous(t *testing.T) {
 	_, err := Open(t.Context(), filepath.Join(t.TempDir(), "p.db"), Options{Synchronous: "OFF"})
 	if err == nil {

@@ -177,7 +177,7 @@ func dsn(path string, pragmas []string, extra url.Values) string {
 // connect opens the writer, migrates the schema, opens the readers and
 // prepares the hot statements. empty says that the file is a new database.
 func (s *Store) connect(ctx context.Context, empty bool) error {
-	if err := openConns(ctx, s.path, s.sync, empty, &s.w, &s.r); err != nil {
+	if err := openConns(ctx, s.path, s.sync, empty, true, &s.w, &s.r); err != nil {
 		return err
 	}
 	w := s.w
@@ -208,8 +208,9 @@ func (s *Store) connect(ctx context.Context, empty bool) error {
 // schema, and opens the reader connections: what a Store and a LongTerm
 // open alike. It sets *wp and *rp as it opens them, so that the caller
 // closes what was opened when it fails part way. empty says that the
-// file is a new database.
-func openConns(ctx context.Context, path, syncMode string, empty bool, wp, rp **sql.DB) error {
+// file is a new database. checkReads runs the readers with
+// cell_size_check too, as the writer always does.
+func openConns(ctx context.Context, path, syncMode string, empty, checkReads bool, wp, rp **sql.DB) error {
 	busy := fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
 	syncPragma := "synchronous(" + syncMode + ")"
 	// cell_size_check makes SQLite check each b-tree page as it reads it
@@ -243,7 +244,11 @@ func openConns(ctx context.Context, path, syncMode string, empty bool, wp, rp **
 	if err := migrate(ctx, w); err != nil {
 		return err
 	}
-	r, err := sql.Open("sqlite", dsn(path, []string{busy, syncPragma, "query_only(ON)", "cell_size_check(ON)", cacheSize}, nil))
+	rps := []string{busy, syncPragma, "query_only(ON)", cacheSize}
+	if checkReads {
+		rps = append(rps, "cell_size_check(ON)")
+	}
+	r, err := sql.Open("sqlite", dsn(path, rps, nil))
 	if err != nil {
 		return err
 	}
