@@ -238,24 +238,30 @@ func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search) 
 
 // rankedHits is textHits with FTS5's ranking, for match: every match's
 // score, sorted here, the best read and filtered; when too few pass,
-// four times as many, up to maxRanked, past which one join does it all.
+// the next matches up to four times as many, up to maxRanked, past which
+// one join does it all.
 func (s *LongTerm) rankedHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, match string) ([]ltdriver.Hit, error) {
 	ranked, err := rankedRows(ctx, tx, match)
 	if err != nil {
 		return nil, err
 	}
+	var hits []ltdriver.Hit
+	read := 0
 	for k := q.Candidates + 16; k <= maxRanked; k *= 4 {
-		top := ranked[:min(k, len(ranked))]
-		ids := make([]any, len(top))
-		scores := make(map[int64]float64, len(top))
-		for i, r := range top {
-			ids[i], scores[r.id] = r.id, r.score
-		}
-		hits, err := s.filterHits(ctx, tx, q, ids, scores)
+		next := ranked[read:min(k, len(ranked))]
+		read += len(next)
+		h, err := s.filterHits(ctx, tx, q, next)
 		if err != nil {
 			return nil, err
 		}
-		if len(top) == len(ranked) || len(hits) >= q.Candidates {
+		hits = append(hits, h...)
+		if read == len(ranked) || len(hits) >= q.Candidates {
+			slices.SortFunc(hits, func(a, b ltdriver.Hit) int {
+				if c := cmp.Compare(b.Text, a.Text); c != 0 {
+					return c
+				}
+				return ltdriver.CompareItems(a.Namespace, a.Key, b.Namespace, b.Key)
+			})
 			return hits[:min(len(hits), q.Candidates)], nil
 		}
 	}
@@ -293,11 +299,14 @@ func rankedRows(ctx context.Context, tx *sql.Tx, match string) ([]scored, error)
 	return out, nil
 }
 
-// filterHits reads the items ids that pass the search's filters (prefix,
-// expiry, labels), as hits with their scores, best first. Ties are in
-// List's order among the rows read; which of the items that tie at the
-// last place FTS5 returned is its own choice.
-func (s *LongTerm) filterHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, ids []any, scores map[int64]float64) ([]ltdriver.Hit, error) {
+// filterHits reads the matches that pass the search's filters (prefix,
+// expiry, labels), as hits with their scores, in no order.
+func (s *LongTerm) filterHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, matches []scored) ([]ltdriver.Hit, error) {
+	scores := make(map[int64]float64, len(matches))
+	ids := make([]any, len(matches))
+	for i, m := range matches {
+		ids[i], scores[m.id] = m.id, m.score
+	}
 	var hits []ltdriver.Hit
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), 500)]
@@ -313,12 +322,6 @@ func (s *LongTerm) filterHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search
 	for i := range hits {
 		hits[i].Text = scores[hits[i].Ref.(int64)]
 	}
-	slices.SortFunc(hits, func(a, b ltdriver.Hit) int {
-		if c := cmp.Compare(b.Text, a.Text); c != 0 {
-			return c
-		}
-		return ltdriver.CompareItems(a.Namespace, a.Key, b.Namespace, b.Key)
-	})
 	return hits, nil
 }
 
