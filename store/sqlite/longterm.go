@@ -137,8 +137,8 @@ func (s *LongTerm) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // Put implements longterm.Store: one immediate transaction reads the
-// item's row, takes the next version, writes the row and its text index
-// entry.
+// item's row, takes the next version, writes the row, its text index
+// entry and its size (longterm_sizes).
 func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.PutOptions) (*longterm.Item, error) {
 	item, err := s.guard.Put(ctx, s.opts, item, opts)
 	if err != nil {
@@ -194,8 +194,10 @@ func (s *LongTerm) Put(ctx context.Context, item longterm.Item, opts longterm.Pu
 				return err
 			}
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO longterm_text (rowid, text, ns_index) VALUES (?, ?, ?)`, id, item.Text, nsIndex)
-		return err
+		if _, err := tx.ExecContext(ctx, `INSERT INTO longterm_text (rowid, text, ns_index) VALUES (?, ?, ?)`, id, item.Text, nsIndex); err != nil {
+			return err
+		}
+		return setSize(ctx, tx, id)
 	})
 	if err != nil {
 		return nil, s.fail("put "+item.Namespace+" "+item.Key, err)

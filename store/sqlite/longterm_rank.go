@@ -37,34 +37,33 @@ func (s *LongTerm) fewHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, m
 	}
 	f := s.itemFilter(q.Prefix, q.Labels)
 	f.add(`i.id IN `+in(len(ids)), ids...)
-	rows, err := tx.QueryContext(ctx, `SELECT i.id, i.namespace, i.key, i.text, d.sz FROM longterm_items AS i
-		JOIN longterm_text_docsize AS d ON d.id = i.id WHERE `+f.sql(), f.args...)
+	rows, err := tx.QueryContext(ctx, `SELECT i.id, i.namespace, i.key, i.text FROM longterm_items AS i WHERE `+f.sql(), f.args...)
 	if err != nil {
 		return nil, false, err
 	}
 	defer rows.Close()
 	var hits []ltdriver.Hit
 	var toks [][]string
-	var sizes []float64
+	var hitIDs []int64
 	for rows.Next() {
 		var h ltdriver.Hit
 		var id int64
 		var text string
-		var sz []byte
-		if err := rows.Scan(&id, &h.Namespace, &h.Key, &text, &sz); err != nil {
-			return nil, false, err
-		}
-		n, err := docSize(sz)
-		if err != nil {
+		if err := rows.Scan(&id, &h.Namespace, &h.Key, &text); err != nil {
 			return nil, false, err
 		}
 		h.Ref = id
 		hits = append(hits, h)
+		hitIDs = append(hitIDs, id)
 		toks = append(toks, longterm.Tokens(text))
-		sizes = append(sizes, n)
 	}
 	if err := rows.Err(); err != nil || len(hits) == 0 {
 		return nil, err == nil, err
+	}
+	rows.Close()
+	sizes, err := itemSizes(ctx, tx, hitIDs)
+	if err != nil {
+		return nil, false, err
 	}
 	st, err := s.counts.stats(ctx, tx, at, tokens, q.Phrases)
 	if err != nil {
@@ -121,10 +120,24 @@ type indexStats struct {
 func (st indexStats) score(phrases [][]string, toks []string, size float64) float64 {
 	score := 0.0
 	for i, ph := range phrases {
-		f := float64(ltdriver.Count(toks, ph))
-		score += st.idf[i] * ((f * (fts5K1 + 1.0)) / (f + fts5K1*(1-fts5B+fts5B*size/st.avg)))
+		score += st.term(i, float64(ltdriver.Count(toks, ph)), size)
 	}
 	return score
+}
+
+// scoreFreqs is score for an item that holds phrase i freqs[i] times.
+func (st indexStats) scoreFreqs(freqs []float64, size float64) float64 {
+	score := 0.0
+	for i, f := range freqs {
+		score += st.term(i, f, size)
+	}
+	return score
+}
+
+// term is bm25()'s term for phrase i, held f times by an item of size
+// tokens.
+func (st indexStats) term(i int, f, size float64) float64 {
+	return st.idf[i] * ((f * (fts5K1 + 1.0)) / (f + fts5K1*(1-fts5B+fts5B*size/st.avg)))
 }
 
 // fts5IDF is FTS5's inverse document frequency of a phrase that hits of

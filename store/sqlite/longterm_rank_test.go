@@ -67,7 +67,7 @@ func TestFewHits_AsFTS5(t *testing.T) {
 	// returns how many of them fewHits ranked.
 	compare := func(step string) int {
 		t.Helper()
-		ranked := 0
+		ranked, vocab := 0, 0
 		for i := range 30 {
 			var query string
 			switch i % 4 {
@@ -125,15 +125,31 @@ func TestFewHits_AsFTS5(t *testing.T) {
 				ranked++
 				sameHits(t, "fewHits: "+what, few, want)
 			}
-			ranks, err := s.rankedHits(ctx, tx, q, match)
+			ranks, err := s.rankedHits(ctx, tx, q, match, within, at, tokens)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !within {
+				// The scores read from the words' instances and the
+				// sizes kept, against FTS5's, match by match.
+				mine, ok, err := s.vocabScores(ctx, tx, q, at, tokens)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					vocab++
+					theirs, err := rankedRows(ctx, tx, match)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sameScores(t, "vocabScores: "+what, mine, theirs)
+				}
 			}
 			sameHits(t, "rankedHits: "+what, ranks, want)
 			tx.Rollback()
 		}
-		if ranked < 10 {
-			t.Fatalf("%s: fewHits ranked %d queries of 30, want most of them", step, ranked)
+		if ranked < 10 || vocab < 3 {
+			t.Fatalf("%s: fewHits ranked %d queries of 30, vocabScores %d; want most of them, and some", step, ranked, vocab)
 		}
 		return ranked
 	}
@@ -208,6 +224,28 @@ func sameHits(t *testing.T, what string, got, want []ltdriver.Hit) {
 	}
 	if a, b := above(got), above(want); !maps.Equal(a, b) {
 		t.Fatalf("%s: found %v above the last place, FTS5 %v", what, a, b)
+	}
+}
+
+// sameScores fails the test unless got and want score the same items the
+// same, in the same order but among ties.
+func sameScores(t *testing.T, what string, got, want []scored) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d matches, FTS5 %d", what, len(got), len(want))
+	}
+	byID := map[int64]float64{}
+	for _, w := range want {
+		byID[w.id] = w.score
+	}
+	for j, g := range got {
+		w, ok := byID[g.id]
+		if !ok || math.Abs(g.score-w) > 1e-12*math.Abs(w) {
+			t.Fatalf("%s: item %d scores %v, FTS5 %v (held %v)", what, g.id, g.score, w, ok)
+		}
+		if math.Abs(g.score-want[j].score) > 1e-12*math.Abs(want[j].score) {
+			t.Fatalf("%s, place %d: score %v, FTS5 %v", what, j, g.score, want[j].score)
+		}
 	}
 }
 

@@ -139,7 +139,7 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 }
 
 // Search implements longterm.Store. The text side is FTS5's MATCH ranked
-// by bm25(), joined to the items for the filters; the vector side reads
+// as bm25() ranks (textHits), filtered by the items; the vector side reads
 // the vectors of the filtered items of the search's model and length and
 // computes cosine in Go. Both run in one read transaction, so that they
 // see the same items.
@@ -208,12 +208,12 @@ const fewItems = 2000
 // token is ANDed to the query (ANDing a prefix that holds most of the
 // items would cost more than it saves). When the items that match are at
 // most fewMatches — under such a prefix, or in all, as the counts kept of
-// the query's phrases tell — fewHits ranks them. Otherwise FTS5 scores
-// every match (no join) and rankedHits sorts them; the best rows are read
-// by rowid and filtered (the prefix, expiry, labels); when too few pass,
-// four times as many, up to maxRanked, past which one join does it all. A
-// search's cost then follows the items its words match under its prefix,
-// not the items of the store.
+// the query's phrases tell — fewHits ranks them. Otherwise every match is
+// scored (no join: vocabScores, or FTS5) and rankedHits sorts them; the
+// best rows are read by rowid and filtered (the prefix, expiry, labels);
+// when too few pass, four times as many, up to maxRanked, past which one
+// join does it all. A search's cost then follows the items its words
+// match under its prefix, not the items of the store.
 func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search) ([]ltdriver.Hit, error) {
 	at, tokens, err := readState(ctx, tx)
 	if err != nil {
@@ -233,15 +233,23 @@ func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search) 
 			return hits, err
 		}
 	}
-	return s.rankedHits(ctx, tx, q, match)
+	return s.rankedHits(ctx, tx, q, match, within, at, tokens)
 }
 
 // rankedHits is textHits with FTS5's ranking, for match: every match's
-// score, sorted here, the best read and filtered; when too few pass,
-// the next matches up to four times as many, up to maxRanked, past which
-// one join does it all.
-func (s *LongTerm) rankedHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, match string) ([]ltdriver.Hit, error) {
-	ranked, err := rankedRows(ctx, tx, match)
+// score (vocabScores' over the whole index when it can, else FTS5's),
+// sorted, the best read and filtered; when too few pass, the next
+// matches up to four times as many, up to maxRanked, past which one join
+// does it all.
+func (s *LongTerm) rankedHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, match string, within bool, at indexState, tokens int64) ([]ltdriver.Hit, error) {
+	var ranked []scored
+	ok, err := false, error(nil)
+	if !within {
+		ranked, ok, err = s.vocabScores(ctx, tx, q, at, tokens)
+	}
+	if err == nil && !ok {
+		ranked, err = rankedRows(ctx, tx, match)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +303,7 @@ func rankedRows(ctx context.Context, tx *sql.Tx, match string) ([]scored, error)
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(out, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
+	sortScored(out)
 	return out, nil
 }
 

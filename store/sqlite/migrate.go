@@ -30,7 +30,8 @@ func migrations() ([]schema.Migration, error) {
 // goSteps are the parts of migrations that SQL cannot do, by version: each
 // runs after its migration's SQL, in the same transaction.
 var goSteps = map[int]func(context.Context, *sql.Tx) error{
-	8: indexEvents,
+	8:  indexEvents,
+	11: fillSizes,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
