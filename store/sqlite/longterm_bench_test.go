@@ -84,6 +84,34 @@ func BenchmarkLongTermSearch(b *testing.B) {
 	}
 }
 
+// BenchmarkLongTermSearchWord searches all of 100,000 items for one word,
+// from the most frequent of the vocabulary (rank 0, held by most items)
+// to one of rank 1,000, with a put into the file before each search (not
+// timed), as `cairn bench --memory` does: a reader reads again the pages
+// it needs after any write.
+func BenchmarkLongTermSearchWord(b *testing.B) {
+	for _, rank := range []int{0, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("items=100000/rank=%d", rank), func(b *testing.B) {
+			s := fillLongTerm(b, 100000, 1)
+			w := words.New(7)
+			q := w.At(rank)
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				it := longterm.Item{Namespace: "bench/put", Key: fmt.Sprint("p", i%100), Text: w.Text(20)}
+				if _, err := s.Put(b.Context(), it, longterm.PutOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+				b.StartTimer()
+				if _, err := s.Search(b.Context(), longterm.SearchOptions{Query: q, Prefix: "users", Limit: 10}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkLongTermPut puts items of 20 words, with the default durable
 // commits, beside BenchmarkAppend's session appends on the same kind of
 // file.

@@ -207,9 +207,11 @@ const fewItems = 2000
 // scores them. Under a prefix of fewer than fewItems items, the prefix's
 // token is ANDed to the query (ANDing a prefix that holds most of the
 // items would cost more than it saves). When the items that match are at
-// most fewMatches — under such a prefix, or in all, as the counts kept of
-// the query's phrases tell — fewHits ranks them. Otherwise every match is
-// scored (no join: vocabScores, or FTS5) and rankedHits sorts them; the
+// most fewMatches — under such a prefix, or in all for a query that is
+// not of plain words, as the counts kept of its phrases tell — fewHits
+// ranks them. Otherwise every match is scored (no join: vocabScores for
+// plain words over all, which costs less than fewHits' reading of every
+// match's text; FTS5 for the rest) and rankedHits sorts them; the
 // best rows are read by rowid and filtered (the prefix, expiry, labels);
 // when too few pass, four times as many, up to maxRanked, past which one
 // join does it all. A search's cost then follows the items its words
@@ -228,7 +230,7 @@ func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search) 
 		within = n < fewItems
 	}
 	match := matchQuery(q, within)
-	if within || s.counts.known(at, q.Phrases) <= fewMatches {
+	if within || (!plainPhrases(q.Phrases) && s.counts.known(at, q.Phrases) <= fewMatches) {
 		if hits, ok, err := s.fewHits(ctx, tx, q, match, at, tokens); err != nil || ok {
 			return hits, err
 		}

@@ -118,6 +118,16 @@ func plainToken(tok string) bool {
 	return tok != ""
 }
 
+// plainPhrases reports whether every phrase is one plain token.
+func plainPhrases(phrases [][]string) bool {
+	for _, ph := range phrases {
+		if len(ph) != 1 || !plainToken(ph[0]) {
+			return false
+		}
+	}
+	return true
+}
+
 // docFreq is an item and how many times it holds a word in its text.
 type docFreq struct {
 	id int64
@@ -131,10 +141,8 @@ type docFreq struct {
 // how many items do (which bm25() weighs it by, and the counts keep), and
 // the items' sizes from longterm_sizes.
 func (s *LongTerm) vocabScores(ctx context.Context, tx *sql.Tx, q ltdriver.Search, at indexState, tokens int64) (_ []scored, ok bool, _ error) {
-	for _, ph := range q.Phrases {
-		if len(ph) != 1 || !plainToken(ph[0]) {
-			return nil, false, nil
-		}
+	if !plainPhrases(q.Phrases) {
+		return nil, false, nil
 	}
 	if at.rows == 0 {
 		return nil, true, nil
