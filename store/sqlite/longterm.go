@@ -241,12 +241,13 @@ func (s *LongTerm) Delete(ctx context.Context, namespace, key string, ifVersion 
 	return s.fail("delete "+namespace+" "+key, err)
 }
 
-// eraseItem deletes an item's row and its text index entry inside tx.
+// eraseItem deletes an item's row, its text index entry and its size
+// inside tx.
 func eraseItem(ctx context.Context, tx *sql.Tx, e erased) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM longterm_items WHERE id = ?`, e.id); err != nil {
 		return err
 	}
-	return unindex(ctx, tx, e)
+	return unindexAll(ctx, tx, []erased{e})
 }
 
 // unindex deletes an item's entry from the text index: the index's
@@ -327,14 +328,17 @@ type erased struct {
 	ns   string // ns_index
 }
 
-// unindexAll deletes the text index entries of erased items.
+// unindexAll deletes the text index entries and the sizes of erased
+// items.
 func unindexAll(ctx context.Context, tx *sql.Tx, gone []erased) error {
-	for _, e := range gone {
+	ids := make([]int64, len(gone))
+	for i, e := range gone {
 		if err := unindex(ctx, tx, e); err != nil {
 			return err
 		}
+		ids[i] = e.id
 	}
-	return nil
+	return clearSizes(ctx, tx, ids)
 }
 
 // Sweep implements longterm.Sweeper: it erases the expired items,
@@ -369,8 +373,6 @@ func (s *LongTerm) Sweep(ctx context.Context) (int, error) {
 		})
 		if err != nil {
 			return total, s.fail("sweep", err)
-		}
-		if len(gone) > 0 {
 		}
 		total += len(gone)
 		if len(gone) < SweepBatch {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -67,6 +68,36 @@ func setSize(ctx context.Context, tx *sql.Tx, id int64) error {
 	_, err = tx.ExecContext(ctx, `INSERT INTO longterm_sizes (chunk, sizes) VALUES (?, ?)
 		ON CONFLICT (chunk) DO UPDATE SET sizes = excluded.sizes`, chunk, sizes)
 	return err
+}
+
+// clearSizes sets to 0 the sizes of the erased items ids, so that
+// longterm_sizes keeps nothing of an erased item.
+func clearSizes(ctx context.Context, tx *sql.Tx, ids []int64) error {
+	byChunk := map[int64][]int{}
+	for _, id := range ids {
+		chunk, off := sizeAt(id)
+		byChunk[chunk] = append(byChunk[chunk], off)
+	}
+	for _, chunk := range slices.Sorted(maps.Keys(byChunk)) {
+		var sizes []byte
+		err := tx.QueryRowContext(ctx, `SELECT sizes FROM longterm_sizes WHERE chunk = ?`, chunk).Scan(&sizes)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if len(sizes) != sizesLen {
+			sizes = make([]byte, sizesLen) // damaged: it holds nothing from now on
+		}
+		for _, off := range byChunk[chunk] {
+			binary.LittleEndian.PutUint16(sizes[off:], 0)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE longterm_sizes SET sizes = ? WHERE chunk = ?`, sizes, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fillSizes fills longterm_sizes from longterm_text_docsize: the Go part

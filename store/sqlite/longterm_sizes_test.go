@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/internal/words"
 	"github.com/cairnhq/cairn/longterm"
@@ -52,6 +54,31 @@ func checkSizes(t *testing.T, db *sql.DB, what string) {
 	if n == 0 {
 		t.Fatalf("%s: no entries in the text index", what)
 	}
+}
+
+// jsonInts scans a JSON array of integers.
+type jsonInts struct{ p *[]int64 }
+
+func (j jsonInts) Scan(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("a JSON array, not %T", v)
+	}
+	return json.Unmarshal([]byte(s), j.p)
+}
+
+// itemSizesHeld returns what longterm_sizes holds of items ids.
+func itemSizesHeld(ctx context.Context, tx *sql.Tx, ids []int64) ([]uint16, error) {
+	out := make([]uint16, len(ids))
+	for i, id := range ids {
+		chunk, off := sizeAt(id)
+		var b []byte
+		if err := tx.QueryRowContext(ctx, `SELECT sizes FROM longterm_sizes WHERE chunk = ?`, chunk).Scan(&b); err != nil {
+			return nil, err
+		}
+		out[i] = binary.LittleEndian.Uint16(b[off:])
+	}
+	return out, nil
 }
 
 // sameSizes fails the test unless itemSizes reads FTS5's size of every
@@ -127,9 +154,33 @@ func TestLongTermSizes(t *testing.T) {
 	put("users/u1", "k1", w.Text(40))                              // longer
 	put("users/u2", "k2", "one")                                   // shorter
 	put("users/long/x", "k", strings.Repeat("alpha beta ", 33000)) // 66,000 tokens: too many for two bytes
+	if _, err := s.Put(ctx, longterm.Item{Namespace: "users/brief", Key: "k", Text: "a brief note"}, longterm.PutOptions{TTL: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	// Erased items keep no size: a delete, a namespace's delete, a sweep.
+	var gone []int64
+	if err := s.w.QueryRow(`SELECT json_group_array(id) FROM longterm_items WHERE namespace IN ('users/u3', 'users/u4', 'users/brief')
+		AND (namespace != 'users/u3' OR key = 'k3')`).Scan(jsonInts{&gone}); err != nil || len(gone) < 300 {
+		t.Fatalf("the items to erase: %d, %v", len(gone), err)
+	}
 	if err := s.Delete(ctx, "users/u3", "k3", 0); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.DeleteNamespace(ctx, "users/u4"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if n, err := s.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v; want 1", n, err)
+	}
+	tx, err := s.r.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sizes, err := itemSizesHeld(ctx, tx, gone); err != nil || slices.ContainsFunc(sizes, func(n uint16) bool { return n != 0 }) {
+		t.Fatalf("the sizes of %d erased items: %v, %v; want all 0", len(gone), sizes, err)
+	}
+	tx.Rollback()
 	checkSizes(t, s.w, "after puts")
 	sameSizes(t, s.r, "after puts")
 

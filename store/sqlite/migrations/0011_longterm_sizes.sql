@@ -4,8 +4,8 @@
 -- that ranks many matches reads a page for 2,000 items rather than one
 -- of FTS5's size rows for each match (longterm_sizes.go). A size of 0 is
 -- one not held here, which the search reads from longterm_text_docsize.
--- Filled from longterm_text_docsize by this migration and kept by every
--- Put; a deleted item's size is left, as no match reads it.
+-- Filled from longterm_text_docsize by this migration, kept by every Put,
+-- and set to 0 when an item is erased.
 CREATE TABLE longterm_sizes (
 	chunk INTEGER PRIMARY KEY,
 	sizes BLOB NOT NULL
