@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -26,8 +27,9 @@ const fewMatches = 256
 // reading each phrase's list through (and the prefix's token's: every
 // item under the prefix), a cost that follows the store's size rather
 // than the matches. Here the counts come from indexCounts, kept between
-// searches.
-func (s *LongTerm) fewHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, match string, at indexState, tokens int64) ([]ltdriver.Hit, bool, error) {
+// searches. The items it reads go into read (when not nil), by rowid, for
+// the search to return without reading them again.
+func (s *LongTerm) fewHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, match string, at indexState, tokens int64, read map[int64]longterm.Item) ([]ltdriver.Hit, bool, error) {
 	ids, err := matchIDs(ctx, tx, match, fewMatches+1)
 	if err != nil || len(ids) > fewMatches {
 		return nil, false, err
@@ -37,7 +39,11 @@ func (s *LongTerm) fewHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, m
 	}
 	f := s.itemFilter(q.Prefix, q.Labels)
 	f.add(`i.id IN `+in(len(ids)), ids...)
-	rows, err := tx.QueryContext(ctx, `SELECT i.id, i.namespace, i.key, i.text FROM longterm_items AS i WHERE `+f.sql(), f.args...)
+	// Each item with its size, cut by SQLite from its row of
+	// longterm_sizes (NULL where none is held, read from FTS5's below).
+	rows, err := tx.QueryContext(ctx, `SELECT i.id, (SELECT substr(s.sizes, (i.id % ?) * 2 + 1, 2) FROM longterm_sizes AS s
+			WHERE s.chunk = i.id / ? AND length(s.sizes) = ?), `+itemColumns("NULL")+`
+		FROM longterm_items AS i WHERE `+f.sql(), append([]any{sizesPerRow, sizesPerRow, sizesLen}, f.args...)...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -45,24 +51,30 @@ func (s *LongTerm) fewHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, m
 	var hits []ltdriver.Hit
 	var toks [][]string
 	var hitIDs []int64
+	var sizes []float64
 	for rows.Next() {
-		var h ltdriver.Hit
 		var id int64
-		var text string
-		if err := rows.Scan(&id, &h.Namespace, &h.Key, &text); err != nil {
+		var size []byte
+		it, err := scanItem(rows, &id, &size)
+		if err != nil {
 			return nil, false, err
 		}
-		h.Ref = id
-		hits = append(hits, h)
-		hitIDs = append(hitIDs, id)
-		toks = append(toks, longterm.Tokens(text))
+		if size != nil && len(size) != 2 {
+			return nil, false, fmt.Errorf("text index: a size read as %d bytes for item %d", len(size), id)
+		}
+		hits = append(hits, ltdriver.Hit{Namespace: it.Namespace, Key: it.Key, Ref: id})
+		hitIDs, sizes = append(hitIDs, id), append(sizes, heldBytes(size))
+		toks = append(toks, longterm.Tokens(it.Text))
+		if read != nil {
+			it.Namespace = s.shown(it.Namespace)
+			read[id] = it
+		}
 	}
 	if err := rows.Err(); err != nil || len(hits) == 0 {
 		return nil, err == nil, err
 	}
 	rows.Close()
-	sizes, err := itemSizes(ctx, tx, hitIDs)
-	if err != nil {
+	if err := docSizes(ctx, tx, hitIDs, sizes); err != nil {
 		return nil, false, err
 	}
 	st, err := s.counts.stats(ctx, tx, at, tokens, q.Phrases)
@@ -245,8 +257,8 @@ func (c *indexCounts) stats(ctx context.Context, tx *sql.Tx, at indexState, toke
 		key := strings.Join(ph, " ")
 		n, ok := c.get(at, c.phraseTable(ph), key)
 		if !ok {
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM longterm_text WHERE longterm_text MATCH ?`,
-				"{text} : "+phraseMatch([][]string{ph})).Scan(&n); err != nil {
+			var err error
+			if n, err = phraseItems(ctx, tx, ph); err != nil {
 				return indexStats{}, err
 			}
 			c.set(at, c.phraseTable(ph), key, n)
@@ -254,6 +266,23 @@ func (c *indexCounts) stats(ctx context.Context, tx *sql.Tx, at indexState, toke
 		st.idf[i] = fts5IDF(st.rows, int(n))
 	}
 	return st, nil
+}
+
+// phraseItems counts in tx the items whose text holds phrase ph: for one
+// plain token, the count longterm_vocab_col keeps of it; else the
+// matches of a MATCH.
+func phraseItems(ctx context.Context, tx *sql.Tx, ph []string) (int64, error) {
+	var n int64
+	if len(ph) == 1 && plainToken(ph[0]) {
+		err := tx.QueryRowContext(ctx, `SELECT doc FROM longterm_vocab_col WHERE term = ? AND col = 'text'`, ph[0]).Scan(&n)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, nil
+		}
+		return n, err
+	}
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM longterm_text WHERE longterm_text MATCH ?`,
+		"{text} : "+phraseMatch([][]string{ph})).Scan(&n)
+	return n, err
 }
 
 // known returns the sum of the counts held of phrases at state at, or

@@ -117,7 +117,7 @@ func TestFewHits_AsFTS5(t *testing.T) {
 				t.Fatal(err)
 			}
 			what := fmt.Sprintf("%s: %q under %q, labels %v", step, query, prefix, q.Labels)
-			few, ok, err := s.fewHits(ctx, tx, q, match, at, tokens)
+			few, ok, err := s.fewHits(ctx, tx, q, match, at, tokens, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -154,8 +154,9 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 		return nil, s.fail("search", err)
 	}
 	defer tx.Rollback()
+	read := map[int64]longterm.Item{}
 	ranked, err := ltdriver.Find(ctx, q, func(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
-		return s.textHits(ctx, tx, q)
+		return s.textHits(ctx, tx, q, read)
 	}, func(ctx context.Context, q ltdriver.Search) ([]ltdriver.Hit, error) {
 		return s.vectorHits(ctx, tx, q)
 	})
@@ -165,20 +166,25 @@ func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]l
 	if len(ranked) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(ranked))
-	for i, r := range ranked {
-		args[i] = r.Ref
+	var args []any
+	for _, r := range ranked {
+		if _, ok := read[r.Ref.(int64)]; !ok {
+			args = append(args, r.Ref)
+		}
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT i.id, `+itemColumns("NULL")+` FROM longterm_items AS i WHERE i.id IN `+in(len(args)), args...)
-	if err != nil {
-		return nil, s.fail("search", err)
+	if len(args) > 0 {
+		rows, err := tx.QueryContext(ctx, `SELECT i.id, `+itemColumns("NULL")+` FROM longterm_items AS i WHERE i.id IN `+in(len(args)), args...)
+		if err != nil {
+			return nil, s.fail("search", err)
+		}
+		defer rows.Close()
+		byID, err := ltrow.ByID(rows, s.scanItem)
+		if err != nil {
+			return nil, s.fail("search", err)
+		}
+		maps.Copy(read, byID)
 	}
-	defer rows.Close()
-	byID, err := ltrow.ByID(rows, s.scanItem)
-	if err != nil {
-		return nil, s.fail("search", err)
-	}
-	return ltdriver.Results(ranked, byID), nil
+	return ltdriver.Results(ranked, read), nil
 }
 
 // matchQuery returns the FTS5 query of a search: its phrases, each a
@@ -215,8 +221,9 @@ const fewItems = 2000
 // best rows are read by rowid and filtered (the prefix, expiry, labels);
 // when too few pass, four times as many, up to maxRanked, past which one
 // join does it all. A search's cost then follows the items its words
-// match under its prefix, not the items of the store.
-func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search) ([]ltdriver.Hit, error) {
+// match under its prefix, not the items of the store. The items fewHits
+// reads go into read.
+func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, read map[int64]longterm.Item) ([]ltdriver.Hit, error) {
 	at, tokens, err := readState(ctx, tx)
 	if err != nil {
 		return nil, err
@@ -231,7 +238,7 @@ func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search) 
 	}
 	match := matchQuery(q, within)
 	if within || (!plainPhrases(q.Phrases) && s.counts.known(at, q.Phrases) <= fewMatches) {
-		if hits, ok, err := s.fewHits(ctx, tx, q, match, at, tokens); err != nil || ok {
+		if hits, ok, err := s.fewHits(ctx, tx, q, match, at, tokens, read); err != nil || ok {
 			return hits, err
 		}
 	}

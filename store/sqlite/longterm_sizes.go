@@ -302,6 +302,21 @@ func itemSizes(ctx context.Context, tx *sql.Tx, ids []int64) ([]float64, error) 
 	if err != nil {
 		return nil, err
 	}
+	return sizes, docSizes(ctx, tx, ids, sizes)
+}
+
+// heldBytes is the size a row of longterm_sizes holds in b, its two bytes
+// (0 where b is not two bytes: none held).
+func heldBytes(b []byte) float64 {
+	if len(b) != 2 {
+		return 0
+	}
+	return float64(binary.LittleEndian.Uint16(b))
+}
+
+// docSizes sets each sizes[j] that is 0 (not held in longterm_sizes) to
+// the size longterm_text_docsize holds of item ids[j].
+func docSizes(ctx context.Context, tx *sql.Tx, ids []int64, sizes []float64) error {
 	var missing []any
 	where := map[int64]int{}
 	for j, id := range ids {
@@ -314,32 +329,32 @@ func itemSizes(ctx context.Context, tx *sql.Tx, ids []int64) ([]float64, error) 
 		missing = missing[len(batch):]
 		rows, err := tx.QueryContext(ctx, `SELECT id, sz FROM longterm_text_docsize WHERE id IN `+in(len(batch)), batch...)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for rows.Next() {
 			var id int64
 			var sz []byte
 			if err := rows.Scan(&id, &sz); err != nil {
 				rows.Close()
-				return nil, err
+				return err
 			}
 			n, err := docSize(sz)
 			if err != nil {
 				rows.Close()
-				return nil, err
+				return err
 			}
 			sizes[where[id]] = n
 			delete(where, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for id := range where {
-		return nil, fmt.Errorf("text index: no size for item %d", id)
+		return fmt.Errorf("text index: no size for item %d", id)
 	}
-	return sizes, nil
+	return nil
 }
 
 // cutSizes sets sizes[j] to the size longterm_sizes holds of item ids[j],

@@ -133,7 +133,8 @@ func sameSizes(t *testing.T, db *sql.DB, what string) {
 // items, replacements (longer and shorter) and a text too long for two
 // bytes, that migration 11 fills them for a file made before it, and
 // that a search whose sizes are missing or damaged reads FTS5's and
-// scores as FTS5 does.
+// scores as FTS5 does, over all items (vocabScores) and under a prefix
+// (fewHits).
 func TestLongTermSizes(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cairn.db")
@@ -211,6 +212,18 @@ func TestLongTermSizes(t *testing.T) {
 			t.Fatalf("%s: %q matches %d items, want more", what, query, len(theirs))
 		}
 		sameScores(t, what, mine, theirs)
+		// Under a prefix of a few hundred items, fewHits reads the
+		// sizes with the items it ranks.
+		q.Prefix = "users/u1"
+		few, ok, err := s.fewHits(ctx, tx, q, matchQuery(q, true), at, tokens, nil)
+		if err != nil || !ok {
+			t.Fatalf("%s: fewHits: %v, %v", what, ok, err)
+		}
+		want, err := s.rankedJoin(ctx, tx, q, matchQuery(q, true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameHits(t, what+", under users/u1", few, want)
 	}
 	query := w.At(3) + " " + w.At(40) + " alpha"
 	search("sizes held", query)
@@ -232,8 +245,9 @@ func TestLongTermSizes(t *testing.T) {
 	}
 	search("sizes made anew", query)
 
-	// A file made before migration 11: the migration fills the sizes.
-	if _, err := s.w.Exec(`DROP TABLE longterm_sizes; DROP TABLE longterm_vocab; DELETE FROM schema_migrations WHERE version = 11`); err != nil {
+	// A file made before migration 11: the migrations fill the sizes.
+	if _, err := s.w.Exec(`DROP TABLE longterm_sizes; DROP TABLE longterm_vocab; DROP TABLE longterm_vocab_col;
+		DELETE FROM schema_migrations WHERE version >= 11`); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
