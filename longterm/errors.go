@@ -51,6 +51,24 @@ func (e *InvalidError) Error() string { return "invalid " + e.What + ": " + e.Wh
 // Unwrap returns ErrInvalid.
 func (e *InvalidError) Unwrap() error { return ErrInvalid }
 
+// Rules says what namespaces, keys and labels may hold, for a hint beside
+// an error.
+const Rules = "namespaces are slash paths of segments of A-Z a-z 0-9 _ - (users/ada); keys are 1-256 characters of A-Z a-z 0-9 _ - . : @ + =; labels are NAME=VALUE"
+
+// Rule says what a valid argument of e's kind looks like, for a hint
+// beside the error: Rules for a namespace, prefix, key or labels, what a
+// search needs for its query or vector, and "" where the error says it
+// all.
+func (e *InvalidError) Rule() string {
+	switch e.What {
+	case "namespace", "prefix", "key", "labels":
+		return Rules
+	case "query", "vector":
+		return "a search needs words to look for (or a vector, or a store with an Embedder for a vector search)"
+	}
+	return ""
+}
+
 func invalid(what, format string, args ...any) error {
 	return &InvalidError{What: what, Why: fmt.Sprintf(format, args...)}
 }

@@ -16,10 +16,6 @@ import (
 // Namespaces hold slashes, so every route names its item or namespace
 // with query parameters (ns, key, prefix), not with the path.
 
-// memoryRules says what namespaces, keys and labels may hold, for the
-// hint of a 400.
-const memoryRules = "namespaces are slash paths of segments of A-Z a-z 0-9 _ - (users/ada); keys are 1-256 characters of A-Z a-z 0-9 _ - . : @ + =; labels are NAME=VALUE"
-
 // noMemory is the answer of every memory route of a server without
 // Config.Memory.
 func noMemory() error {
@@ -49,7 +45,7 @@ func memoryError(err error, fields map[string]string) error {
 			f = to
 		}
 		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Field: f,
-			Message: strings.Replace(err.Error(), "invalid "+ie.What, "invalid "+f, 1), Hint: memoryRules}
+			Message: strings.Replace(err.Error(), "invalid "+ie.What, "invalid "+f, 1), Hint: ie.Rule()}
 	}
 	switch {
 	case errors.Is(err, longterm.ErrNotFound):

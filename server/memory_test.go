@@ -150,33 +150,39 @@ func memoryContract(t *testing.T, h *harness) {
 	r = h.do("DELETE", fmt.Sprintf("/api/memory/item?ns=users/ada&key=food&if_version=%d", v), nil)
 	wantStatus(t, "delete at a stale version", r, http.StatusConflict)
 
-	// Bad input names the field.
+	// Bad input names the field, and the hint the rule that was broken
+	// (hint: a part of it, where given).
+	const rules = "slash paths of segments"
 	for _, tc := range []struct {
 		method, path string
 		body         any
-		field        string
+		field, hint  string
 	}{
-		{"PUT", "/api/memory/item", `{"namespace":"users//ada","key":"k","value":1}`, "namespace"},
-		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"a b","value":1}`, "key"},
-		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k"}`, "value"},
-		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"ttl_seconds":-5}`, "ttl_seconds"},
-		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"labels":{"":"x"}}`, "labels"},
-		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"source":{"session":"a b"}}`, "source.session"},
-		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"colour":"red"}`, "colour"},
-		{"GET", "/api/memory/item?ns=/users&key=k", nil, "ns"},
-		{"GET", "/api/memory/item?ns=users", nil, "key"},
-		{"GET", "/api/memory/items?label=nolabel", nil, "label"},
-		{"GET", "/api/memory/items?cursor=bogus", nil, "cursor"},
-		{"GET", "/api/memory/items?limit=0", nil, "limit"},
-		{"GET", "/api/memory/namespaces?prefix=users/", nil, "prefix"},
-		{"GET", "/api/memory/search?prefix=users", nil, "q"},
-		{"DELETE", "/api/memory/item?ns=users/ada&key=food&if_version=-3", nil, "if_version"},
-		{"DELETE", "/api/memory/namespace?prefix=", nil, "prefix"},
+		{"PUT", "/api/memory/item", `{"namespace":"users//ada","key":"k","value":1}`, "namespace", rules},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"a b","value":1}`, "key", rules},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k"}`, "value", ""},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"ttl_seconds":-5}`, "ttl_seconds", ""},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"labels":{"":"x"}}`, "labels", rules},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"source":{"session":"a b"}}`, "source.session", ""},
+		{"PUT", "/api/memory/item", `{"namespace":"users/ada","key":"k","value":1,"colour":"red"}`, "colour", ""},
+		{"GET", "/api/memory/item?ns=/users&key=k", nil, "ns", rules},
+		{"GET", "/api/memory/item?ns=users", nil, "key", ""},
+		{"GET", "/api/memory/items?label=nolabel", nil, "label", ""},
+		{"GET", "/api/memory/items?cursor=bogus", nil, "cursor", ""},
+		{"GET", "/api/memory/items?limit=0", nil, "limit", ""},
+		{"GET", "/api/memory/namespaces?prefix=users/", nil, "prefix", rules},
+		{"GET", "/api/memory/search?prefix=users", nil, "q", ""},
+		{"DELETE", "/api/memory/item?ns=users/ada&key=food&if_version=-3", nil, "if_version", ""},
+		{"DELETE", "/api/memory/namespace?prefix=", nil, "prefix", ""},
 	} {
 		r := h.do(tc.method, tc.path, tc.body)
 		wantStatus(t, tc.method+" "+tc.path, r, http.StatusBadRequest)
-		if e := r.Err(t); e["field"] != tc.field {
+		e := r.Err(t)
+		if e["field"] != tc.field {
 			t.Errorf("%s %s: error %v, want field %q", tc.method, tc.path, e, tc.field)
+		}
+		if hint, _ := e["hint"].(string); !strings.Contains(hint, tc.hint) {
+			t.Errorf("%s %s: hint %q, want one with %q", tc.method, tc.path, hint, tc.hint)
 		}
 	}
 

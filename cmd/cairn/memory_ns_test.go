@@ -44,3 +44,22 @@ func TestMemory_SessionNamespace(t *testing.T) {
 		})
 	}
 }
+
+// TestMemory_BadInputHints: an argument that breaks a rule exits 2 with a
+// hint that gives the rule broken: a namespace's, or what a search needs.
+func TestMemory_BadInputHints(t *testing.T) {
+	c := newCLIEnv(t)
+	for _, tc := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"memory", "put", "users//ada", "k", "1"}, "slash paths of segments"},
+		{[]string{"memory", "search", "budget", "--ns", "users/"}, "slash paths of segments"},
+		{[]string{"memory", "search", ""}, "words to look for"},
+	} {
+		out, errOut, code := c.run(tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.hint) {
+			t.Errorf("cairn %s: exit %d\n%s%s\nwant exit 2 and a hint with %q", strings.Join(tc.args, " "), code, out, errOut, tc.hint)
+		}
+	}
+}

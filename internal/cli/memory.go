@@ -56,7 +56,11 @@ func MemoryFail(what string, err error) error {
 	err = fmt.Errorf("%s: %w", what, err)
 	switch {
 	case errors.Is(err, longterm.ErrInvalid):
-		return &Error{Err: err, Hint: MemoryRules, Code: ExitUsage}
+		hint := "see docs/MEMORY.md"
+		if ie, ok := errors.AsType[*longterm.InvalidError](err); ok && ie.Rule() != "" {
+			hint = ie.Rule()
+		}
+		return &Error{Err: err, Hint: hint, Code: ExitUsage}
 	case errors.Is(err, longterm.ErrNotFound):
 		return Fail(err, "`cairn memory list --ns NAMESPACE` shows what is stored there")
 	case errors.Is(err, longterm.ErrConflict):
@@ -75,4 +79,4 @@ func MemoryFail(what string, err error) error {
 
 // MemoryRules says what namespaces, keys and labels of long-term memory
 // may hold.
-const MemoryRules = "namespaces are slash paths of segments of A-Z a-z 0-9 _ - (users/ada); keys are 1-256 characters of A-Z a-z 0-9 _ - . : @ + =; labels are NAME=VALUE"
+const MemoryRules = longterm.Rules
