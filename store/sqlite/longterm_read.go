@@ -142,7 +142,8 @@ func (s *LongTerm) Namespaces(ctx context.Context, opts longterm.NamespaceOption
 // as bm25() ranks (textHits), filtered by the items; the vector side reads
 // the vectors of the filtered items of the search's model and length and
 // computes cosine in Go. Both run in one read transaction, so that they
-// see the same items.
+// see the same items; the items the text side read whole are returned
+// as read, and only the others are read at the end.
 func (s *LongTerm) Search(ctx context.Context, opts longterm.SearchOptions) ([]longterm.Result, error) {
 	q, err := s.guard.Search(ctx, s.opts, opts)
 	if err != nil {
