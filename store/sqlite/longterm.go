@@ -54,6 +54,7 @@ type LongTerm struct {
 	w, r  *sql.DB
 
 	counts    indexCounts // the items under the prefixes and holding the phrases searched
+	stmts     searchStmts
 	guard     ltdriver.Guard
 	closeOnce sync.Once
 	closeErr  error
@@ -93,6 +94,10 @@ func OpenLongTerm(ctx context.Context, path string, opts LongTermOptions) (*Long
 		s.closeDBs()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, classifyAt(abs, err))
 	}
+	if err := s.stmts.prepare(ctx, s.r); err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, classifyAt(abs, err))
+	}
 	return s, nil
 }
 
@@ -108,7 +113,9 @@ func (s *LongTerm) Close() error {
 	return s.closeErr
 }
 
-func (s *LongTerm) closeDBs() error { return closeConns(s.path, nil, s.r, s.w) }
+func (s *LongTerm) closeDBs() error {
+	return errors.Join(s.stmts.close(), closeConns(s.path, nil, s.r, s.w))
+}
 
 // fail wraps err for the operation op, translating SQLite's errors (see
 // Store.classify).

@@ -30,7 +30,7 @@ const fewMatches = 256
 // searches. The items it reads go into read (when not nil), by rowid, for
 // the search to return without reading them again.
 func (s *LongTerm) fewHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, match string, at indexState, tokens int64, read map[int64]longterm.Item) ([]ltdriver.Hit, bool, error) {
-	ids, err := matchIDs(ctx, tx, match, fewMatches+1)
+	ids, err := matchIDs(ctx, tx, s.stmts.match, match, fewMatches+1)
 	if err != nil || len(ids) > fewMatches {
 		return nil, false, err
 	}
@@ -77,7 +77,7 @@ func (s *LongTerm) fewHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, m
 	if err := docSizes(ctx, tx, hitIDs, sizes); err != nil {
 		return nil, false, err
 	}
-	st, err := s.counts.stats(ctx, tx, at, tokens, q.Phrases)
+	st, err := s.counts.stats(ctx, tx, s.stmts.vocab, at, tokens, q.Phrases)
 	if err != nil {
 		return nil, false, err
 	}
@@ -94,9 +94,9 @@ func (s *LongTerm) fewHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, m
 }
 
 // matchIDs returns the rowids of up to limit items that match, in no
-// order.
-func matchIDs(ctx context.Context, tx *sql.Tx, match string, limit int) ([]any, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT rowid FROM longterm_text WHERE longterm_text MATCH ? LIMIT ?`, match, limit)
+// order, with st (matchSQL).
+func matchIDs(ctx context.Context, tx *sql.Tx, st *sql.Stmt, match string, limit int) ([]any, error) {
+	rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, match, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -234,12 +234,11 @@ const (
 
 // readState returns the index's state in tx and the tokens of all its
 // rows, from longterm_revision and the averages record of FTS5 (its rows,
-// then each column's tokens).
-func readState(ctx context.Context, tx *sql.Tx) (indexState, int64, error) {
+// then each column's tokens), with st (stateSQL).
+func readState(ctx context.Context, tx *sql.Tx, st *sql.Stmt) (indexState, int64, error) {
 	var rev int64
 	var avg []byte
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT revision FROM longterm_revision WHERE id = 1),
-		(SELECT block FROM longterm_text_data WHERE id = 1)`).Scan(&rev, &avg); err != nil {
+	if err := tx.StmtContext(ctx, st).QueryRowContext(ctx).Scan(&rev, &avg); err != nil {
 		return indexState{}, 0, err
 	}
 	tot, err := varints(avg)
@@ -247,8 +246,8 @@ func readState(ctx context.Context, tx *sql.Tx) (indexState, int64, error) {
 }
 
 // stats weighs phrases in the index at state at, of tokens in all,
-// counting in tx the phrases not held.
-func (c *indexCounts) stats(ctx context.Context, tx *sql.Tx, at indexState, tokens int64, phrases [][]string) (indexStats, error) {
+// counting in tx the phrases not held (a plain word with vocab, vocabSQL).
+func (c *indexCounts) stats(ctx context.Context, tx *sql.Tx, vocab *sql.Stmt, at indexState, tokens int64, phrases [][]string) (indexStats, error) {
 	if at.rows == 0 {
 		return indexStats{}, errors.New("text index: no rows, yet matches")
 	}
@@ -258,7 +257,7 @@ func (c *indexCounts) stats(ctx context.Context, tx *sql.Tx, at indexState, toke
 		n, ok := c.get(at, c.phraseTable(ph), key)
 		if !ok {
 			var err error
-			if n, err = phraseItems(ctx, tx, ph); err != nil {
+			if n, err = phraseItems(ctx, tx, vocab, ph); err != nil {
 				return indexStats{}, err
 			}
 			c.set(at, c.phraseTable(ph), key, n)
@@ -269,12 +268,12 @@ func (c *indexCounts) stats(ctx context.Context, tx *sql.Tx, at indexState, toke
 }
 
 // phraseItems counts in tx the items whose text holds phrase ph: for one
-// plain token, the count longterm_vocab_col keeps of it; else the
-// matches of a MATCH.
-func phraseItems(ctx context.Context, tx *sql.Tx, ph []string) (int64, error) {
+// plain token, the count longterm_vocab_col keeps of it (with st,
+// vocabSQL); else the matches of a MATCH.
+func phraseItems(ctx context.Context, tx *sql.Tx, st *sql.Stmt, ph []string) (int64, error) {
 	var n int64
 	if len(ph) == 1 && plainToken(ph[0]) {
-		err := tx.QueryRowContext(ctx, `SELECT doc FROM longterm_vocab_col WHERE term = ? AND col = 'text'`, ph[0]).Scan(&n)
+		err := tx.StmtContext(ctx, st).QueryRowContext(ctx, ph[0]).Scan(&n)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, nil
 		}

@@ -94,7 +94,7 @@ func TestFewHits_AsFTS5(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			at, tokens, err := readState(ctx, tx)
+			at, tokens, err := readState(ctx, tx, s.stmts.state)
 			if err != nil {
 				t.Fatal(err)
 			}

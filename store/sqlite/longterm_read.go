@@ -225,7 +225,7 @@ const fewItems = 2000
 // match under its prefix, not the items of the store. The items fewHits
 // reads go into read.
 func (s *LongTerm) textHits(ctx context.Context, tx *sql.Tx, q ltdriver.Search, read map[int64]longterm.Item) ([]ltdriver.Hit, error) {
-	at, tokens, err := readState(ctx, tx)
+	at, tokens, err := readState(ctx, tx, s.stmts.state)
 	if err != nil {
 		return nil, err
 	}

@@ -196,7 +196,7 @@ func TestLongTermSizes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		at, tokens, err := readState(ctx, tx)
+		at, tokens, err := readState(ctx, tx, s.stmts.state)
 		if err != nil {
 			t.Fatal(err)
 		}
