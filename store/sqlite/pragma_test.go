@@ -188,3 +188,57 @@ func TestOpen_PathWithURICharacters(t *testing.T) {
 		t.Errorf("Load after reopening %s: %v", path, err)
 	}
 }
+
+// stablePlansOn returns the query planner stability setting of n
+// connections of db, held at once so that each is another connection.
+func stablePlansOn(t *testing.T, db *sql.DB, n int) []int32 {
+	t.Helper()
+	var got []int32
+	for range n {
+		c, err := db.Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Raw(func(dc any) error {
+			v, err := stablePlans(dc, -1)
+			got = append(got, v)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
+}
+
+// TestOpen_StablePlans: every connection of a Store and of a LongTerm,
+// the writer and each reader, runs with SQLite's query planner stability
+// guarantee; a connection of modernc's own driver does not (the setting is
+// the store's, read from the connection rather than assumed).
+func TestOpen_StablePlans(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.db")
+	s := openTest(t, path, Options{})
+	lt, err := OpenLongTerm(t.Context(), path, LongTermOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lt.Close()
+	for name, c := range map[string]struct {
+		db *sql.DB
+		n  int
+	}{"store writer": {s.w, 1}, "store reader": {s.r, readers}, "long-term writer": {lt.w, 1}, "long-term reader": {lt.r, readers}} {
+		for i, v := range stablePlansOn(t, c.db, c.n) {
+			if v != 1 {
+				t.Errorf("%s %d: query planner stability %d, want 1", name, i, v)
+			}
+		}
+	}
+	plain, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if v := stablePlansOn(t, plain, 1); v[0] != 0 {
+		t.Errorf("a connection of modernc's driver: query planner stability %d, want 0", v[0])
+	}
+}

@@ -216,7 +216,7 @@ func openConns(ctx context.Context, path, syncMode string, empty, checkReads boo
 	// cell_size_check makes SQLite check each b-tree page as it reads it
 	// from the disk, so that a damaged page is refused (SQLITE_CORRUPT)
 	// before anything is written on top of it.
-	w, err := sql.Open("sqlite", dsn(path,
+	w, err := sql.Open(driverName, dsn(path,
 		[]string{busy, syncPragma, "secure_delete(ON)", "foreign_keys(ON)", "cell_size_check(ON)", cacheSize},
 		url.Values{"_txlock": {"immediate"}}))
 	if err != nil {
@@ -248,7 +248,7 @@ func openConns(ctx context.Context, path, syncMode string, empty, checkReads boo
 	if checkReads {
 		rps = append(rps, "cell_size_check(ON)")
 	}
-	r, err := sql.Open("sqlite", dsn(path, rps, nil))
+	r, err := sql.Open(driverName, dsn(path, rps, nil))
 	if err != nil {
 		return err
 	}
